@@ -1,0 +1,144 @@
+import {
+  GraphQLError,
+  Kind,
+  getNamedType,
+  getNullableType,
+  isCompositeType,
+  isListType,
+  type ASTVisitor,
+  type FieldNode,
+  type FragmentDefinitionNode,
+  type GraphQLField,
+  type GraphQLSchema,
+  type GraphQLType,
+  type SelectionSetNode,
+  type ValidationContext,
+  type ValidationRule,
+  isObjectType,
+  isInterfaceType,
+} from 'graphql';
+
+/** Lists without a `first` argument (an order's fills, a strategy's positions) are costed at this size. */
+const UNPAGED_LIST_SIZE = 10;
+/** A `first` given by a variable is costed at the largest page, since validation cannot see its value. */
+const MAX_PAGE = 200;
+
+function fragmentsOf(context: ValidationContext): Map<string, FragmentDefinitionNode> {
+  return new Map(
+    context
+      .getDocument()
+      .definitions.filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION)
+      .map((fragment) => [fragment.name.value, fragment]),
+  );
+}
+
+/** Fields of a selection set with fragments expanded; a fragment already on the path is not expanded again. */
+function fieldsOf(selectionSet: SelectionSetNode, fragments: Map<string, FragmentDefinitionNode>, path: ReadonlySet<string>): { field: FieldNode; typeCondition?: string }[] {
+  const fields: { field: FieldNode; typeCondition?: string }[] = [];
+  for (const selection of selectionSet.selections) {
+    if (selection.kind === Kind.FIELD) fields.push({ field: selection });
+    else if (selection.kind === Kind.INLINE_FRAGMENT) {
+      const typeCondition = selection.typeCondition?.name.value;
+      for (const entry of fieldsOf(selection.selectionSet, fragments, path)) fields.push({ ...entry, typeCondition: entry.typeCondition ?? typeCondition });
+    } else if (!path.has(selection.name.value)) {
+      const fragment = fragments.get(selection.name.value);
+      if (fragment) {
+        const inner = fieldsOf(fragment.selectionSet, fragments, new Set([...path, fragment.name.value]));
+        for (const entry of inner) fields.push({ ...entry, typeCondition: entry.typeCondition ?? fragment.typeCondition.name.value });
+      }
+    }
+  }
+  return fields;
+}
+
+function tooComplex(message: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code: 'QUERY_TOO_COMPLEX' } });
+}
+
+/** Query depth: the longest chain of nested fields, through fragments. */
+export function depthLimit(maxDepth: number): ValidationRule {
+  return (context) => {
+    const fragments = fragmentsOf(context);
+    const depth = (selectionSet: SelectionSetNode | undefined, path: ReadonlySet<string>): number => {
+      if (!selectionSet) return 0;
+      let deepest = 0;
+      for (const { field } of fieldsOf(selectionSet, fragments, path)) {
+        deepest = Math.max(deepest, 1 + depth(field.selectionSet, path));
+        if (deepest > maxDepth) return deepest;
+      }
+      return deepest;
+    };
+    return {
+      OperationDefinition(operation) {
+        const found = depth(operation.selectionSet, new Set());
+        if (found > maxDepth) context.reportError(tooComplex(`Query depth exceeds the limit of ${maxDepth}`));
+      },
+    };
+  };
+}
+
+/** Aliases anywhere in the document, fragments included. */
+export function aliasLimit(maxAliases: number): ValidationRule {
+  return (context) => {
+    let aliases = 0;
+    return {
+      Field(field) {
+        if (field.alias) aliases += 1;
+      },
+      Document: {
+        leave() {
+          if (aliases > maxAliases) context.reportError(tooComplex(`The document uses ${aliases} aliases; the limit is ${maxAliases}`));
+        },
+      },
+    } satisfies ASTVisitor;
+  };
+}
+
+function pageArgument(field: FieldNode, definition: GraphQLField<unknown, unknown>): number | undefined {
+  const declared = definition.args.find((arg) => arg.name === 'first');
+  if (!declared) return undefined;
+  const given = field.arguments?.find((arg) => arg.name.value === 'first');
+  if (!given) return typeof declared.defaultValue === 'number' ? declared.defaultValue : MAX_PAGE;
+  return given.value.kind === Kind.INT ? Math.min(Number(given.value.value), MAX_PAGE) : MAX_PAGE;
+}
+
+function fieldDefinition(schema: GraphQLSchema, parent: GraphQLType, name: string): GraphQLField<unknown, unknown> | undefined {
+  const named = getNamedType(parent);
+  if (isObjectType(named) || isInterfaceType(named)) return named.getFields()[name];
+  return undefined;
+}
+
+/**
+ * Estimated cost: each object a field returns costs 1, multiplied by the page size of the list it sits
+ * in. Sized so that `listOrderSubmissions(first: 200)` with strategy and fills fits and a nested page
+ * of pages (or many such lists) does not.
+ */
+export function costLimit(maxCost: number): ValidationRule {
+  return (context) => {
+    const schema = context.getSchema();
+    const fragments = fragmentsOf(context);
+    const cost = (selectionSet: SelectionSetNode | undefined, parent: GraphQLType, path: ReadonlySet<string>): number => {
+      if (!selectionSet) return 0;
+      let total = 0;
+      for (const { field, typeCondition } of fieldsOf(selectionSet, fragments, path)) {
+        const owner = typeCondition ? (schema.getType(typeCondition) ?? parent) : parent;
+        const definition = fieldDefinition(schema, owner, field.name.value);
+        if (!definition) continue;
+        const type = getNullableType(definition.type);
+        if (!isCompositeType(getNamedType(type))) continue;
+        const page = pageArgument(field, definition);
+        const multiplier = page ?? (isListType(type) && field.name.value !== 'nodes' && field.name.value !== 'edges' ? UNPAGED_LIST_SIZE : 1);
+        total += 1 + multiplier * cost(field.selectionSet, getNamedType(type), path);
+      }
+      return total;
+    };
+    return {
+      OperationDefinition(operation) {
+        const root = operation.operation === 'mutation' ? schema.getMutationType() : schema.getQueryType();
+        if (!root) return;
+        const found = cost(operation.selectionSet, root, new Set());
+        if (found > maxCost) context.reportError(tooComplex(`Query cost ${found} exceeds the limit of ${maxCost}`));
+      },
+    };
+  };
+}

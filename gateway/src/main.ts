@@ -1,0 +1,25 @@
+import { isDatabaseReachable } from '@ots/shared/db';
+import { loadConfig } from '@ots/shared/config';
+import { createLogger } from '@ots/shared/logger';
+import { isRedisReachable } from '@ots/shared/redis';
+import type { Kysely } from 'kysely';
+import { openKeyStore } from '../../services/accounts/src/key-store.ts';
+import { startGateway } from './server.ts';
+
+const config = loadConfig();
+const logger = createLogger('gateway', config.logLevel);
+const keys = openKeyStore(config, logger, { listen: true });
+const gateway = await startGateway({
+  config,
+  keyStore: keys.keyStore,
+  logger,
+  isReady: async () => (await isDatabaseReachable(keys.db as Kysely<unknown>)) && (await isRedisReachable(keys.redis)),
+});
+
+const stop = async () => {
+  await gateway.close();
+  await keys.close();
+  process.exit(0);
+};
+process.once('SIGTERM', () => void stop());
+process.once('SIGINT', () => void stop());

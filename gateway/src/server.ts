@@ -1,0 +1,217 @@
+import { readFileSync } from 'node:fs';
+import { ApolloGateway, RemoteGraphQLDataSource, type GraphQLDataSourceProcessOptions } from '@apollo/gateway';
+import { ApolloServer } from '@apollo/server';
+import type { Fetcher } from '@apollo/utils.fetcher';
+import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { GraphQLError } from 'graphql';
+import { ASSERTION_HEADER, signAssertion, type CallerIdentity } from '@ots/shared/assertion';
+import type { Config, ServiceName } from '@ots/shared/config';
+import { createLogger, type Logger } from '@ots/shared/logger';
+import { addHealthRoutes, createHttpApp, maskErrors, REQUEST_ID_HEADER, type RunningServer } from '@ots/shared/subgraph-server';
+import { decideKey, hashApiKey, isWellFormedApiKey } from '../../services/accounts/src/domain.ts';
+import type { ApiKeyStore } from '../../services/accounts/src/key-store.ts';
+import { aliasLimit, costLimit, depthLimit } from './limits.ts';
+import { RateLimiter } from './rate-limit.ts';
+import { checkScalarInputs } from './scalar-check.ts';
+import { variantABody } from './unauthenticated.ts';
+
+// The gateway never reports usage or schema anywhere.
+process.env.APOLLO_TELEMETRY_DISABLED = '1';
+
+export const SUPERGRAPH_PATH = new URL('../supergraph.graphql', import.meta.url);
+
+interface GatewayContext {
+  caller: CallerIdentity;
+  assertion: string;
+  requestId: string;
+}
+
+export interface GatewayOptions {
+  config: Config;
+  keyStore: ApiKeyStore;
+  isReady: () => Promise<boolean>;
+  logger?: Logger;
+  port?: number;
+}
+
+const INVALID_KEY = { detail: 'Invalid or expired API key' };
+const ACCESS_DISABLED = { detail: 'API access is not enabled for this account' };
+
+/** Each subgraph fetch carries the signed assertion and the request id, and gives up after the subgraph timeout. */
+class AuthenticatedDataSource extends RemoteGraphQLDataSource<GatewayContext> {
+  constructor(
+    readonly serviceName: string,
+    url: string,
+    timeoutMs: number,
+  ) {
+    super({
+      url,
+      fetcher: (async (input: string, init?: RequestInit) => {
+        try {
+          return await fetch(input, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+        } catch {
+          throw new GraphQLError(`The ${serviceName} service is temporarily unavailable`, {
+            extensions: { code: 'SERVICE_UNAVAILABLE' },
+          });
+        }
+      }) as unknown as Fetcher,
+    });
+  }
+
+  override willSendRequest({ request, context }: GraphQLDataSourceProcessOptions<GatewayContext>) {
+    request.http?.headers.set(ASSERTION_HEADER, context.assertion);
+    request.http?.headers.set(REQUEST_ID_HEADER, context.requestId);
+  }
+}
+
+function graphqlBody(request: FastifyRequest): { query?: unknown; operationName?: unknown } | undefined {
+  const body = request.body;
+  return body && typeof body === 'object' && !Array.isArray(body) ? (body as { query?: unknown; operationName?: unknown }) : undefined;
+}
+
+export async function startGateway(options: GatewayOptions): Promise<RunningServer> {
+  const { config, keyStore } = options;
+  const logger = options.logger ?? createLogger('gateway', config.logLevel);
+  const app = createHttpApp(config, logger, config.tls);
+  const limits = config.limits;
+  const keyLimiter = new RateLimiter(limits.rateLimitPerSecond, limits.rateLimitBurst, 'api-key');
+  const failedAuthLimiter = new RateLimiter(limits.failedAuthPerSecond, limits.failedAuthBurst, 'failed-auth');
+  const privateKey = config.assertionPrivateKey;
+  if (!privateKey) throw new Error('the gateway needs ASSERTION_PRIVATE_KEY to sign assertions');
+
+  const gateway = new ApolloGateway({
+    supergraphSdl: readFileSync(SUPERGRAPH_PATH, 'utf8'),
+    buildService: ({ name }) =>
+      new AuthenticatedDataSource(name, config.subgraphUrls[name as ServiceName] ?? '', limits.subgraphTimeoutMs),
+    logger,
+  });
+
+  const apollo = new ApolloServer<GatewayContext>({
+    gateway,
+    formatError: maskErrors(logger),
+    includeStacktraceInErrorResponses: false,
+    allowBatchedHttpRequests: false,
+    parseOptions: { maxTokens: limits.tokens },
+    validationRules: [depthLimit(limits.depth), aliasLimit(limits.aliases), costLimit(limits.cost)],
+    plugins: [
+      fastifyApolloDrainPlugin(app),
+      ApolloServerPluginLandingPageDisabled(),
+      {
+        async requestDidStart() {
+          return {
+            async didResolveOperation({ schema, document, operation, request }) {
+              if (operation) checkScalarInputs(schema, document, operation, request.variables);
+            },
+          };
+        },
+      },
+    ],
+  });
+  await apollo.start();
+
+  const tooManyRequests = (reply: FastifyReply, retryAfterSeconds: number) =>
+    reply
+      .code(429)
+      .header('Retry-After', String(Math.max(1, retryAfterSeconds)))
+      .send({ detail: 'Too many requests' });
+
+  const identities = new WeakMap<FastifyRequest, GatewayContext>();
+
+  /**
+   * Contract section 5, answered before GraphQL runs: Variant A for a missing or empty key, 401 for
+   * any key that is not a live, current key, 403 for an account without API access.
+   */
+  const authenticate = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (config.production && !config.tls && request.protocol !== 'https') {
+      return reply.code(400).send({ detail: 'API keys are accepted over HTTPS only' });
+    }
+    if (Array.isArray(request.body)) {
+      return reply.code(400).send({ detail: 'Batched requests are not supported: send one operation per request' });
+    }
+    const body = graphqlBody(request);
+    if (!body || typeof body.query !== 'string' || body.query.trim() === '') {
+      return reply.code(400).send({ detail: 'The body must be a JSON object with a string member "query"' });
+    }
+    const header = request.headers['x-api-key'];
+    const apiKey = typeof header === 'string' ? header.trim() : '';
+    if (apiKey === '') {
+      const operationName = typeof body.operationName === 'string' ? body.operationName : undefined;
+      try {
+        return reply.code(200).send(variantABody(body.query, operationName, limits.tokens));
+      } catch (error) {
+        const message = error instanceof GraphQLError ? error.message : 'The document could not be parsed';
+        const code = error instanceof GraphQLError && error.extensions.code === 'BAD_REQUEST' ? 'BAD_REQUEST' : 'GRAPHQL_PARSE_FAILED';
+        return reply.code(400).send({ errors: [{ message, extensions: { code } }] });
+      }
+    }
+
+    const address = request.ip;
+    if (failedAuthLimiter.isExhausted(address)) {
+      return tooManyRequests(reply, failedAuthLimiter.take(address).retryAfterSeconds);
+    }
+    const refuse = (status: 401 | 403) => {
+      failedAuthLimiter.take(address);
+      if (status === 403) return reply.code(403).send(ACCESS_DISABLED);
+      return reply.code(401).header('WWW-Authenticate', 'ApiKey header="X-API-Key"').send(INVALID_KEY);
+    };
+    if (!isWellFormedApiKey(apiKey)) return refuse(401);
+
+    const record = await keyStore.lookup(hashApiKey(config.apiKeyHmacSecret, apiKey));
+    const decision = decideKey(record, Date.now());
+    if (decision.kind === 'invalid') return refuse(401);
+    if (decision.kind === 'access-disabled') return refuse(403);
+
+    const rate = keyLimiter.take(decision.apiKeyId);
+    reply.headers(keyLimiter.headers(rate));
+    if (!rate.allowed) return tooManyRequests(reply, rate.retryAfterSeconds);
+
+    keyStore.recordUse(decision.apiKeyId);
+    const caller = { accountId: decision.accountId, apiKeyId: decision.apiKeyId };
+    identities.set(request, {
+      caller,
+      assertion: signAssertion(privateKey, caller, config.assertionTtlSeconds),
+      requestId: String(request.id),
+    });
+  };
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header(REQUEST_ID_HEADER, String(request.id));
+    const timer = setTimeout(() => {
+      if (!reply.sent) {
+        void reply.code(504).send({ data: null, errors: [{ message: 'The request timed out', extensions: { code: 'GATEWAY_TIMEOUT' } }] });
+      }
+    }, limits.gatewayTimeoutMs);
+    reply.raw.once('close', () => clearTimeout(timer));
+  });
+
+  await app.register(async (graphqlRoutes) => {
+    graphqlRoutes.addHook('preHandler', authenticate);
+    await graphqlRoutes.register(fastifyApollo(apollo), {
+      method: ['POST'],
+      path: '/graphql',
+      context: async (request) => {
+        const identity = identities.get(request);
+        if (!identity) throw new GraphQLError('Authentication required', { extensions: { code: 'UNAUTHENTICATED' } });
+        return identity;
+      },
+    });
+  });
+  addHealthRoutes(app, options.isReady);
+
+  await app.listen({ port: options.port ?? config.ports.gateway, host: config.host });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.ports.gateway;
+  logger.info({ port }, 'gateway listening');
+  return {
+    name: 'gateway',
+    port,
+    url: `${config.tls ? 'https' : 'http'}://${config.host}:${port}/graphql`,
+    app,
+    close: async () => {
+      await app.close();
+      await apollo.stop();
+    },
+  };
+}

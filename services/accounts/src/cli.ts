@@ -1,0 +1,198 @@
+import { ConfigError, loadConfig } from '@ots/shared/config';
+import { ensureDevDatabase } from '@ots/shared/dev-database';
+import { createLogger } from '@ots/shared/logger';
+import { DEFAULT_ROLL_GRACE_MS, parseDuration } from './domain.ts';
+import { openKeyStore } from './key-store.ts';
+import * as keys from './key-management.ts';
+import { KeyManagementError, type KeyManagement } from './key-management.ts';
+import type { ApiKeyRow } from './repository.ts';
+
+/** The operator CLI of contract section 5: `npm run admin -- <command> [--json]`. */
+const USAGE = `usage: npm run admin -- <command> [--json]
+  account create --name NAME
+  account disable-api ACCOUNT_ID
+  account enable-api ACCOUNT_ID
+  key create --account ACCOUNT_ID [--name LABEL] [--expires-in DURATION]
+  key list --account ACCOUNT_ID
+  key revoke KEY_ID
+  key roll KEY_ID [--grace DURATION]
+DURATION is a whole number and a unit: 30s, 15m, 12h, 90d.`;
+
+class UsageError extends Error {}
+
+interface Parsed {
+  words: string[];
+  options: Map<string, string>;
+  json: boolean;
+}
+
+const VALUE_OPTIONS = new Set(['--name', '--account', '--expires-in', '--grace']);
+
+function parseArguments(argv: string[]): Parsed {
+  const words: string[] = [];
+  const options = new Map<string, string>();
+  let json = false;
+  for (let i = 0; i < argv.length; i += 1) {
+    const arg = argv[i]!;
+    if (arg === '--json') json = true;
+    else if (arg === '--help' || arg === '-h') throw new UsageError(USAGE);
+    else if (arg.startsWith('--')) {
+      const [name, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+      if (!VALUE_OPTIONS.has(name)) throw new UsageError(`unknown option ${name}`);
+      const value = inline ?? argv[++i];
+      if (value === undefined || value === '') throw new UsageError(`${name} needs a value`);
+      options.set(name, value);
+    } else words.push(arg);
+  }
+  return { words, options, json };
+}
+
+function allowOnly(parsed: Parsed, allowed: string[], positionals: number): void {
+  for (const name of parsed.options.keys()) if (!allowed.includes(name)) throw new UsageError(`${name} does not apply to ${parsed.words.slice(0, 2).join(' ')}`);
+  if (parsed.words.length - 2 > positionals) throw new UsageError(`unexpected argument ${parsed.words[2 + positionals]}`);
+}
+
+function required(parsed: Parsed, name: string): string {
+  const value = parsed.options.get(name);
+  if (value === undefined) throw new UsageError(`${name} is required`);
+  return value;
+}
+
+function positional(parsed: Parsed, what: string): string {
+  const value = parsed.words[2];
+  if (value === undefined) throw new UsageError(`${what} is required`);
+  return value;
+}
+
+function duration(parsed: Parsed, name: string): number | undefined {
+  const text = parsed.options.get(name);
+  if (text === undefined) return undefined;
+  const ms = parseDuration(text);
+  if (ms === undefined) throw new UsageError(`${name} takes a whole number and a unit (s, m, h or d), e.g. 90d; got "${text}"`);
+  return ms;
+}
+
+function keyView(key: ApiKeyRow) {
+  return {
+    id: key.id,
+    name: key.name,
+    environment: key.environment,
+    displayPrefix: key.display_prefix,
+    createdAt: key.created_at.toISOString(),
+    expiresAt: key.expires_at?.toISOString() ?? null,
+    lastUsedAt: key.last_used_at?.toISOString() ?? null,
+    revokedAt: key.revoked_at?.toISOString() ?? null,
+  };
+}
+
+type Command = (parsed: Parsed, management: KeyManagement) => Promise<{ json: Record<string, unknown>; text: string }>;
+
+/** Every command checks its arguments before `run` opens a connection, so a bad call changes nothing. */
+const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = {
+  'account create': {
+    check: (p) => (allowOnly(p, ['--name'], 0), required(p, '--name'), undefined),
+    run: async (p, m) => {
+      const account = await keys.createAccount(m, required(p, '--name'));
+      return { json: { accountId: account.id }, text: `created account ${account.id} (${account.name})` };
+    },
+  },
+  'account disable-api': {
+    check: (p) => (allowOnly(p, [], 1), positional(p, 'ACCOUNT_ID'), undefined),
+    run: async (p, m) => {
+      const result = await keys.setApiAccess(m, positional(p, 'ACCOUNT_ID'), false);
+      return { json: result, text: `API access disabled for account ${result.accountId}` };
+    },
+  },
+  'account enable-api': {
+    check: (p) => (allowOnly(p, [], 1), positional(p, 'ACCOUNT_ID'), undefined),
+    run: async (p, m) => {
+      const result = await keys.setApiAccess(m, positional(p, 'ACCOUNT_ID'), true);
+      return { json: result, text: `API access enabled for account ${result.accountId}` };
+    },
+  },
+  'key create': {
+    check: (p) => (allowOnly(p, ['--account', '--name', '--expires-in'], 0), required(p, '--account'), duration(p, '--expires-in'), undefined),
+    run: async (p, m) => {
+      const { key, apiKey } = await keys.createKey(m, required(p, '--account'), {
+        name: p.options.get('--name') ?? null,
+        expiresInMs: duration(p, '--expires-in') ?? null,
+      });
+      return {
+        json: { keyId: key.id, apiKey },
+        text: `created key ${key.id}${key.expires_at ? `, expires ${key.expires_at.toISOString()}` : ''}\n${apiKey}\nThis is the only time the key is shown; store it in a secret manager.`,
+      };
+    },
+  },
+  'key list': {
+    check: (p) => (allowOnly(p, ['--account'], 0), required(p, '--account'), undefined),
+    run: async (p, m) => {
+      const list = (await keys.listKeys(m, required(p, '--account'))).map(keyView);
+      const text = list.length === 0 ? 'no keys' : list.map((k) => `${k.id}  ${k.displayPrefix}  ${k.name ?? ''}  created ${k.createdAt}${k.revokedAt ? `  revoked ${k.revokedAt}` : ''}${k.expiresAt ? `  expires ${k.expiresAt}` : ''}`).join('\n');
+      return { json: { keys: list }, text };
+    },
+  },
+  'key revoke': {
+    check: (p) => (allowOnly(p, [], 1), positional(p, 'KEY_ID'), undefined),
+    run: async (p, m) => {
+      const result = await keys.revokeKey(m, positional(p, 'KEY_ID'));
+      return { json: { keyId: result.keyId, revokedAt: result.revokedAt.toISOString() }, text: `revoked key ${result.keyId} at ${result.revokedAt.toISOString()}` };
+    },
+  },
+  'key roll': {
+    check: (p) => (allowOnly(p, ['--grace'], 1), positional(p, 'KEY_ID'), duration(p, '--grace'), undefined),
+    run: async (p, m) => {
+      const result = await keys.rollKey(m, positional(p, 'KEY_ID'), duration(p, '--grace') ?? DEFAULT_ROLL_GRACE_MS);
+      const previousExpiresAt = result.previousExpiresAt.toISOString();
+      return {
+        json: { keyId: result.keyId, apiKey: result.apiKey, previousKeyId: result.previousKeyId, previousExpiresAt },
+        text: `created key ${result.keyId}\n${result.apiKey}\nkey ${result.previousKeyId} stops working at ${previousExpiresAt}`,
+      };
+    },
+  },
+};
+
+function fail(message: string, code: number): never {
+  process.stderr.write(`${message.split('\n')[0]}\n`);
+  process.exit(code);
+}
+
+const parsed = (() => {
+  try {
+    return parseArguments(process.argv.slice(2));
+  } catch (error) {
+    if (error instanceof UsageError && error.message === USAGE) {
+      process.stdout.write(`${USAGE}\n`);
+      process.exit(0);
+    }
+    return fail((error as Error).message, 2);
+  }
+})();
+const command = COMMANDS[parsed.words.slice(0, 2).join(' ')];
+if (!command) fail(parsed.words.length === 0 ? 'no command given; see npm run admin -- --help' : `unknown command "${parsed.words.slice(0, 2).join(' ')}"; see npm run admin -- --help`, 2);
+try {
+  command.check(parsed);
+} catch (error) {
+  fail((error as Error).message, 2);
+}
+
+let config;
+try {
+  config = loadConfig();
+} catch (error) {
+  fail(error instanceof ConfigError ? error.message : String(error), 1);
+}
+const log = createLogger('admin', 'warn', true);
+const devDatabase = config.databaseUrl ? undefined : await ensureDevDatabase(log);
+const opened = openKeyStore({ ...config, databaseUrl: config.databaseUrl ?? devDatabase!.url }, log, { listen: false });
+let exitCode = 0;
+try {
+  const result = await command.run(parsed, { db: opened.db, config, keyStore: opened.keyStore });
+  process.stdout.write(`${parsed.json ? JSON.stringify(result.json) : result.text}\n`);
+} catch (error) {
+  exitCode = 1;
+  process.stderr.write(`${error instanceof KeyManagementError ? error.message : `failed: ${(error as Error).message}`}\n`);
+} finally {
+  await opened.close();
+  await devDatabase?.stop();
+}
+process.exit(exitCode);

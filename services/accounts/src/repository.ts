@@ -1,0 +1,164 @@
+import { sql, type Generated, type Kysely, type Selectable } from 'kysely';
+import { newId } from '@ots/shared/ids';
+import type { KeyRecord } from './domain.ts';
+
+export interface AccountsDatabase {
+  accounts: {
+    id: string;
+    name: string;
+    api_access_enabled: Generated<boolean>;
+    created_at: Generated<Date>;
+  };
+  api_keys: {
+    id: string;
+    account_id: string;
+    name: string | null;
+    environment: 'LIVE' | 'SANDBOX';
+    key_hash: Buffer;
+    display_prefix: string;
+    created_at: Generated<Date>;
+    expires_at: Date | null;
+    last_used_at: Date | null;
+    revoked_at: Date | null;
+  };
+}
+
+export type AccountsDb = Kysely<AccountsDatabase>;
+export type AccountRow = Selectable<AccountsDatabase['accounts']>;
+export type ApiKeyRow = Omit<Selectable<AccountsDatabase['api_keys']>, 'key_hash'>;
+
+const API_KEY_COLUMNS = [
+  'id',
+  'account_id',
+  'name',
+  'environment',
+  'display_prefix',
+  'created_at',
+  'expires_at',
+  'last_used_at',
+  'revoked_at',
+] as const;
+
+export async function insertAccount(db: AccountsDb, name: string): Promise<AccountRow> {
+  return db.insertInto('accounts').values({ id: newId(), name }).returningAll().executeTakeFirstOrThrow();
+}
+
+export async function findAccount(db: AccountsDb, accountId: string): Promise<AccountRow | undefined> {
+  return db.selectFrom('accounts').selectAll().where('id', '=', accountId).executeTakeFirst();
+}
+
+/** Sets the flag and returns the hashes of the account's keys, whose cached look-ups must now be dropped. */
+export async function setApiAccess(db: AccountsDb, accountId: string, enabled: boolean): Promise<Buffer[] | undefined> {
+  return db.transaction().execute(async (trx) => {
+    const updated = await trx
+      .updateTable('accounts')
+      .set({ api_access_enabled: enabled })
+      .where('id', '=', accountId)
+      .returning('id')
+      .executeTakeFirst();
+    if (!updated) return undefined;
+    const keys = await trx.selectFrom('api_keys').select('key_hash').where('account_id', '=', accountId).execute();
+    return keys.map((key) => key.key_hash);
+  });
+}
+
+export interface NewApiKey {
+  accountId: string;
+  name: string | null;
+  keyHash: Buffer;
+  displayPrefix: string;
+  expiresAt: Date | null;
+}
+
+export async function insertApiKey(db: AccountsDb, key: NewApiKey): Promise<ApiKeyRow> {
+  return db
+    .insertInto('api_keys')
+    .values({
+      id: newId(),
+      account_id: key.accountId,
+      name: key.name,
+      environment: 'LIVE',
+      key_hash: key.keyHash,
+      display_prefix: key.displayPrefix,
+      expires_at: key.expiresAt,
+    })
+    .returning(API_KEY_COLUMNS)
+    .executeTakeFirstOrThrow();
+}
+
+export async function listApiKeys(db: AccountsDb, accountId: string): Promise<ApiKeyRow[]> {
+  return db
+    .selectFrom('api_keys')
+    .select(API_KEY_COLUMNS)
+    .where('account_id', '=', accountId)
+    .orderBy('created_at', 'asc')
+    .orderBy('id', 'asc')
+    .execute();
+}
+
+/** The key of the calling request, scoped to its account. */
+export async function findApiKeyOfAccount(db: AccountsDb, accountId: string, keyId: string): Promise<ApiKeyRow | undefined> {
+  return db
+    .selectFrom('api_keys')
+    .select(API_KEY_COLUMNS)
+    .where('account_id', '=', accountId)
+    .where('id', '=', keyId)
+    .executeTakeFirst();
+}
+
+export async function findApiKeyWithHash(db: AccountsDb, keyId: string) {
+  return db
+    .selectFrom('api_keys')
+    .select([...API_KEY_COLUMNS, 'key_hash'])
+    .where('id', '=', keyId)
+    .executeTakeFirst();
+}
+
+/** Revokes once: a second revoke keeps the first time. */
+export async function revokeApiKey(db: AccountsDb, keyId: string): Promise<{ revokedAt: Date; keyHash: Buffer } | undefined> {
+  const row = await db
+    .updateTable('api_keys')
+    .set({ revoked_at: sql<Date>`coalesce(revoked_at, now())` })
+    .where('id', '=', keyId)
+    .returning(['revoked_at', 'key_hash'])
+    .executeTakeFirst();
+  return row ? { revokedAt: row.revoked_at!, keyHash: row.key_hash } : undefined;
+}
+
+export async function setApiKeyExpiry(db: AccountsDb, keyId: string, expiresAt: Date): Promise<void> {
+  await db.updateTable('api_keys').set({ expires_at: expiresAt }).where('id', '=', keyId).execute();
+}
+
+/** The gateway's look-up: everything it needs to decide on a key, by the key's hash. */
+export async function findKeyRecordByHash(db: AccountsDb, keyHash: Buffer): Promise<(KeyRecord & { keyHash: Buffer }) | null> {
+  const row = await db
+    .selectFrom('api_keys as k')
+    .innerJoin('accounts as a', 'a.id', 'k.account_id')
+    .select(['k.id', 'k.account_id', 'k.key_hash', 'k.expires_at', 'k.revoked_at', 'a.api_access_enabled'])
+    .where('k.key_hash', '=', keyHash)
+    .executeTakeFirst();
+  if (!row) return null;
+  return {
+    keyId: row.id,
+    accountId: row.account_id,
+    keyHash: row.key_hash,
+    expiresAt: row.expires_at?.getTime() ?? null,
+    revokedAt: row.revoked_at?.getTime() ?? null,
+    apiAccessEnabled: row.api_access_enabled,
+  };
+}
+
+/** One statement for a batch of keys; a key touched in the last minute is left alone. */
+export async function touchLastUsed(db: AccountsDb, keyIds: readonly string[]): Promise<void> {
+  if (keyIds.length === 0) return;
+  await db
+    .updateTable('api_keys')
+    .set({ last_used_at: sql<Date>`now()` })
+    .where('id', 'in', keyIds)
+    .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', sql<Date>`now() - interval '1 minute'`)]))
+    .execute();
+}
+
+export async function hasAnyAccount(db: AccountsDb): Promise<boolean> {
+  return (await db.selectFrom('accounts').select('id').limit(1).executeTakeFirst()) !== undefined;
+}

@@ -1,0 +1,35 @@
+import { DateTimeScalar } from '@ots/shared/scalars';
+import type { BaseContext } from '@ots/shared/subgraph-server';
+import { findAccount, findApiKeyOfAccount, type AccountsDb } from './repository.ts';
+
+export interface AccountsContext extends BaseContext {
+  db: AccountsDb;
+}
+
+export const resolvers = {
+  DateTime: DateTimeScalar,
+  Query: {
+    viewer: () => ({}),
+  },
+  Viewer: {
+    account: async (_: unknown, __: unknown, { db, caller }: AccountsContext) => {
+      const account = await findAccount(db, caller.accountId);
+      if (!account) throw new Error(`asserted account ${caller.accountId} does not exist`);
+      return { id: account.id, name: account.name, createdAt: account.created_at };
+    },
+    apiKey: async (_: unknown, __: unknown, { db, caller }: AccountsContext) => {
+      const key = await findApiKeyOfAccount(db, caller.accountId, caller.apiKeyId);
+      if (!key) throw new Error(`asserted key ${caller.apiKeyId} does not exist`);
+      return {
+        id: key.id,
+        name: key.name,
+        environment: key.environment,
+        displayPrefix: key.display_prefix,
+        createdAt: key.created_at,
+        expiresAt: key.expires_at,
+        lastUsedAt: key.last_used_at,
+        revokedAt: key.revoked_at,
+      };
+    },
+  },
+};

@@ -1,0 +1,14 @@
+import type { ServiceDefinition } from '@ots/shared/service';
+import { loadTypeDefs } from '@ots/shared/subgraph-server';
+import { migrations, SCHEMA } from '../migrations/index.ts';
+import type { AccountsDatabase } from './repository.ts';
+import { resolvers, type AccountsContext } from './resolvers.ts';
+
+export const accountsService: ServiceDefinition<AccountsDatabase, AccountsContext> = {
+  name: 'accounts',
+  schema: SCHEMA,
+  migrations,
+  typeDefs: loadTypeDefs(new URL('../schema.graphql', import.meta.url)),
+  resolvers,
+  createContext: (base, { db }) => ({ ...base, db }),
+};

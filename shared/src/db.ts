@@ -1,0 +1,57 @@
+import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
+import pg from 'pg';
+
+export interface DatabaseOptions {
+  url: string;
+  /** The Postgres schema the service owns; every query of the returned handle is qualified with it. */
+  schema: string;
+  applicationName: string;
+  maxConnections?: number;
+}
+
+/**
+ * One pool per service, bound to the service's own schema. Statement and idle-transaction timeouts
+ * keep a stuck query from holding row locks (and a request) forever.
+ */
+export function createDatabase<DB>(options: DatabaseOptions): Kysely<DB> {
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.maxConnections ?? 10,
+    application_name: options.applicationName,
+    statement_timeout: 5_000,
+    idle_in_transaction_session_timeout: 10_000,
+    connectionTimeoutMillis: 5_000,
+  });
+  // An idle client that loses its connection must not crash the process; the pool replaces it.
+  pool.on('error', () => undefined);
+  return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }).withSchema(options.schema);
+}
+
+export async function isDatabaseReachable(db: Kysely<unknown>): Promise<boolean> {
+  try {
+    await sql`select 1`.execute(db);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Creates the service's schema if needed and applies its migrations; the migration table lives in that schema too. */
+export async function migrateSchema(url: string, schema: string, migrations: Record<string, Migration>): Promise<void> {
+  const db = createDatabase<unknown>({ url, schema, applicationName: `${schema}-migrate`, maxConnections: 1 });
+  try {
+    await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
+    const migrator = new Migrator({
+      db,
+      provider: { getMigrations: async () => migrations },
+      migrationTableSchema: schema,
+    });
+    const { error, results } = await migrator.migrateToLatest();
+    const failed = results?.find((result) => result.status === 'Error');
+    if (error || failed) {
+      throw new Error(`migration of schema ${schema} failed${failed ? ` at ${failed.migrationName}` : ''}: ${String(error)}`);
+    }
+  } finally {
+    await db.destroy();
+  }
+}

@@ -1,0 +1,77 @@
+import { GraphQLError, GraphQLScalarType, Kind, type ValueNode } from 'graphql';
+import { DecimalFormatError, Decimal, formatDecimal, parseDecimal } from './decimal.ts';
+
+function refuse(message: string): never {
+  throw new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT' } });
+}
+
+function literalString(ast: ValueNode, typeName: string): string {
+  if (ast.kind !== Kind.STRING) {
+    refuse(`${typeName} values are sent as strings${ast.kind === Kind.INT || ast.kind === Kind.FLOAT ? ', not numbers' : ''}`);
+  }
+  return ast.value;
+}
+
+function decimalFrom(value: unknown): Decimal {
+  try {
+    return parseDecimal(value);
+  } catch (error) {
+    if (error instanceof DecimalFormatError) refuse(error.message);
+    throw error;
+  }
+}
+
+/** Non-negative decimal carried as a string; parsed to an exact `Decimal`, never a float. */
+export const DecimalScalar = new GraphQLScalarType<Decimal, string>({
+  name: 'Decimal',
+  description: 'A non-negative decimal number as a string, e.g. "187.25": at most 20 integer and 10 fraction digits.',
+  serialize(value) {
+    if (typeof value === 'string' || value instanceof Decimal) return formatDecimal(value as string | Decimal);
+    throw new GraphQLError('Decimal cannot represent a non-decimal value');
+  },
+  parseValue: decimalFrom,
+  parseLiteral: (ast) => decimalFrom(literalString(ast, 'Decimal')),
+});
+
+/** Signed decimal output (position quantities and PnL); never accepted as input. */
+export const SignedDecimalScalar = new GraphQLScalarType<string, string>({
+  name: 'SignedDecimal',
+  description: 'A decimal number as a string that may be negative, e.g. "-4.5". Output only.',
+  serialize(value) {
+    if (typeof value === 'string' || value instanceof Decimal) return formatDecimal(value as string | Decimal);
+    throw new GraphQLError('SignedDecimal cannot represent a non-decimal value');
+  },
+  parseValue: () => refuse('SignedDecimal is an output type'),
+  parseLiteral: () => refuse('SignedDecimal is an output type'),
+});
+
+const ISO_UTC = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/;
+
+export function parseDateTime(value: unknown): Date {
+  if (typeof value !== 'string') refuse('DateTime values are ISO-8601 strings such as "2026-11-21T14:03:07.120Z"');
+  const match = ISO_UTC.exec(value);
+  const date = match ? new Date(value) : undefined;
+  if (!match || !date || Number.isNaN(date.getTime())) {
+    refuse(`"${value}" is not an ISO-8601 date-time with a time zone, e.g. "2026-11-21T14:03:07.120Z"`);
+  }
+  // Date accepts 2026-02-31 and rolls it over; a calendar date that does not exist is refused.
+  const [, y, mo, d] = match;
+  const offsetFree = new Date(Date.UTC(Number(y), Number(mo) - 1, Number(d)));
+  if (offsetFree.getUTCMonth() !== Number(mo) - 1 || offsetFree.getUTCDate() !== Number(d)) {
+    refuse(`"${value}" is not a calendar date`);
+  }
+  return date;
+}
+
+/** ISO-8601 UTC with milliseconds on output; any ISO-8601 instant with a zone on input. */
+export const DateTimeScalar = new GraphQLScalarType<Date, string>({
+  name: 'DateTime',
+  description: 'An ISO-8601 UTC instant with milliseconds, e.g. "2026-11-21T14:03:07.120Z".',
+  serialize(value) {
+    const date = value instanceof Date ? value : new Date(value as string);
+    if (Number.isNaN(date.getTime())) throw new GraphQLError('DateTime cannot represent an invalid date');
+    return date.toISOString();
+  },
+  parseValue: parseDateTime,
+  parseLiteral: (ast) => parseDateTime(literalString(ast, 'DateTime')),
+});

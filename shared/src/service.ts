@@ -1,0 +1,82 @@
+import type { Migration } from 'kysely';
+import type { Kysely } from 'kysely';
+import type { GraphQLResolverMap } from '@apollo/subgraph/dist/schema-helper/resolverMap.js';
+import type { DocumentNode } from 'graphql';
+import type { Config, ServiceName } from './config.ts';
+import { createDatabase, isDatabaseReachable, migrateSchema } from './db.ts';
+import { createLogger, type Logger } from './logger.ts';
+import { startSubgraphServer, type BaseContext, type RunningServer } from './subgraph-server.ts';
+
+export interface ServiceRuntime<DB> {
+  config: Config;
+  db: Kysely<DB>;
+  log: Logger;
+}
+
+/** What each subgraph declares; `runService` turns it into a running process part. */
+export interface ServiceDefinition<DB, Context extends BaseContext> {
+  name: ServiceName;
+  schema: string;
+  migrations: Record<string, Migration>;
+  typeDefs: DocumentNode;
+  resolvers: GraphQLResolverMap<Context>;
+  createContext(base: BaseContext, runtime: ServiceRuntime<DB>): Context;
+  /** Background work (e.g. the fills recovery sweeper); the returned function stops it. */
+  startBackground?(runtime: ServiceRuntime<DB>): () => Promise<void>;
+}
+
+export interface RunOptions {
+  config: Config;
+  /** Defaults to the configured port of the service; 0 picks a free one (tests). */
+  port?: number;
+  logger?: Logger;
+}
+
+export async function migrateService(definition: { schema: string; migrations: Record<string, Migration> }, databaseUrl: string) {
+  await migrateSchema(databaseUrl, definition.schema, definition.migrations);
+}
+
+/** Starts a subgraph on its own pool and port. Migrations are run beforehand, by `migrateService`. */
+export async function runService<DB, Context extends BaseContext>(
+  definition: ServiceDefinition<DB, Context>,
+  options: RunOptions,
+): Promise<RunningServer> {
+  const { config } = options;
+  if (!config.databaseUrl) throw new Error(`${definition.name}: DATABASE_URL is required`);
+  const log = options.logger ?? createLogger(definition.name, config.logLevel);
+  const db = createDatabase<DB>({ url: config.databaseUrl, schema: definition.schema, applicationName: definition.name });
+  const runtime: ServiceRuntime<DB> = { config, db, log };
+  const stopBackground = definition.startBackground?.(runtime);
+  const server = await startSubgraphServer<Context>({
+    name: definition.name,
+    typeDefs: definition.typeDefs,
+    resolvers: definition.resolvers,
+    config,
+    logger: log,
+    port: options.port ?? config.ports[definition.name],
+    createContext: (base) => definition.createContext(base, runtime),
+    isReady: () => isDatabaseReachable(db as Kysely<unknown>),
+  });
+  return {
+    ...server,
+    close: async () => {
+      await server.close();
+      await stopBackground?.();
+      await db.destroy();
+    },
+  };
+}
+
+/** The body of every `services/<name>/src/main.ts`: migrate-free start, stop on SIGTERM/SIGINT after draining. */
+export async function runServiceProcess<DB, Context extends BaseContext>(
+  definition: ServiceDefinition<DB, Context>,
+  config: Config,
+): Promise<void> {
+  const server = await runService(definition, { config });
+  const stop = async () => {
+    await server.close();
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void stop());
+  process.once('SIGINT', () => void stop());
+}
