@@ -6,7 +6,7 @@ import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/dis
 import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastify';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import type { GraphQLResolverMap } from '@apollo/subgraph/dist/schema-helper/resolverMap.js';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { GraphQLError, parse, type DocumentNode, type GraphQLFormattedError } from 'graphql';
 import { ASSERTION_HEADER, verifyAssertion, type CallerIdentity } from './assertion.ts';
 import type { Config } from './config.ts';
@@ -78,16 +78,18 @@ export function maskErrors(log: Logger) {
 
 /** `tls` is given only to the gateway, which serves HTTPS itself when it has a certificate. */
 export function createHttpApp(config: Config, logger: Logger, tls?: { certFile: string; keyFile: string }): FastifyInstance {
-  return Fastify({
-    ...(tls ? { https: { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } } : {}),
+  const options = {
     loggerInstance: logger,
     bodyLimit: config.limits.bodyBytes,
-    genReqId: (request) => requestIdOf(request),
-    logController: { disableRequestLogging: true },
+    genReqId: (request: { headers: Record<string, string | string[] | undefined> }) => requestIdOf(request),
+    logController: new LogController({ disableRequestLogging: true }),
     trustProxy: config.trustProxy,
     return503OnClosing: true,
-    forceCloseConnections: 'idle',
-  });
+    forceCloseConnections: 'idle' as const,
+  };
+  if (!tls) return Fastify(options);
+  // The HTTPS server has the same request and reply API; only the transport differs.
+  return Fastify({ ...options, https: { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } }) as unknown as FastifyInstance;
 }
 
 export function addHealthRoutes(app: FastifyInstance, isReady: () => Promise<boolean>): void {
