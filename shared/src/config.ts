@@ -144,7 +144,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       depth: int(env, 'LIMIT_DEPTH', 10),
       aliases: int(env, 'LIMIT_ALIASES', 15),
       tokens: int(env, 'LIMIT_TOKENS', 2000),
-      cost: int(env, 'LIMIT_COST', 5000),
+      cost: int(env, 'LIMIT_COST', 1000),
       rateLimitPerSecond: int(env, 'RATE_LIMIT_PER_SECOND', 50),
       rateLimitBurst: int(env, 'RATE_LIMIT_BURST', 100),
       failedAuthPerSecond: int(env, 'FAILED_AUTH_PER_SECOND', 5),
