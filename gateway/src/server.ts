@@ -6,7 +6,7 @@ import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/dis
 import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GraphQLError } from 'graphql';
-import { ASSERTION_HEADER, signAssertion, type CallerIdentity } from '@ots/shared/assertion';
+import { ASSERTION_HEADER, AssertionIssuer, type CallerIdentity } from '@ots/shared/assertion';
 import type { Config, ServiceName } from '@ots/shared/config';
 import { createLogger, type Logger } from '@ots/shared/logger';
 import { addHealthRoutes, createHttpApp, maskErrors, REQUEST_ID_HEADER, type RunningServer } from '@ots/shared/subgraph-server';
@@ -78,8 +78,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
   const limits = config.limits;
   const keyLimiter = new RateLimiter(limits.rateLimitPerSecond, limits.rateLimitBurst, 'api-key');
   const failedAuthLimiter = new RateLimiter(limits.failedAuthPerSecond, limits.failedAuthBurst, 'failed-auth');
-  const privateKey = config.assertionPrivateKey;
-  if (!privateKey) throw new Error('the gateway needs ASSERTION_PRIVATE_KEY to sign assertions');
+  if (!config.assertionPrivateKey) throw new Error('the gateway needs ASSERTION_PRIVATE_KEY to sign assertions');
+  const assertions = new AssertionIssuer(config.assertionPrivateKey, config.assertionTtlSeconds);
 
   const gateway = new ApolloGateway({
     supergraphSdl: readFileSync(SUPERGRAPH_PATH, 'utf8'),
@@ -171,7 +171,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
     const caller = { accountId: decision.accountId, apiKeyId: decision.apiKeyId };
     identities.set(request, {
       caller,
-      assertion: signAssertion(privateKey, caller, config.assertionTtlSeconds),
+      assertion: assertions.tokenFor(caller),
       requestId: String(request.id),
     });
   };

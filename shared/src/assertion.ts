@@ -64,3 +64,50 @@ export function verifyAssertion(publicKey: KeyObject, token: string | undefined,
   }
   return { accountId: claims.acc, apiKeyId: claims.key };
 }
+
+const MAX_CACHED = 10_000;
+
+/**
+ * Signs once per caller and reuses the token for half its lifetime: signing on every request would
+ * cost the gateway a signature and every subgraph a verification per request for the same identity.
+ */
+export class AssertionIssuer {
+  private readonly issued = new Map<string, { token: string; renewAt: number }>();
+
+  constructor(
+    private readonly privateKey: KeyObject,
+    private readonly ttlSeconds: number,
+  ) {}
+
+  tokenFor(identity: CallerIdentity, now = Date.now()): string {
+    const cacheKey = `${identity.accountId}:${identity.apiKeyId}`;
+    const cached = this.issued.get(cacheKey);
+    if (cached && cached.renewAt > now) return cached.token;
+    const token = signAssertion(this.privateKey, identity, this.ttlSeconds, now);
+    if (this.issued.size >= MAX_CACHED) this.issued.clear();
+    this.issued.set(cacheKey, { token, renewAt: now + (this.ttlSeconds * 1000) / 2 });
+    return token;
+  }
+}
+
+/** Remembers tokens already verified until they expire, so a reused token is checked once per process. */
+export class AssertionVerifier {
+  private readonly verified = new Map<string, { identity: CallerIdentity; expiresAt: number }>();
+
+  constructor(private readonly publicKey: KeyObject) {}
+
+  verify(token: string | undefined, now = Date.now()): CallerIdentity | undefined {
+    if (!token) return undefined;
+    const cached = this.verified.get(token);
+    if (cached) {
+      if (cached.expiresAt > now) return cached.identity;
+      this.verified.delete(token);
+    }
+    const identity = verifyAssertion(this.publicKey, token, now);
+    if (!identity) return undefined;
+    const claims = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as Claims;
+    if (this.verified.size >= MAX_CACHED) this.verified.clear();
+    this.verified.set(token, { identity, expiresAt: claims.exp * 1000 });
+    return identity;
+  }
+}

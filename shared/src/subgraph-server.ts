@@ -8,7 +8,7 @@ import { buildSubgraphSchema } from '@apollo/subgraph';
 import type { GraphQLResolverMap } from '@apollo/subgraph/dist/schema-helper/resolverMap.js';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { GraphQLError, parse, type DocumentNode, type GraphQLFormattedError } from 'graphql';
-import { ASSERTION_HEADER, verifyAssertion, type CallerIdentity } from './assertion.ts';
+import { ASSERTION_HEADER, AssertionVerifier, type CallerIdentity } from './assertion.ts';
 import type { Config } from './config.ts';
 import { CLIENT_SAFE_CODES, MASKED_MESSAGE } from './errors.ts';
 import type { Logger } from './logger.ts';
@@ -118,10 +118,11 @@ export async function startSubgraphServer<Context extends BaseContext>(options: 
 
   // Verified once per request, before the body is read; the context takes the identity from here.
   const callers = new WeakMap<FastifyRequest, { caller: CallerIdentity; assertion: string }>();
+  const verifier = new AssertionVerifier(config.assertionPublicKey);
   app.addHook('onRequest', async (request, reply) => {
     if (request.routeOptions.url !== '/graphql') return;
     const assertion = request.headers[ASSERTION_HEADER];
-    const caller = typeof assertion === 'string' ? verifyAssertion(config.assertionPublicKey, assertion) : undefined;
+    const caller = typeof assertion === 'string' ? verifier.verify(assertion) : undefined;
     if (!caller || typeof assertion !== 'string') {
       return reply.code(401).send({ detail: 'Requests to a subgraph must carry a valid gateway assertion' });
     }

@@ -1,0 +1,96 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { loadConfig } from '@ots/shared/config';
+import { ensureDevDatabase } from '@ots/shared/dev-database';
+import { createLogger } from '@ots/shared/logger';
+import { hashApiKey, isWellFormedApiKey } from '../services/accounts/src/domain.ts';
+import { createAccount, createKey } from '../services/accounts/src/key-management.ts';
+import { launchStack, migrateAll } from './stack.ts';
+
+/**
+ * `npm run bench`: figures, not pass/fail. Runs the whole stack in this process on a throwaway
+ * database (on DATABASE_URL's server, else the embedded Postgres) and prints latencies and ratios
+ * measured in the same run, since absolute numbers on a shared 2-core machine are noisy.
+ */
+const logger = createLogger('bench', 'warn');
+const base = loadConfig({ ...process.env, LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '1000000', RATE_LIMIT_BURST: '1000000' });
+const dev = base.databaseUrl ? undefined : await ensureDevDatabase(logger);
+const serverUrl = base.databaseUrl ?? dev!.url;
+const databaseName = `ots_bench_${randomBytes(4).toString('hex')}`;
+const admin = new pg.Client({ connectionString: serverUrl });
+await admin.connect();
+await admin.query(`create database ${databaseName}`);
+const databaseUrl = Object.assign(new URL(serverUrl), { pathname: `/${databaseName}` }).toString();
+const config = { ...base, databaseUrl, redisKeyPrefix: `bench:${databaseName}:` };
+
+await migrateAll(databaseUrl);
+const stack = await launchStack(config, { freePorts: true, logger });
+const management = { db: stack.keys.db, config, keyStore: stack.keys.keyStore };
+const account = await createAccount(management, 'Bench account');
+const { apiKey } = await createKey(management, account.id, { name: 'bench' });
+
+async function timeEach(count: number, run: () => Promise<unknown>): Promise<number[]> {
+  const samples: number[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const started = process.hrtime.bigint();
+    await run();
+    samples.push(Number(process.hrtime.bigint() - started) / 1e6);
+  }
+  return samples.sort((a, b) => a - b);
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+const report = (label: string, sorted: number[]) =>
+  console.log(`${label.padEnd(52)} p50 ${percentile(sorted, 50).toFixed(3)} ms   p99 ${percentile(sorted, 99).toFixed(3)} ms`);
+
+const graphql = (query: string, variables?: Record<string, unknown>) =>
+  fetch(stack.gateway.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+    body: JSON.stringify({ query, variables }),
+  }).then(async (response) => {
+    const body = (await response.json()) as { errors?: unknown };
+    if (response.status !== 200 || body.errors) throw new Error(`bench request failed: ${JSON.stringify(body)}`);
+    return body;
+  });
+
+console.log(`\nbench: Postgres ${dev ? 'embedded' : 'from DATABASE_URL'}, Redis ${config.redisUrl ? 'from REDIS_URL' : 'unset (in-process cache only)'}\n`);
+
+// Key checks: the checksum refuses a made-up key before any I/O; a look-up's cost depends on the layer that answers.
+const keyHash = hashApiKey(config.apiKeyHmacSecret, apiKey);
+const checksum = await timeEach(20_000, async () => isWellFormedApiKey(apiKey));
+const localHit = await timeEach(20_000, () => stack.keys.keyStore.lookup(keyHash));
+const fromPostgres = await timeEach(300, async () => {
+  await stack.keys.keyStore.invalidate([keyHash]);
+  return stack.keys.keyStore.lookup(keyHash);
+});
+report('key checksum (no I/O)', checksum);
+report('key look-up, in-process hit', localHit);
+report('key look-up, miss to Redis/Postgres', fromPostgres);
+console.log(`  ratio: a miss costs ${(percentile(fromPostgres, 50) / percentile(localHit, 50)).toFixed(0)}× an in-process hit\n`);
+
+// Whole requests through the gateway.
+const viewerQuery = '{ viewer { account { id name } apiKey { id displayPrefix } } }';
+await timeEach(200, () => graphql(viewerQuery));
+const viewer = await timeEach(1_000, () => graphql(viewerQuery));
+report('gateway → accounts: viewer', viewer);
+
+const unauthenticated = await timeEach(1_000, () =>
+  fetch(stack.gateway.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: viewerQuery }) }).then((r) => r.text()),
+);
+report('gateway Variant A (no key)', unauthenticated);
+
+const concurrency = 16;
+const perWorker = 250;
+const rssBefore = process.memoryUsage().rss;
+const started = process.hrtime.bigint();
+await Promise.all(Array.from({ length: concurrency }, async () => timeEach(perWorker, () => graphql(viewerQuery))));
+const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+console.log(`gateway throughput, ${concurrency} concurrent clients: ${((concurrency * perWorker) / seconds).toFixed(0)} requests/s`);
+console.log(`process RSS: ${(rssBefore / 2 ** 20).toFixed(0)} MiB before, ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB after the load\n`);
+
+await stack.close();
+await admin.query(`drop database ${databaseName} with (force)`);
+await admin.end();
+await dev?.stop();
+process.exit(0);
