@@ -12,6 +12,7 @@ import { createLogger, type Logger } from '@ots/shared/logger';
 import { addHealthRoutes, createHttpApp, maskErrors, REQUEST_ID_HEADER, type RunningServer } from '@ots/shared/subgraph-server';
 import { decideKey, hashApiKey, isWellFormedApiKey } from '../../services/accounts/src/domain.ts';
 import type { ApiKeyStore } from '../../services/accounts/src/key-store.ts';
+import { errorPathsPlugin } from './error-paths.ts';
 import { aliasLimit, costLimit, depthLimit } from './limits.ts';
 import { RateLimiter } from './rate-limit.ts';
 import { checkScalarInputs } from './scalar-check.ts';
@@ -98,6 +99,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
     plugins: [
       fastifyApolloDrainPlugin(app),
       ApolloServerPluginLandingPageDisabled(),
+      errorPathsPlugin<GatewayContext>(),
       {
         async requestDidStart() {
           return {
