@@ -145,7 +145,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
       } catch (error) {
         const message = error instanceof GraphQLError ? error.message : 'The document could not be parsed';
         const code = error instanceof GraphQLError && error.extensions.code === 'BAD_REQUEST' ? 'BAD_REQUEST' : 'GRAPHQL_PARSE_FAILED';
-        return reply.code(400).send({ errors: [{ message, extensions: { code } }] });
+        return reply.code(400).send({ data: null, errors: [{ message, extensions: { code } }] });
       }
     }
 

@@ -1,0 +1,102 @@
+import { fail, ok, type Result } from '@ots/shared/errors';
+import { isUuid } from '@ots/shared/ids';
+import {
+  decideEdit,
+  decideTransition,
+  nameTakenMessage,
+  validateChanges,
+  validateNewStrategy,
+  type StatusAction,
+} from './domain.ts';
+import {
+  insertStrategy,
+  isNameTaken,
+  lockStrategy,
+  setStrategyStatus,
+  updateStrategyFields,
+  type StrategiesDb,
+  type StrategyRow,
+} from './repository.ts';
+
+/**
+ * The mutations: validation and decisions come from the domain, the database enforces what must hold
+ * under concurrency (the name index, row locks around every read-decide-write).
+ */
+
+const notFound = (): Result<never> => fail('NOT_FOUND', 'No strategy with this id exists in this account', 'id');
+
+/** Ids are compared in Postgres' canonical lower-case form; a non-UUID names no strategy. */
+export function canonicalId(id: string): string | undefined {
+  return isUuid(id) ? id.toLowerCase() : undefined;
+}
+
+export async function createStrategy(
+  db: StrategiesDb,
+  accountId: string,
+  input: { name: string; description?: string | null },
+): Promise<Result<StrategyRow>> {
+  const strategy = validateNewStrategy(input);
+  if (!strategy.ok) return strategy;
+  try {
+    return ok(await insertStrategy(db, accountId, strategy.value));
+  } catch (error) {
+    if (isNameTaken(error)) return fail('STRATEGY_NAME_TAKEN', nameTakenMessage(strategy.value.name), 'name');
+    throw error;
+  }
+}
+
+export async function updateStrategy(
+  db: StrategiesDb,
+  accountId: string,
+  id: string,
+  input: { name?: string | null; description?: string | null },
+): Promise<Result<StrategyRow>> {
+  const changes = validateChanges(input);
+  if (!changes.ok) return changes;
+  const strategyId = canonicalId(id);
+  if (!strategyId) return notFound();
+  try {
+    return await db.transaction().execute(async (trx) => {
+      const current = await lockStrategy(trx, accountId, strategyId);
+      if (!current) return notFound();
+      const decision = decideEdit(current, changes.value);
+      switch (decision.kind) {
+        case 'refused':
+          return { ok: false, error: decision.error };
+        case 'unchanged':
+          return ok(current);
+        case 'change':
+          return ok(await updateStrategyFields(trx, accountId, strategyId, decision.changes));
+      }
+    });
+  } catch (error) {
+    // The violation aborted the transaction, so it is mapped here, after the rollback.
+    if (isNameTaken(error) && changes.value.name !== undefined) {
+      return fail('STRATEGY_NAME_TAKEN', nameTakenMessage(changes.value.name), 'name');
+    }
+    throw error;
+  }
+}
+
+export async function changeStrategyStatus(
+  db: StrategiesDb,
+  accountId: string,
+  id: string,
+  action: StatusAction,
+): Promise<Result<StrategyRow>> {
+  const strategyId = canonicalId(id);
+  if (!strategyId) return notFound();
+  return db.transaction().execute(async (trx) => {
+    const current = await lockStrategy(trx, accountId, strategyId);
+    if (!current) return notFound();
+    const decision = decideTransition(current.status, action);
+    switch (decision.kind) {
+      case 'refused':
+        return { ok: false, error: decision.error };
+      case 'unchanged':
+        return ok(current);
+      case 'change':
+        return ok(await setStrategyStatus(trx, accountId, strategyId, decision.to));
+    }
+  });
+}

@@ -1,0 +1,110 @@
+import { sql, type Generated, type Kysely, type Selectable } from 'kysely';
+import { newId } from '@ots/shared/ids';
+import type { NewStrategy, StrategyChanges, StrategyStatus } from './domain.ts';
+
+export interface StrategiesDatabase {
+  strategies: {
+    id: string;
+    account_id: string;
+    name: string;
+    description: string | null;
+    status: StrategyStatus;
+    created_at: Generated<Date>;
+    updated_at: Generated<Date>;
+  };
+}
+
+export type StrategiesDb = Kysely<StrategiesDatabase>;
+export type StrategyRow = Selectable<StrategiesDatabase['strategies']>;
+
+/** The partial unique index of migration 001: one non-archived strategy per lower-cased name and account. */
+const NAME_INDEX = 'strategies_account_active_name';
+
+/** True for the unique violation of the name index, which callers report as STRATEGY_NAME_TAKEN. */
+export function isNameTaken(error: unknown): boolean {
+  const pgError = error as { code?: unknown; constraint?: unknown } | null;
+  return pgError?.code === '23505' && pgError.constraint === NAME_INDEX;
+}
+
+/** Throws the name index's unique violation when the name is taken (see isNameTaken). */
+export async function insertStrategy(db: StrategiesDb, accountId: string, strategy: NewStrategy): Promise<StrategyRow> {
+  return db
+    .insertInto('strategies')
+    .values({ id: newId(), account_id: accountId, name: strategy.name, description: strategy.description, status: 'ACTIVE' })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** One query for a batch of ids; ids of other accounts are simply not returned. */
+export async function findStrategiesByIds(db: StrategiesDb, accountId: string, ids: readonly string[]): Promise<StrategyRow[]> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('strategies').selectAll().where('account_id', '=', accountId).where('id', 'in', ids).execute();
+}
+
+/** Locks the row until the transaction ends, so that the decision taken on its state still holds when it is written. */
+export async function lockStrategy(trx: StrategiesDb, accountId: string, id: string): Promise<StrategyRow | undefined> {
+  return trx
+    .selectFrom('strategies')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .forUpdate()
+    .executeTakeFirst();
+}
+
+/**
+ * Not now(): that is the transaction's start, which may precede the commit of a change that held the
+ * row lock before this one; the statement runs after the lock is granted, so updatedAt never goes back.
+ */
+const CHANGE_TIME = sql<Date>`statement_timestamp()`;
+
+/** Throws the name index's unique violation when a new name is taken (see isNameTaken). */
+export async function updateStrategyFields(
+  trx: StrategiesDb,
+  accountId: string,
+  id: string,
+  changes: StrategyChanges,
+): Promise<StrategyRow> {
+  return trx
+    .updateTable('strategies')
+    .set({ ...changes, updated_at: CHANGE_TIME })
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function setStrategyStatus(trx: StrategiesDb, accountId: string, id: string, status: StrategyStatus): Promise<StrategyRow> {
+  return trx
+    .updateTable('strategies')
+    .set({ status, updated_at: CHANGE_TIME })
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+/** The last row of the previous page, in the list's order. */
+export interface ListPosition {
+  createdAt: Date;
+  id: string;
+}
+
+export interface ListQuery {
+  /** Undefined: every state. */
+  statuses: readonly StrategyStatus[] | undefined;
+  after: ListPosition | undefined;
+  limit: number;
+}
+
+/** Newest first (created_at desc, id desc), keyset-paged: the index on (account_id, created_at desc, id desc) seeks straight to the page. */
+export async function listStrategies(db: StrategiesDb, accountId: string, query: ListQuery): Promise<StrategyRow[]> {
+  if (query.statuses?.length === 0) return [];
+  let select = db.selectFrom('strategies').selectAll().where('account_id', '=', accountId);
+  if (query.statuses) select = select.where('status', 'in', query.statuses);
+  const after = query.after;
+  if (after) {
+    select = select.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(after.createdAt, after.id)));
+  }
+  return select.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit).execute();
+}

@@ -1,0 +1,101 @@
+import { badUserInput, type Result } from '@ots/shared/errors';
+import { isUuid } from '@ots/shared/ids';
+import { loaderById } from '@ots/shared/loaders';
+import { decodeCursor, encodeCursor, pageSize, toConnection } from '@ots/shared/pagination';
+import { DateTimeScalar } from '@ots/shared/scalars';
+import type { BaseContext } from '@ots/shared/subgraph-server';
+import type { StatusAction, StrategyStatus } from './domain.ts';
+import { canonicalId, changeStrategyStatus, createStrategy, updateStrategy } from './operations.ts';
+import { findStrategiesByIds, listStrategies, type ListPosition, type StrategiesDb, type StrategyRow } from './repository.ts';
+
+export interface StrategiesContext extends BaseContext {
+  db: StrategiesDb;
+  /** Per request and scoped to the caller's account: a batch of look-ups (e.g. every order's strategy) is one query. */
+  strategyById: ReturnType<typeof loaderById<StrategyRow>>;
+}
+
+export function createStrategiesContext(base: BaseContext, db: StrategiesDb): StrategiesContext {
+  return {
+    ...base,
+    db,
+    strategyById: loaderById((ids) => findStrategiesByIds(db, base.caller.accountId, ids)),
+  };
+}
+
+/** A strategy of the caller's account, or null for an absent, foreign or non-UUID id. */
+async function loadStrategy(context: StrategiesContext, id: string): Promise<StrategyRow | null> {
+  const strategyId = canonicalId(id);
+  return strategyId ? context.strategyById.load(strategyId) : null;
+}
+
+function toPayload(result: Result<StrategyRow>) {
+  return result.ok ? { strategy: result.value, error: null } : { strategy: null, error: result.error };
+}
+
+const LIST_ORDERING = 'strategies:created_at_desc';
+
+function cursorOf(row: StrategyRow): string {
+  return encodeCursor(LIST_ORDERING, [row.created_at.toISOString(), row.id]);
+}
+
+/** The position a cursor names; a cursor whose keys were tampered with is refused like any foreign cursor. */
+function positionAfter(after: string | null | undefined): ListPosition | undefined {
+  const keys = decodeCursor(after, LIST_ORDERING, 2);
+  if (!keys) return undefined;
+  const [createdAt, id] = keys as [string, string];
+  const date = new Date(createdAt);
+  if (Number.isNaN(date.getTime()) || date.toISOString() !== createdAt || !isUuid(id)) {
+    throw badUserInput('after is not a cursor issued for this list and ordering', 'after');
+  }
+  return { createdAt: date, id };
+}
+
+interface CreateStrategyArgs {
+  input: { name: string; description?: string | null };
+}
+
+interface UpdateStrategyArgs {
+  id: string;
+  input: { name?: string | null; description?: string | null };
+}
+
+interface ListStrategiesArgs {
+  filter?: { status?: StrategyStatus[] | null } | null;
+  first?: number | null;
+  after?: string | null;
+}
+
+function statusMutation(action: StatusAction) {
+  return async (_: unknown, { id }: { id: string }, { db, caller }: StrategiesContext) =>
+    toPayload(await changeStrategyStatus(db, caller.accountId, id, action));
+}
+
+export const resolvers = {
+  DateTime: DateTimeScalar,
+  Query: {
+    strategy: (_: unknown, { id }: { id: string }, context: StrategiesContext) => loadStrategy(context, id),
+    listStrategies: async (_: unknown, args: ListStrategiesArgs, { db, caller }: StrategiesContext) => {
+      const size = pageSize(args.first);
+      const rows = await listStrategies(db, caller.accountId, {
+        statuses: args.filter?.status ?? undefined,
+        after: positionAfter(args.after),
+        limit: size + 1,
+      });
+      return toConnection(rows, size, cursorOf);
+    },
+  },
+  Mutation: {
+    createStrategy: async (_: unknown, { input }: CreateStrategyArgs, { db, caller }: StrategiesContext) =>
+      toPayload(await createStrategy(db, caller.accountId, input)),
+    updateStrategy: async (_: unknown, { id, input }: UpdateStrategyArgs, { db, caller }: StrategiesContext) =>
+      toPayload(await updateStrategy(db, caller.accountId, id, input)),
+    pauseStrategy: statusMutation('pause'),
+    resumeStrategy: statusMutation('resume'),
+    archiveStrategy: statusMutation('archive'),
+  },
+  Strategy: {
+    __resolveReference: (reference: { id: string }, context: StrategiesContext) => loadStrategy(context, reference.id),
+    createdAt: (row: StrategyRow) => row.created_at,
+    updatedAt: (row: StrategyRow) => row.updated_at,
+  },
+};

@@ -1,0 +1,128 @@
+import { describe, expect, it } from 'vitest';
+import {
+  decideEdit,
+  decideTransition,
+  normalizeName,
+  STRATEGY_STATUSES,
+  validateChanges,
+  validateDescription,
+  validateNewStrategy,
+  type StatusAction,
+  type StrategyStatus,
+} from '../src/domain.ts';
+
+describe('strategy names', () => {
+  it('trims surrounding white space and keeps inner spacing and case', () => {
+    expect(normalizeName('  Mean  Reversion\t')).toEqual({ ok: true, value: 'Mean  Reversion' });
+  });
+
+  it('accepts 1 and 100 characters, refuses 0 (after trimming) and 101', () => {
+    expect(normalizeName('x')).toEqual({ ok: true, value: 'x' });
+    expect(normalizeName('n'.repeat(100))).toEqual({ ok: true, value: 'n'.repeat(100) });
+    for (const name of ['', '   ', '\n\t', 'n'.repeat(101), ` ${'n'.repeat(101)} `]) {
+      expect(normalizeName(name)).toMatchObject({ ok: false, error: { code: 'VALIDATION_FAILED', field: 'name' } });
+    }
+  });
+
+  it('counts characters, not UTF-16 units: 100 emoji fit, 101 do not', () => {
+    expect(normalizeName('📈'.repeat(100)).ok).toBe(true);
+    expect(normalizeName('📈'.repeat(101)).ok).toBe(false);
+  });
+
+  it('stores the composed Unicode form, so visually identical names are one name', () => {
+    const decomposed = 'Cafe\u0301';
+    const result = normalizeName(decomposed);
+    expect(result).toEqual({ ok: true, value: 'Café' });
+  });
+
+  it('refuses control characters and lone surrogates', () => {
+    for (const name of ['a\u0000b', 'line\nbreak', 'bell\u0007', 'half\ud800']) {
+      expect(normalizeName(name)).toMatchObject({ ok: false, error: { code: 'VALIDATION_FAILED', field: 'name' } });
+    }
+  });
+});
+
+describe('strategy descriptions', () => {
+  it('keeps a description as written, null included', () => {
+    expect(validateDescription('  Buys dips.\n\tSells rips.  ')).toEqual({ ok: true, value: '  Buys dips.\n\tSells rips.  ' });
+    expect(validateDescription(null)).toEqual({ ok: true, value: null });
+  });
+
+  it('accepts 2,000 characters and refuses 2,001', () => {
+    expect(validateDescription('d'.repeat(2000)).ok).toBe(true);
+    expect(validateDescription('d'.repeat(2001))).toMatchObject({ ok: false, error: { code: 'VALIDATION_FAILED', field: 'description' } });
+  });
+
+  it('refuses NUL and other control characters that are not line breaks or tabs', () => {
+    for (const description of ['a\u0000b', 'esc\u001b[0m']) {
+      expect(validateDescription(description)).toMatchObject({ ok: false, error: { field: 'description' } });
+    }
+  });
+});
+
+describe('creating a strategy', () => {
+  it('normalizes the name and defaults the description to null', () => {
+    expect(validateNewStrategy({ name: ' Momentum ' })).toEqual({ ok: true, value: { name: 'Momentum', description: null } });
+  });
+
+  it('reports the first field at fault', () => {
+    expect(validateNewStrategy({ name: '', description: 'd'.repeat(2001) })).toMatchObject({ ok: false, error: { field: 'name' } });
+  });
+});
+
+describe('updating a strategy', () => {
+  const active = { name: 'Momentum', description: 'old', status: 'ACTIVE' as const };
+
+  it('keeps absent fields, clears the description on null, refuses a null name', () => {
+    expect(validateChanges({})).toEqual({ ok: true, value: {} });
+    expect(validateChanges({ description: null })).toEqual({ ok: true, value: { description: null } });
+    expect(validateChanges({ name: '  Carry ' })).toEqual({ ok: true, value: { name: 'Carry' } });
+    expect(validateChanges({ name: null })).toMatchObject({ ok: false, error: { code: 'VALIDATION_FAILED', field: 'name' } });
+  });
+
+  it('validates new values like creation does', () => {
+    expect(validateChanges({ description: 'd'.repeat(2001) })).toMatchObject({ ok: false, error: { field: 'description' } });
+  });
+
+  it('writes only what differs, and nothing when nothing differs', () => {
+    expect(decideEdit(active, { name: 'Momentum', description: 'old' })).toEqual({ kind: 'unchanged' });
+    expect(decideEdit(active, {})).toEqual({ kind: 'unchanged' });
+    expect(decideEdit(active, { name: 'momentum', description: 'old' })).toEqual({ kind: 'change', changes: { name: 'momentum' } });
+    expect(decideEdit(active, { description: null })).toEqual({ kind: 'change', changes: { description: null } });
+  });
+
+  it('allows editing a paused strategy and refuses any edit of an archived one', () => {
+    expect(decideEdit({ ...active, status: 'PAUSED' }, { name: 'Carry' }).kind).toBe('change');
+    for (const changes of [{ name: 'Carry' }, {}]) {
+      expect(decideEdit({ ...active, status: 'ARCHIVED' }, changes)).toMatchObject({
+        kind: 'refused',
+        error: { code: 'INVALID_STATUS_TRANSITION', field: null },
+      });
+    }
+  });
+});
+
+describe('status transitions', () => {
+  // Every (state, action) pair: ACTIVE ⇄ PAUSED, either → ARCHIVED (final), repeating the current state is a no-op.
+  const expected: Record<StrategyStatus, Record<StatusAction, StrategyStatus | 'unchanged' | 'refused'>> = {
+    ACTIVE: { pause: 'PAUSED', resume: 'unchanged', archive: 'ARCHIVED' },
+    PAUSED: { pause: 'unchanged', resume: 'ACTIVE', archive: 'ARCHIVED' },
+    ARCHIVED: { pause: 'refused', resume: 'refused', archive: 'unchanged' },
+  };
+
+  for (const from of STRATEGY_STATUSES) {
+    for (const action of ['pause', 'resume', 'archive'] as const) {
+      const outcome = expected[from][action];
+      it(`${action} from ${from}: ${outcome}`, () => {
+        const decision = decideTransition(from, action);
+        if (outcome === 'unchanged') expect(decision).toEqual({ kind: 'unchanged' });
+        else if (outcome === 'refused') {
+          expect(decision).toMatchObject({
+            kind: 'refused',
+            error: { code: 'INVALID_STATUS_TRANSITION', field: null, message: expect.stringMatching(/archived/) },
+          });
+        } else expect(decision).toEqual({ kind: 'change', to: outcome });
+      });
+    }
+  }
+});
