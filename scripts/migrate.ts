@@ -1,9 +1,9 @@
-import { loadConfig } from '@ots/shared/config';
+import { loadConfigOrExit } from '@ots/shared/config';
 import { migrateService } from '@ots/shared/service';
 import { allServices } from './services.ts';
 
 /** The one-shot migration step of docker compose: every service migrates its own schema. */
-const config = loadConfig();
+const config = loadConfigOrExit();
 if (!config.databaseUrl) {
   console.error('DATABASE_URL is required');
   process.exit(1);

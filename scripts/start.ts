@@ -1,6 +1,6 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, loadConfig } from '@ots/shared/config';
+import { loadConfigOrExit } from '@ots/shared/config';
 import { ensureDevDatabase, type DevDatabase } from '@ots/shared/dev-database';
 import { createLogger } from '@ots/shared/logger';
 import { createAccount, createKey } from '../services/accounts/src/key-management.ts';
@@ -10,16 +10,7 @@ import { launchStack, migrateAll } from './stack.ts';
 /** `npm start`: the whole service in one process, on an embedded Postgres unless DATABASE_URL is set. */
 const DEMO_KEY_FILE = fileURLToPath(new URL('../.data/demo-api-key', import.meta.url));
 
-let config;
-try {
-  config = loadConfig();
-} catch (error) {
-  if (error instanceof ConfigError) {
-    console.error(error.message);
-    process.exit(1);
-  }
-  throw error;
-}
+let config = loadConfigOrExit();
 const logger = createLogger('ots', config.logLevel);
 
 let devDatabase: DevDatabase | undefined;

@@ -1,12 +1,12 @@
 import { isDatabaseReachable } from '@ots/shared/db';
-import { loadConfig } from '@ots/shared/config';
+import { loadConfigOrExit } from '@ots/shared/config';
 import { createLogger } from '@ots/shared/logger';
 import { isRedisReachable } from '@ots/shared/redis';
 import type { Kysely } from 'kysely';
 import { openKeyStore } from '../../services/accounts/src/key-store.ts';
 import { startGateway } from './server.ts';
 
-const config = loadConfig();
+const config = loadConfigOrExit();
 const logger = createLogger('gateway', config.logLevel);
 const keys = openKeyStore(config, logger, { listen: true });
 const gateway = await startGateway({

@@ -159,3 +159,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     fillSweepMinAgeMs: int(env, 'FILL_SWEEP_MIN_AGE_MS', 10_000),
   };
 }
+
+/** For process entry points: a configuration mistake is one clear line and exit code 1, not a stack trace. */
+export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    process.exit(1);
+  }
+}

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from '@ots/shared/config';
+import { loadConfigOrExit } from '@ots/shared/config';
 import { ensureDevDatabase } from '@ots/shared/dev-database';
 import { createLogger } from '@ots/shared/logger';
 import { DEFAULT_ROLL_GRACE_MS, parseDuration } from './domain.ts';
@@ -175,12 +175,7 @@ try {
   fail((error as Error).message, 2);
 }
 
-let config;
-try {
-  config = loadConfig();
-} catch (error) {
-  fail(error instanceof ConfigError ? error.message : String(error), 1);
-}
+const config = loadConfigOrExit();
 const log = createLogger('admin', 'warn', true);
 const devDatabase = config.databaseUrl ? undefined : await ensureDevDatabase(log);
 const opened = openKeyStore({ ...config, databaseUrl: config.databaseUrl ?? devDatabase!.url }, log, { listen: false });
