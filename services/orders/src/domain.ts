@@ -1,0 +1,247 @@
+import { Decimal, roundDerived } from '@ots/shared/decimal';
+import { fail, ok, payloadError, type PayloadError, type Result } from '@ots/shared/errors';
+import { isUuid } from '@ots/shared/ids';
+
+/**
+ * The rules of order submissions as plain functions: what a valid submission is, when a retry is
+ * the same order, and every state transition (contract sections 2 and 3).
+ */
+
+export type OrderSide = 'BUY' | 'SELL';
+export type OrderType = 'MARKET' | 'LIMIT' | 'STOP' | 'STOP_LIMIT';
+export type TimeInForce = 'DAY' | 'GTC' | 'IOC' | 'FOK';
+export type OrderStatus = 'SUBMITTED' | 'PARTIALLY_FILLED' | 'FILLED' | 'CANCELLED';
+export type StrategyStatus = 'ACTIVE' | 'PAUSED' | 'ARCHIVED';
+
+export const DEFAULT_TIME_IN_FORCE: TimeInForce = 'DAY';
+
+const CLIENT_ORDER_ID = /^[A-Za-z0-9._:-]+$/;
+const CLIENT_ORDER_ID_MAX_LENGTH = 64;
+/** Checked before upper-casing: toUpperCase maps some non-ASCII letters (ß, ı) into A–Z. */
+const SYMBOL_CHARACTERS = /^[A-Za-z0-9./-]+$/;
+const SYMBOL_MAX_LENGTH = 16;
+
+const TYPES_WITH_LIMIT_PRICE: ReadonlySet<OrderType> = new Set(['LIMIT', 'STOP_LIMIT']);
+const TYPES_WITH_STOP_PRICE: ReadonlySet<OrderType> = new Set(['STOP', 'STOP_LIMIT']);
+
+/** submitOrder's input once the scalars have parsed it. */
+export interface SubmitOrderInput {
+  clientOrderId?: string | null;
+  strategyId?: string | null;
+  symbol: string;
+  side: OrderSide;
+  type: OrderType;
+  timeInForce?: TimeInForce | null;
+  quantity: Decimal;
+  limitPrice?: Decimal | null;
+  stopPrice?: Decimal | null;
+}
+
+/** A valid submission in its normal form: what is stored, and what a retry is compared with. */
+export interface OrderDraft {
+  clientOrderId: string | null;
+  strategyId: string | null;
+  symbol: string;
+  side: OrderSide;
+  type: OrderType;
+  timeInForce: TimeInForce;
+  quantity: Decimal;
+  limitPrice: Decimal | null;
+  stopPrice: Decimal | null;
+}
+
+function invalid(field: string, message: string): Result<never> {
+  return fail('VALIDATION_FAILED', message, field);
+}
+
+function checkClientOrderId(value: string): Result<string> {
+  if (value.length === 0 || value.length > CLIENT_ORDER_ID_MAX_LENGTH) {
+    return invalid('clientOrderId', `clientOrderId must be 1 to ${CLIENT_ORDER_ID_MAX_LENGTH} characters long, got ${value.length}`);
+  }
+  if (!CLIENT_ORDER_ID.test(value)) {
+    return invalid('clientOrderId', 'clientOrderId may contain only letters A-Z and a-z, digits, ".", "_", ":" and "-"');
+  }
+  return ok(value);
+}
+
+function checkSymbol(value: string): Result<string> {
+  if (value.length === 0) return invalid('symbol', 'symbol must not be empty');
+  if (value.length > SYMBOL_MAX_LENGTH) {
+    return invalid('symbol', `symbol must be at most ${SYMBOL_MAX_LENGTH} characters long, got ${value.length}`);
+  }
+  if (!SYMBOL_CHARACTERS.test(value)) {
+    return invalid('symbol', `symbol "${value}" may contain only letters, digits, ".", "/" and "-"`);
+  }
+  return ok(value.toUpperCase());
+}
+
+function checkPrice(
+  field: 'limitPrice' | 'stopPrice',
+  value: Decimal | null | undefined,
+  type: OrderType,
+  typesThatNeedIt: ReadonlySet<OrderType>,
+): Result<Decimal | null> {
+  const needed = typesThatNeedIt.has(type);
+  if (value === null || value === undefined) {
+    return needed ? invalid(field, `${field} is required for ${type} orders`) : ok(null);
+  }
+  if (!needed) return invalid(field, `${field} is not allowed on ${type} orders`);
+  if (value.lte(0)) return invalid(field, `${field} must be greater than 0`);
+  return ok(value);
+}
+
+/**
+ * Checks every rule of a submission that needs nothing but the input, in the input's field order,
+ * and returns the first one broken. The strategy is checked afterwards, by the caller.
+ */
+export function validateSubmission(input: SubmitOrderInput): Result<OrderDraft> {
+  let clientOrderId: string | null = null;
+  if (input.clientOrderId !== null && input.clientOrderId !== undefined) {
+    const checked = checkClientOrderId(input.clientOrderId);
+    if (!checked.ok) return checked;
+    clientOrderId = checked.value;
+  }
+  const symbol = checkSymbol(input.symbol);
+  if (!symbol.ok) return symbol;
+  if (input.quantity.lte(0)) return invalid('quantity', 'quantity must be greater than 0');
+  const limitPrice = checkPrice('limitPrice', input.limitPrice, input.type, TYPES_WITH_LIMIT_PRICE);
+  if (!limitPrice.ok) return limitPrice;
+  const stopPrice = checkPrice('stopPrice', input.stopPrice, input.type, TYPES_WITH_STOP_PRICE);
+  if (!stopPrice.ok) return stopPrice;
+  const strategyId = input.strategyId ?? null;
+  return ok({
+    clientOrderId,
+    // Postgres prints UUIDs in lower case; a retry that spells the id in upper case is the same order.
+    strategyId: strategyId !== null && isUuid(strategyId) ? strategyId.toLowerCase() : strategyId,
+    symbol: symbol.value,
+    side: input.side,
+    type: input.type,
+    timeInForce: input.timeInForce ?? DEFAULT_TIME_IN_FORCE,
+    quantity: input.quantity,
+    limitPrice: limitPrice.value,
+    stopPrice: stopPrice.value,
+  });
+}
+
+function sameDecimal(a: Decimal | null, b: Decimal | null): boolean {
+  return a === null || b === null ? a === b : a.eq(b);
+}
+
+/** Whether a submission reusing a clientOrderId is a retry of the stored order (decimals compared by value). */
+export function isSameSubmission(stored: OrderDraft, retry: OrderDraft): boolean {
+  return (
+    stored.clientOrderId === retry.clientOrderId &&
+    stored.strategyId === retry.strategyId &&
+    stored.symbol === retry.symbol &&
+    stored.side === retry.side &&
+    stored.type === retry.type &&
+    stored.timeInForce === retry.timeInForce &&
+    stored.quantity.eq(retry.quantity) &&
+    sameDecimal(stored.limitPrice, retry.limitPrice) &&
+    sameDecimal(stored.stopPrice, retry.stopPrice)
+  );
+}
+
+export function duplicateClientOrderId(clientOrderId: string): PayloadError {
+  return payloadError(
+    'DUPLICATE_CLIENT_ORDER_ID',
+    `clientOrderId "${clientOrderId}" was already used for an order with different fields`,
+    'clientOrderId',
+  );
+}
+
+/**
+ * What the strategies subgraph said about the order's strategy: null when it does not exist or is
+ * another account's (the two look the same). New orders may name only an ACTIVE strategy.
+ */
+export function checkStrategyStatus(strategyId: string, status: StrategyStatus | null): Result<void> {
+  if (status === null) return fail('NOT_FOUND', `No strategy ${strategyId}`, 'strategyId');
+  if (status !== 'ACTIVE') {
+    return fail('STRATEGY_NOT_ACTIVE', `Strategy ${strategyId} is ${status}; new orders may name only an ACTIVE strategy`, 'strategyId');
+  }
+  return ok(undefined);
+}
+
+export function strategyUnavailable(): PayloadError {
+  return payloadError(
+    'TEMPORARILY_UNAVAILABLE',
+    'The strategy could not be checked because the strategies service did not answer; nothing was created, and a retry is safe',
+    'strategyId',
+  );
+}
+
+export type CancelDecision = { kind: 'cancel' } | { kind: 'unchanged' } | { kind: 'refused'; error: PayloadError };
+
+/** SUBMITTED and PARTIALLY_FILLED orders cancel (keeping their fills); a cancelled one is returned as is; FILLED is final. */
+export function decideCancel(status: OrderStatus): CancelDecision {
+  switch (status) {
+    case 'SUBMITTED':
+    case 'PARTIALLY_FILLED':
+      return { kind: 'cancel' };
+    case 'CANCELLED':
+      return { kind: 'unchanged' };
+    case 'FILLED':
+      return {
+        kind: 'refused',
+        error: payloadError('ORDER_NOT_CANCELLABLE', 'The order is FILLED and can no longer be cancelled'),
+      };
+  }
+}
+
+/** The part of an order that fills change. */
+export interface FillState {
+  status: OrderStatus;
+  quantity: Decimal;
+  filledQuantity: Decimal;
+  /** Exact sum of quantity × price over the applied fills. */
+  fillNotional: Decimal;
+}
+
+export interface FillToApply {
+  quantity: Decimal;
+  price: Decimal;
+}
+
+export type FillDecision =
+  | { outcome: 'APPLIED'; next: FillState }
+  | { outcome: 'ALREADY_APPLIED' | 'NOT_FOUND' | 'NOT_FILLABLE' | 'EXCEEDS_REMAINING' };
+
+/** A fill's own values must be positive before it can be weighed against an order; the message says which is not. */
+export function checkFill(fill: FillToApply): string | undefined {
+  if (fill.quantity.lte(0)) return 'quantity must be greater than 0';
+  if (fill.price.lte(0)) return 'price must be greater than 0';
+  return undefined;
+}
+
+/**
+ * Applies one fill to an order. The already-applied check comes first so that a retry of a fill is
+ * answered ALREADY_APPLIED whatever has happened to the order since (it may be FILLED by now).
+ */
+export function decideFill(order: FillState | undefined, alreadyApplied: boolean, fill: FillToApply): FillDecision {
+  if (alreadyApplied) return { outcome: 'ALREADY_APPLIED' };
+  if (!order) return { outcome: 'NOT_FOUND' };
+  if (order.status !== 'SUBMITTED' && order.status !== 'PARTIALLY_FILLED') return { outcome: 'NOT_FILLABLE' };
+  const filledQuantity = order.filledQuantity.plus(fill.quantity);
+  if (filledQuantity.gt(order.quantity)) return { outcome: 'EXCEEDS_REMAINING' };
+  return {
+    outcome: 'APPLIED',
+    next: {
+      status: filledQuantity.eq(order.quantity) ? 'FILLED' : 'PARTIALLY_FILLED',
+      quantity: order.quantity,
+      filledQuantity,
+      fillNotional: order.fillNotional.plus(fill.quantity.times(fill.price)),
+    },
+  };
+}
+
+/** quantity − filledQuantity while the order is open; nothing remains once it is cancelled or filled. */
+export function remainingQuantity(order: Pick<FillState, 'status' | 'quantity' | 'filledQuantity'>): Decimal {
+  if (order.status === 'CANCELLED' || order.status === 'FILLED') return new Decimal(0);
+  return order.quantity.minus(order.filledQuantity);
+}
+
+/** Quantity-weighted mean of the fill prices, from the exact notional, rounded only here. */
+export function averageFillPrice(order: Pick<FillState, 'filledQuantity' | 'fillNotional'>): Decimal | null {
+  if (order.filledQuantity.isZero()) return null;
+  return roundDerived(order.fillNotional.dividedBy(order.filledQuantity));
+}

@@ -1,0 +1,105 @@
+import { Decimal } from '@ots/shared/decimal';
+import { badUserInput, type PayloadError, type Result } from '@ots/shared/errors';
+import { isUuid } from '@ots/shared/ids';
+import type { Connection } from '@ots/shared/pagination';
+import { DateTimeScalar, DecimalScalar } from '@ots/shared/scalars';
+import type { BaseContext } from '@ots/shared/subgraph-server';
+import { averageFillPrice, checkFill, remainingQuantity, type SubmitOrderInput } from './domain.ts';
+import {
+  applyFill,
+  cancelOrderSubmission,
+  fillStateOf,
+  listOrderSubmissions,
+  submitOrder,
+  type ListArguments,
+} from './operations.ts';
+import type { OrderRow, OrdersDb } from './repository.ts';
+import type { StrategyLookup } from './strategy-lookup.ts';
+
+export interface OrdersContext extends BaseContext {
+  db: OrdersDb;
+  lookupStrategy: StrategyLookup;
+  /** Per request: every order the response needs is read in one query. */
+  orderById: { load(id: string): Promise<OrderRow | null> };
+  /** Per request: the orders of every strategy in the response, one query per distinct arguments. */
+  strategyOrders(strategyId: string, args: ListArguments): Promise<Connection<OrderRow>>;
+}
+
+/** The OrderSubmission object as the schema shows it. */
+function orderView(row: OrderRow) {
+  const fillState = fillStateOf(row);
+  return {
+    id: row.id,
+    clientOrderId: row.client_order_id,
+    // A reference the strategies subgraph resolves; orders only knows the id it stored.
+    strategy: row.strategy_id === null ? null : { __typename: 'Strategy' as const, id: row.strategy_id },
+    symbol: row.symbol,
+    side: row.side,
+    type: row.type,
+    timeInForce: row.time_in_force,
+    quantity: fillState.quantity,
+    limitPrice: row.limit_price === null ? null : new Decimal(row.limit_price),
+    stopPrice: row.stop_price === null ? null : new Decimal(row.stop_price),
+    status: row.status,
+    filledQuantity: fillState.filledQuantity,
+    remainingQuantity: remainingQuantity(fillState),
+    averageFillPrice: averageFillPrice(fillState),
+    submittedAt: row.submitted_at,
+    updatedAt: row.updated_at,
+    cancelledAt: row.cancelled_at,
+  };
+}
+
+function viewOrNull(row: OrderRow | null | undefined) {
+  return row ? orderView(row) : null;
+}
+
+function connectionView(connection: Connection<OrderRow>) {
+  const edges = connection.edges.map((edge) => ({ cursor: edge.cursor, node: orderView(edge.node) }));
+  return { nodes: edges.map((edge) => edge.node), edges, pageInfo: connection.pageInfo };
+}
+
+function orderPayload(result: Result<OrderRow>): { orderSubmission: ReturnType<typeof orderView> | null; error: PayloadError | null } {
+  return result.ok ? { orderSubmission: orderView(result.value), error: null } : { orderSubmission: null, error: result.error };
+}
+
+/** Ids are UUIDs; anything else names no order, and Postgres never sees it. */
+function loadOrder(context: OrdersContext, id: string) {
+  return isUuid(id) ? context.orderById.load(id.toLowerCase()).then(viewOrNull) : null;
+}
+
+interface ApplyFillArguments {
+  input: { fillId: string; orderSubmissionId: string; quantity: Decimal; price: Decimal };
+}
+
+export const resolvers = {
+  Decimal: DecimalScalar,
+  DateTime: DateTimeScalar,
+  Query: {
+    listOrderSubmissions: async (_: unknown, args: ListArguments, context: OrdersContext) =>
+      connectionView(await listOrderSubmissions({ db: context.db, accountId: context.caller.accountId }, args)),
+    orderSubmission: (_: unknown, { id }: { id: string }, context: OrdersContext) => loadOrder(context, id),
+  },
+  Mutation: {
+    submitOrder: async (_: unknown, { input }: { input: SubmitOrderInput }, context: OrdersContext) =>
+      orderPayload(
+        await submitOrder({ db: context.db, accountId: context.caller.accountId, lookupStrategy: context.lookupStrategy }, input),
+      ),
+    cancelOrderSubmission: async (_: unknown, { id }: { id: string }, context: OrdersContext) =>
+      orderPayload(await cancelOrderSubmission({ db: context.db, accountId: context.caller.accountId }, id)),
+    applyFill: async (_: unknown, { input }: ApplyFillArguments, context: OrdersContext) => {
+      const refused = checkFill(input);
+      if (refused) throw badUserInput(refused, 'input');
+      const result = await applyFill({ db: context.db, accountId: context.caller.accountId }, input);
+      return { outcome: result.outcome, orderSubmission: viewOrNull(result.order) };
+    },
+  },
+  OrderSubmission: {
+    __resolveReference: (reference: { id: string }, context: OrdersContext) => loadOrder(context, reference.id),
+  },
+  Strategy: {
+    __resolveReference: (reference: { id: string }) => ({ id: reference.id }),
+    orderSubmissions: async ({ id }: { id: string }, args: ListArguments, context: OrdersContext) =>
+      connectionView(await context.strategyOrders(id, args)),
+  },
+};

@@ -1,0 +1,39 @@
+import { callSubgraph, SubgraphUnavailableError } from '@ots/shared/subgraph-client';
+import type { StrategyStatus } from './domain.ts';
+
+/**
+ * The status of one of the caller's strategies, or null when it does not exist or is another
+ * account's. Throws SubgraphUnavailableError when the strategies subgraph gives no usable answer.
+ */
+export type StrategyLookup = (strategyId: string) => Promise<StrategyStatus | null>;
+
+const STRATEGY_STATUS_QUERY = 'query ($id: ID!) { strategy(id: $id) { id status } }';
+const STATUSES: ReadonlySet<string> = new Set<StrategyStatus>(['ACTIVE', 'PAUSED', 'ARCHIVED']);
+
+export interface StrategyLookupOptions {
+  strategiesUrl: string;
+  timeoutMs: number;
+  /** The caller's assertion and request id, forwarded so that strategies scopes its answer to the same account. */
+  assertion: string;
+  requestId: string;
+}
+
+/** Asks the strategies subgraph, never its schema: orders reads no other service's tables. */
+export function strategyLookup(options: StrategyLookupOptions): StrategyLookup {
+  return async (strategyId) => {
+    const response = await callSubgraph<{ strategy: { id: string; status: string } | null }>({
+      url: options.strategiesUrl,
+      query: STRATEGY_STATUS_QUERY,
+      variables: { id: strategyId },
+      assertion: options.assertion,
+      requestId: options.requestId,
+      timeoutMs: options.timeoutMs,
+    });
+    const strategy = response.data?.strategy;
+    if (strategy === null && !response.errors?.length) return null;
+    if (strategy && STATUSES.has(strategy.status)) return strategy.status as StrategyStatus;
+    // An error answer (e.g. its database is down) says nothing about the strategy: the order cannot be checked.
+    const reason = response.errors?.map((error) => error.message).join('; ') ?? 'an answer without a strategy status';
+    throw new SubgraphUnavailableError(`strategies answered ${reason}`);
+  };
+}

@@ -1,0 +1,262 @@
+import { describe, expect, it } from 'vitest';
+import { Decimal, formatDecimal } from '@ots/shared/decimal';
+import {
+  averageFillPrice,
+  checkFill,
+  checkStrategyStatus,
+  decideCancel,
+  decideFill,
+  isSameSubmission,
+  remainingQuantity,
+  validateSubmission,
+  type FillState,
+  type OrderDraft,
+  type OrderStatus,
+  type OrderType,
+  type SubmitOrderInput,
+} from '../src/domain.ts';
+
+const d = (value: string) => new Decimal(value);
+
+function input(overrides: Partial<SubmitOrderInput> = {}): SubmitOrderInput {
+  return { symbol: 'AAPL', side: 'BUY', type: 'MARKET', quantity: d('10'), ...overrides };
+}
+
+function refusal(overrides: Partial<SubmitOrderInput>) {
+  const result = validateSubmission(input(overrides));
+  if (result.ok) throw new Error('expected a refusal');
+  return result.error;
+}
+
+function draft(overrides: Partial<SubmitOrderInput> = {}): OrderDraft {
+  const result = validateSubmission(input(overrides));
+  if (!result.ok) throw new Error(result.error.message);
+  return result.value;
+}
+
+describe('validateSubmission', () => {
+  it('normalises a valid market order: symbol upper-cased, time in force DAY, no prices', () => {
+    expect(draft({ symbol: 'brk.b', clientOrderId: 'a.B_c:1-2' })).toEqual({
+      clientOrderId: 'a.B_c:1-2',
+      strategyId: null,
+      symbol: 'BRK.B',
+      side: 'BUY',
+      type: 'MARKET',
+      timeInForce: 'DAY',
+      quantity: d('10'),
+      limitPrice: null,
+      stopPrice: null,
+    });
+  });
+
+  it('keeps an explicit time in force and treats an explicit null as the DAY default', () => {
+    expect(draft({ timeInForce: 'IOC' }).timeInForce).toBe('IOC');
+    expect(draft({ timeInForce: null }).timeInForce).toBe('DAY');
+  });
+
+  it('accepts every symbol character of the contract: A-Z, 0-9, ".", "/", "-", 1 to 16 of them', () => {
+    expect(draft({ symbol: 'btc/usd-perp.2' }).symbol).toBe('BTC/USD-PERP.2');
+    expect(draft({ symbol: 'A' }).symbol).toBe('A');
+    expect(draft({ symbol: 'ABCDEFGHIJKLMNOP' }).symbol).toBe('ABCDEFGHIJKLMNOP');
+  });
+
+  it.each([
+    ['', 'must not be empty'],
+    ['ABCDEFGHIJKLMNOPQ', 'at most 16'],
+    ['AA PL', 'may contain only'],
+    ['AAPL_', 'may contain only'],
+    ['AAPL$', 'may contain only'],
+    // Upper-casing would turn these into A-Z letters; they are refused as given.
+    ['straße', 'may contain only'],
+    ['ıbm', 'may contain only'],
+    ['ÄPPLE', 'may contain only'],
+  ])('refuses the symbol %j with VALIDATION_FAILED on symbol (%s)', (symbol, message) => {
+    const error = refusal({ symbol });
+    expect(error).toMatchObject({ code: 'VALIDATION_FAILED', field: 'symbol' });
+    expect(error.message).toContain(message);
+  });
+
+  it('accepts clientOrderIds of 1 and 64 characters of [A-Za-z0-9._:-]', () => {
+    expect(draft({ clientOrderId: 'x' }).clientOrderId).toBe('x');
+    expect(draft({ clientOrderId: 'a'.repeat(64) }).clientOrderId).toBe('a'.repeat(64));
+  });
+
+  it.each(['', 'a'.repeat(65), 'order 1', 'order/1', 'ordér', 'order#1'])('refuses the clientOrderId %j', (clientOrderId) => {
+    expect(refusal({ clientOrderId })).toMatchObject({ code: 'VALIDATION_FAILED', field: 'clientOrderId' });
+  });
+
+  it('refuses a zero quantity', () => {
+    expect(refusal({ quantity: d('0') })).toEqual({
+      code: 'VALIDATION_FAILED',
+      field: 'quantity',
+      message: 'quantity must be greater than 0',
+    });
+  });
+
+  const priceRules: [OrderType, boolean, boolean][] = [
+    ['MARKET', false, false],
+    ['LIMIT', true, false],
+    ['STOP', false, true],
+    ['STOP_LIMIT', true, true],
+  ];
+
+  it.each(priceRules)('a %s order: limitPrice required=%s, stopPrice required=%s; each refused where not required', (type, needsLimit, needsStop) => {
+    const limitPrice = needsLimit ? d('100') : null;
+    const stopPrice = needsStop ? d('90') : null;
+    expect(validateSubmission(input({ type, limitPrice, stopPrice })).ok).toBe(true);
+    if (needsLimit) {
+      expect(refusal({ type, stopPrice })).toMatchObject({ field: 'limitPrice', message: `limitPrice is required for ${type} orders` });
+      expect(refusal({ type, stopPrice, limitPrice: d('0') })).toMatchObject({ field: 'limitPrice', message: 'limitPrice must be greater than 0' });
+    } else {
+      expect(refusal({ type, stopPrice, limitPrice: d('100') })).toMatchObject({
+        field: 'limitPrice',
+        message: `limitPrice is not allowed on ${type} orders`,
+      });
+    }
+    if (needsStop) {
+      expect(refusal({ type, limitPrice })).toMatchObject({ field: 'stopPrice', message: `stopPrice is required for ${type} orders` });
+      expect(refusal({ type, limitPrice, stopPrice: d('0') })).toMatchObject({ field: 'stopPrice', message: 'stopPrice must be greater than 0' });
+    } else {
+      expect(refusal({ type, limitPrice, stopPrice: d('90') })).toMatchObject({
+        field: 'stopPrice',
+        message: `stopPrice is not allowed on ${type} orders`,
+      });
+    }
+  });
+
+  it('reports the first broken rule in input order', () => {
+    expect(refusal({ clientOrderId: '', symbol: '', quantity: d('0') }).field).toBe('clientOrderId');
+    expect(refusal({ symbol: '', quantity: d('0') }).field).toBe('symbol');
+    expect(refusal({ quantity: d('0'), limitPrice: d('1') }).field).toBe('quantity');
+  });
+
+  it('lower-cases a UUID strategyId and passes anything else on for the NOT_FOUND check', () => {
+    expect(draft({ strategyId: '0190F5A2-0000-7000-8000-00000000000A' }).strategyId).toBe('0190f5a2-0000-7000-8000-00000000000a');
+    expect(draft({ strategyId: 'not-a-uuid' }).strategyId).toBe('not-a-uuid');
+  });
+});
+
+describe('isSameSubmission', () => {
+  const stored = draft({ clientOrderId: 'c1', type: 'STOP_LIMIT', limitPrice: d('10.5'), stopPrice: d('10'), symbol: 'aapl' });
+
+  it('treats a retry with equal values in other spellings as the same order', () => {
+    const retry = draft({ clientOrderId: 'c1', type: 'STOP_LIMIT', limitPrice: d('10.500'), stopPrice: d('10.0'), symbol: 'AAPL', timeInForce: 'DAY', quantity: d('10.0000') });
+    expect(isSameSubmission(stored, retry)).toBe(true);
+  });
+
+  it.each<[string, Partial<OrderDraft>]>([
+    ['strategyId', { strategyId: '0190f5a2-0000-7000-8000-00000000000a' }],
+    ['symbol', { symbol: 'MSFT' }],
+    ['side', { side: 'SELL' }],
+    ['type', { type: 'LIMIT', stopPrice: null }],
+    ['timeInForce', { timeInForce: 'GTC' }],
+    ['quantity', { quantity: d('10.0000000001') }],
+    ['limitPrice', { limitPrice: d('10.6') }],
+    ['stopPrice', { stopPrice: null }],
+  ])('sees a different %s as a different order', (_field, change) => {
+    expect(isSameSubmission(stored, { ...stored, ...change })).toBe(false);
+  });
+});
+
+describe('checkStrategyStatus', () => {
+  it('accepts only an ACTIVE strategy', () => {
+    expect(checkStrategyStatus('s', 'ACTIVE').ok).toBe(true);
+    expect(checkStrategyStatus('s', 'PAUSED')).toMatchObject({ ok: false, error: { code: 'STRATEGY_NOT_ACTIVE', field: 'strategyId' } });
+    expect(checkStrategyStatus('s', 'ARCHIVED')).toMatchObject({ ok: false, error: { code: 'STRATEGY_NOT_ACTIVE', field: 'strategyId' } });
+    expect(checkStrategyStatus('s', null)).toMatchObject({ ok: false, error: { code: 'NOT_FOUND', field: 'strategyId' } });
+  });
+});
+
+describe('state transitions', () => {
+  it('cancel: SUBMITTED and PARTIALLY_FILLED cancel, CANCELLED stays as it is, FILLED is refused', () => {
+    expect(decideCancel('SUBMITTED')).toEqual({ kind: 'cancel' });
+    expect(decideCancel('PARTIALLY_FILLED')).toEqual({ kind: 'cancel' });
+    expect(decideCancel('CANCELLED')).toEqual({ kind: 'unchanged' });
+    expect(decideCancel('FILLED')).toMatchObject({ kind: 'refused', error: { code: 'ORDER_NOT_CANCELLABLE' } });
+  });
+
+  const order = (status: OrderStatus, filled = '0', notional = '0'): FillState => ({
+    status,
+    quantity: d('10'),
+    filledQuantity: d(filled),
+    fillNotional: d(notional),
+  });
+  const fill = (quantity: string, price = '100') => ({ quantity: d(quantity), price: d(price) });
+
+  it('fill: SUBMITTED → PARTIALLY_FILLED for part of the quantity', () => {
+    expect(decideFill(order('SUBMITTED'), false, fill('4', '2.5'))).toEqual({
+      outcome: 'APPLIED',
+      next: { status: 'PARTIALLY_FILLED', quantity: d('10'), filledQuantity: d('4'), fillNotional: d('10') },
+    });
+  });
+
+  it('fill: SUBMITTED → FILLED for the whole quantity', () => {
+    expect(decideFill(order('SUBMITTED'), false, fill('10'))).toMatchObject({ outcome: 'APPLIED', next: { status: 'FILLED' } });
+  });
+
+  it('fill: PARTIALLY_FILLED stays PARTIALLY_FILLED until the remaining quantity reaches 0, then FILLED', () => {
+    const partial = decideFill(order('PARTIALLY_FILLED', '4', '400'), false, fill('5.9999999999', '101'));
+    expect(partial).toMatchObject({ outcome: 'APPLIED', next: { status: 'PARTIALLY_FILLED' } });
+    const full = decideFill(order('PARTIALLY_FILLED', '4', '400'), false, fill('6', '101'));
+    expect(full).toMatchObject({ outcome: 'APPLIED', next: { status: 'FILLED', filledQuantity: d('10'), fillNotional: d('1006') } });
+  });
+
+  it.each<OrderStatus>(['FILLED', 'CANCELLED'])('fill: %s is final, every fill is NOT_FILLABLE', (status) => {
+    expect(decideFill(order(status, status === 'FILLED' ? '10' : '3'), false, fill('1'))).toEqual({ outcome: 'NOT_FILLABLE' });
+  });
+
+  it.each<OrderStatus>(['SUBMITTED', 'PARTIALLY_FILLED'])('fill: beyond the remaining quantity of a %s order is EXCEEDS_REMAINING', (status) => {
+    const filled = status === 'SUBMITTED' ? '0' : '9.5';
+    expect(decideFill(order(status, filled), false, fill(status === 'SUBMITTED' ? '10.0000000001' : '0.6'))).toEqual({
+      outcome: 'EXCEEDS_REMAINING',
+    });
+  });
+
+  it('fill: an already applied fill is ALREADY_APPLIED whatever the order has become since', () => {
+    for (const status of ['SUBMITTED', 'PARTIALLY_FILLED', 'FILLED', 'CANCELLED'] as const) {
+      expect(decideFill(order(status), true, fill('100'))).toEqual({ outcome: 'ALREADY_APPLIED' });
+    }
+  });
+
+  it('fill: no order (absent or another account\'s) is NOT_FOUND', () => {
+    expect(decideFill(undefined, false, fill('1'))).toEqual({ outcome: 'NOT_FOUND' });
+  });
+
+  it('checkFill refuses a zero quantity or price', () => {
+    expect(checkFill(fill('0'))).toBe('quantity must be greater than 0');
+    expect(checkFill(fill('1', '0'))).toBe('price must be greater than 0');
+    expect(checkFill(fill('1', '1'))).toBeUndefined();
+  });
+});
+
+describe('derived figures', () => {
+  it('remainingQuantity is quantity − filled while open, and 0 once cancelled or filled', () => {
+    const of = (status: OrderStatus, filled: string) => formatDecimal(remainingQuantity({ status, quantity: d('10.5'), filledQuantity: d(filled) }));
+    expect(of('SUBMITTED', '0')).toBe('10.5');
+    expect(of('PARTIALLY_FILLED', '0.25')).toBe('10.25');
+    expect(of('CANCELLED', '0.25')).toBe('0');
+    expect(of('FILLED', '10.5')).toBe('0');
+  });
+
+  it('averageFillPrice is null before the first fill, and the exact weighted mean rounded half-even to 10 places', () => {
+    expect(averageFillPrice({ filledQuantity: d('0'), fillNotional: d('0') })).toBeNull();
+    // 1 @ 10 and 2 @ 10.0000000001: 30.0000000002 / 3 = 10.0000000000666…
+    expect(formatDecimal(averageFillPrice({ filledQuantity: d('3'), fillNotional: d('30.0000000002') })!)).toBe('10.0000000001');
+    // Exactly halfway at the 11th place rounds to even: 0.00000000005 → 0, 0.00000000015 → 0.0000000002.
+    expect(formatDecimal(averageFillPrice({ filledQuantity: d('2'), fillNotional: d('0.0000000001') })!)).toBe('0');
+    expect(formatDecimal(averageFillPrice({ filledQuantity: d('2'), fillNotional: d('0.0000000003') })!)).toBe('0.0000000002');
+    // Never a float: 0.1 + 0.2 style sums stay exact.
+    expect(formatDecimal(averageFillPrice({ filledQuantity: d('3'), fillNotional: d('0.1').plus('0.2').times(3) })!)).toBe('0.3');
+  });
+
+  it('keeps 20 integer and 10 fraction digits exact through notional arithmetic', () => {
+    const state = decideFill(
+      { status: 'SUBMITTED', quantity: d('99999999999999999999.9999999999'), filledQuantity: d('0'), fillNotional: d('0') },
+      false,
+      { quantity: d('99999999999999999999.9999999999'), price: d('99999999999999999999.9999999999') },
+    );
+    if (state.outcome !== 'APPLIED') throw new Error(state.outcome);
+    expect(formatDecimal(state.next.fillNotional)).toBe('9999999999999999999999999999980000000000.00000000000000000001');
+    expect(formatDecimal(averageFillPrice(state.next)!)).toBe('99999999999999999999.9999999999');
+  });
+});

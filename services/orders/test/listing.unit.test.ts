@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { GraphQLError } from 'graphql';
+import { encodeCursor } from '@ots/shared/pagination';
+import { cursorOf, normaliseFilter, parseCursor } from '../src/listing.ts';
+
+const row = {
+  id: '0190f5a2-0000-7000-8000-00000000000a',
+  submitted_at: new Date('2026-11-21T14:03:07.120Z'),
+  updated_at: new Date('2026-11-21T15:00:00.001Z'),
+};
+
+function badInput(run: () => unknown): GraphQLError {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(GraphQLError);
+    expect((error as GraphQLError).extensions.code).toBe('BAD_USER_INPUT');
+    return error as GraphQLError;
+  }
+  throw new Error('expected BAD_USER_INPUT');
+}
+
+describe('cursors', () => {
+  it('round-trip the sort position of each ordering to the millisecond', () => {
+    expect(parseCursor(cursorOf('SUBMITTED_AT_DESC', row), 'SUBMITTED_AT_DESC')).toEqual({ at: row.submitted_at, id: row.id });
+    expect(parseCursor(cursorOf('UPDATED_AT_ASC', row), 'UPDATED_AT_ASC')).toEqual({ at: row.updated_at, id: row.id });
+  });
+
+  it('are opaque: no timestamp or id readable in the text', () => {
+    const cursor = cursorOf('SUBMITTED_AT_DESC', row);
+    expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
+    expect(cursor).not.toContain(row.id);
+  });
+
+  it('mean no position when absent', () => {
+    expect(parseCursor(undefined, 'SUBMITTED_AT_DESC')).toBeUndefined();
+    expect(parseCursor(null, 'UPDATED_AT_ASC')).toBeUndefined();
+  });
+
+  it('of one ordering are refused by the other', () => {
+    const error = badInput(() => parseCursor(cursorOf('SUBMITTED_AT_DESC', row), 'UPDATED_AT_ASC'));
+    expect(error.extensions.argumentName).toBe('after');
+  });
+
+  it.each([
+    ['garbage', 'not a cursor'],
+    ['an edited id', encodeCursor('SUBMITTED_AT_DESC', ['2026-11-21T14:03:07.120Z', "1' or '1'='1"])],
+    ['an edited time', encodeCursor('SUBMITTED_AT_DESC', ['yesterday', row.id])],
+    ['a time outside the ISO form', encodeCursor('SUBMITTED_AT_DESC', ['2026-11-21', row.id])],
+    ['a missing key', encodeCursor('SUBMITTED_AT_DESC', [row.id])],
+  ])('holding %s are refused with BAD_USER_INPUT', (_case, cursor) => {
+    badInput(() => parseCursor(cursor, 'SUBMITTED_AT_DESC'));
+  });
+});
+
+describe('normaliseFilter', () => {
+  it('passes no filter as an empty one', () => {
+    expect(normaliseFilter(undefined)).toEqual({});
+    expect(normaliseFilter(null)).toEqual({});
+    expect(normaliseFilter({ symbol: null, status: null, side: null })).toEqual({});
+  });
+
+  it('compares as orders are stored: symbol upper-cased, strategy id lower-cased, statuses once each', () => {
+    const submittedAfter = new Date('2026-01-01T00:00:00.000Z');
+    expect(
+      normaliseFilter({
+        status: ['SUBMITTED', 'FILLED', 'SUBMITTED'],
+        symbol: 'brk.b',
+        side: 'SELL',
+        strategyId: '0190F5A2-0000-7000-8000-00000000000A',
+        clientOrderId: 'Mixed.Case',
+        submittedAfter,
+      }),
+    ).toEqual({
+      statuses: ['SUBMITTED', 'FILLED'],
+      symbol: 'BRK.B',
+      side: 'SELL',
+      strategyId: '0190f5a2-0000-7000-8000-00000000000a',
+      clientOrderId: 'Mixed.Case',
+      submittedAfter,
+    });
+  });
+
+  it('recognises filters no order can match, so that no malformed value reaches Postgres', () => {
+    expect(normaliseFilter({ status: [] })).toBeUndefined();
+    expect(normaliseFilter({ strategyId: 'strategy-1' })).toBeUndefined();
+  });
+});

@@ -1,0 +1,416 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Decimal } from '@ots/shared/decimal';
+import { newId } from '@ots/shared/ids';
+import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
+import type { StrategyStatus, SubmitOrderInput } from '../src/domain.ts';
+import {
+  applyFill,
+  cancelOrderSubmission,
+  listOrderSubmissions,
+  submitOrder,
+  type FillRequest,
+} from '../src/operations.ts';
+import { findOrder, markCancelled, stampWrite, type OrderRow, type OrdersDb } from '../src/repository.ts';
+import type { StrategyLookup } from '../src/strategy-lookup.ts';
+import { openOrdersDatabase, someAccount, type OrdersTestDatabase } from './database.ts';
+
+/**
+ * The use cases against a real Postgres, without a server: concurrency, locking and the write
+ * clock are properties of the SQL, so they are tested where they can be forced.
+ */
+
+let database: OrdersTestDatabase;
+let db: OrdersDb;
+
+beforeAll(async () => {
+  database = await openOrdersDatabase();
+  db = database.db;
+});
+afterAll(async () => {
+  await database.close();
+});
+
+const d = (value: string) => new Decimal(value);
+
+function limitOrder(overrides: Partial<SubmitOrderInput> = {}): SubmitOrderInput {
+  return { symbol: 'AAPL', side: 'BUY', type: 'LIMIT', quantity: d('10'), limitPrice: d('187.25'), ...overrides };
+}
+
+/** A strategies subgraph stand-in that records what it was asked. */
+function strategies(statuses: Record<string, StrategyStatus> = {}, unavailable = false) {
+  const asked: string[] = [];
+  const lookup: StrategyLookup = async (id) => {
+    asked.push(id);
+    if (unavailable) throw new SubgraphUnavailableError('strategies did not answer');
+    return statuses[id] ?? null;
+  };
+  return { asked, lookup };
+}
+
+async function submitted(accountId: string, input: SubmitOrderInput = limitOrder()): Promise<OrderRow> {
+  const result = await submitOrder({ db, accountId, lookupStrategy: strategies().lookup }, input);
+  if (!result.ok) throw new Error(`submission refused: ${result.error.message}`);
+  return result.value;
+}
+
+const fill = (orderSubmissionId: string, quantity: string, price: string, fillId = newId()): FillRequest => ({
+  fillId,
+  orderSubmissionId,
+  quantity: d(quantity),
+  price: d(price),
+});
+
+async function countOrders(accountId: string): Promise<number> {
+  const row = await db
+    .selectFrom('order_submissions')
+    .select((eb) => eb.fn.countAll<string>().as('count'))
+    .where('account_id', '=', accountId)
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
+}
+
+describe('submitOrder', () => {
+  it('stores the normalised order: upper-cased symbol, DAY by default, exact decimals, SUBMITTED', async () => {
+    const accountId = someAccount();
+    const order = await submitted(accountId, limitOrder({ symbol: 'brk.b', quantity: d('10.500'), limitPrice: d('0.0000000001') }));
+    expect(order).toMatchObject({ account_id: accountId, symbol: 'BRK.B', time_in_force: 'DAY', status: 'SUBMITTED' });
+    expect(d(order.quantity).eq('10.5')).toBe(true);
+    expect(d(order.limit_price!).eq('0.0000000001')).toBe(true);
+    expect(d(order.filled_quantity).isZero()).toBe(true);
+    expect(order.submitted_at.getTime()).toBe(order.updated_at.getTime());
+    expect(order.cancelled_at).toBeNull();
+  });
+
+  it('answers a retry with the same fields (decimals compared by value) with the stored order', async () => {
+    const accountId = someAccount();
+    const first = await submitted(accountId, limitOrder({ clientOrderId: 'retry-1', symbol: 'msft', quantity: d('10.50') }));
+    const retry = await submitOrder(
+      { db, accountId, lookupStrategy: strategies().lookup },
+      limitOrder({ clientOrderId: 'retry-1', symbol: 'MSFT', quantity: d('10.5'), timeInForce: 'DAY', limitPrice: d('187.250') }),
+    );
+    expect(retry).toEqual({ ok: true, value: first });
+    expect(await countOrders(accountId)).toBe(1);
+  });
+
+  it.each([
+    ['quantity', { quantity: d('11') }],
+    ['symbol', { symbol: 'MSFT' }],
+    ['side', { side: 'SELL' as const }],
+    ['timeInForce', { timeInForce: 'GTC' as const }],
+    ['limitPrice', { limitPrice: d('187.26') }],
+    ['type', { type: 'STOP_LIMIT' as const, stopPrice: d('180') }],
+  ])('refuses a reused clientOrderId whose %s differs, creating nothing', async (_field, change) => {
+    const accountId = someAccount();
+    await submitted(accountId, limitOrder({ clientOrderId: 'dup-1' }));
+    const result = await submitOrder({ db, accountId, lookupStrategy: strategies().lookup }, limitOrder({ clientOrderId: 'dup-1', ...change }));
+    expect(result).toMatchObject({ ok: false, error: { code: 'DUPLICATE_CLIENT_ORDER_ID', field: 'clientOrderId' } });
+    expect(await countOrders(accountId)).toBe(1);
+  });
+
+  it('scopes clientOrderId to the account', async () => {
+    const [a, b] = [someAccount(), someAccount()];
+    const orderA = await submitted(a, limitOrder({ clientOrderId: 'shared-id' }));
+    const orderB = await submitted(b, limitOrder({ clientOrderId: 'shared-id', quantity: d('3') }));
+    expect(orderB.id).not.toBe(orderA.id);
+  });
+
+  it('never deduplicates orders without a clientOrderId', async () => {
+    const accountId = someAccount();
+    await submitted(accountId);
+    await submitted(accountId);
+    expect(await countOrders(accountId)).toBe(2);
+  });
+
+  it('creates exactly one order from 25 concurrent identical submissions, and answers all of them with it', async () => {
+    const accountId = someAccount();
+    const input = limitOrder({ clientOrderId: 'burst-1' });
+    const results = await Promise.all(
+      Array.from({ length: 25 }, () => submitOrder({ db, accountId, lookupStrategy: strategies().lookup }, input)),
+    );
+    const ids = new Set(results.map((result) => (result.ok ? result.value.id : result.error.code)));
+    expect(ids.size).toBe(1);
+    expect(results.every((result) => result.ok)).toBe(true);
+    expect(await countOrders(accountId)).toBe(1);
+  });
+
+  it('lets one of 10 concurrent different submissions with one clientOrderId win; the others get DUPLICATE_CLIENT_ORDER_ID', async () => {
+    const accountId = someAccount();
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        submitOrder({ db, accountId, lookupStrategy: strategies().lookup }, limitOrder({ clientOrderId: 'race-1', quantity: d(String(i + 1)) })),
+      ),
+    );
+    expect(results.filter((result) => result.ok)).toHaveLength(1);
+    expect(results.filter((result) => !result.ok && result.error.code === 'DUPLICATE_CLIENT_ORDER_ID')).toHaveLength(9);
+    expect(await countOrders(accountId)).toBe(1);
+  });
+
+  describe('with a strategy', () => {
+    const active = newId();
+    const paused = newId();
+    const archived = newId();
+    const statuses: Record<string, StrategyStatus> = { [active]: 'ACTIVE', [paused]: 'PAUSED', [archived]: 'ARCHIVED' };
+
+    it('stores the strategy of an ACTIVE strategy, having asked the strategies subgraph', async () => {
+      const accountId = someAccount();
+      const lookup = strategies(statuses);
+      const result = await submitOrder({ db, accountId, lookupStrategy: lookup.lookup }, limitOrder({ strategyId: active }));
+      expect(result).toMatchObject({ ok: true, value: { strategy_id: active } });
+      expect(lookup.asked).toEqual([active]);
+    });
+
+    it.each([
+      ['PAUSED', paused],
+      ['ARCHIVED', archived],
+    ])('refuses a %s strategy with STRATEGY_NOT_ACTIVE and creates nothing', async (_status, strategyId) => {
+      const accountId = someAccount();
+      const result = await submitOrder({ db, accountId, lookupStrategy: strategies(statuses).lookup }, limitOrder({ strategyId }));
+      expect(result).toMatchObject({ ok: false, error: { code: 'STRATEGY_NOT_ACTIVE', field: 'strategyId' } });
+      expect(await countOrders(accountId)).toBe(0);
+    });
+
+    it('refuses a strategy the subgraph does not know (absent or foreign) with NOT_FOUND on strategyId', async () => {
+      const accountId = someAccount();
+      const result = await submitOrder({ db, accountId, lookupStrategy: strategies(statuses).lookup }, limitOrder({ strategyId: newId() }));
+      expect(result).toMatchObject({ ok: false, error: { code: 'NOT_FOUND', field: 'strategyId' } });
+      expect(await countOrders(accountId)).toBe(0);
+    });
+
+    it('answers a strategyId that is not a UUID with NOT_FOUND without asking', async () => {
+      const lookup = strategies(statuses);
+      const result = await submitOrder({ db, accountId: someAccount(), lookupStrategy: lookup.lookup }, limitOrder({ strategyId: 'strategy-7' }));
+      expect(result).toMatchObject({ ok: false, error: { code: 'NOT_FOUND', field: 'strategyId' } });
+      expect(lookup.asked).toEqual([]);
+    });
+
+    it('does not ask about the strategy of an invalid submission', async () => {
+      const lookup = strategies(statuses);
+      const result = await submitOrder(
+        { db, accountId: someAccount(), lookupStrategy: lookup.lookup },
+        limitOrder({ strategyId: active, quantity: d('0') }),
+      );
+      expect(result).toMatchObject({ ok: false, error: { code: 'VALIDATION_FAILED', field: 'quantity' } });
+      expect(lookup.asked).toEqual([]);
+    });
+
+    it('returns TEMPORARILY_UNAVAILABLE and creates nothing when strategies does not answer', async () => {
+      const accountId = someAccount();
+      const result = await submitOrder(
+        { db, accountId, lookupStrategy: strategies(statuses, true).lookup },
+        limitOrder({ strategyId: active, clientOrderId: 'later-1' }),
+      );
+      expect(result).toMatchObject({ ok: false, error: { code: 'TEMPORARILY_UNAVAILABLE' } });
+      expect(await countOrders(accountId)).toBe(0);
+      const retry = await submitOrder(
+        { db, accountId, lookupStrategy: strategies(statuses).lookup },
+        limitOrder({ strategyId: active, clientOrderId: 'later-1' }),
+      );
+      expect(retry.ok).toBe(true);
+    });
+
+    it('answers a retry of a stored order from the store, even after its strategy stopped answering', async () => {
+      const accountId = someAccount();
+      const first = await submitOrder({ db, accountId, lookupStrategy: strategies(statuses).lookup }, limitOrder({ strategyId: active, clientOrderId: 'kept-1' }));
+      const unavailable = strategies(statuses, true);
+      const retry = await submitOrder({ db, accountId, lookupStrategy: unavailable.lookup }, limitOrder({ strategyId: active.toUpperCase(), clientOrderId: 'kept-1' }));
+      expect(retry).toEqual(first);
+      expect(unavailable.asked).toEqual([]);
+    });
+  });
+});
+
+describe('cancelOrderSubmission', () => {
+  it('cancels a SUBMITTED order with cancelledAt and a newer updatedAt, and returns a cancelled one unchanged', async () => {
+    const accountId = someAccount();
+    const order = await submitted(accountId);
+    const cancelled = await cancelOrderSubmission({ db, accountId }, order.id);
+    if (!cancelled.ok) throw new Error(cancelled.error.message);
+    expect(cancelled.value.status).toBe('CANCELLED');
+    expect(cancelled.value.cancelled_at).toEqual(cancelled.value.updated_at);
+    expect(cancelled.value.updated_at.getTime()).toBeGreaterThan(order.updated_at.getTime());
+    const again = await cancelOrderSubmission({ db, accountId }, order.id);
+    expect(again).toEqual(cancelled);
+  });
+
+  it('cancels a PARTIALLY_FILLED order and keeps its fills', async () => {
+    const accountId = someAccount();
+    const order = await submitted(accountId);
+    await applyFill({ db, accountId }, fill(order.id, '4', '100'));
+    const cancelled = await cancelOrderSubmission({ db, accountId }, order.id);
+    expect(cancelled).toMatchObject({ ok: true, value: { status: 'CANCELLED', filled_quantity: '4.0000000000' } });
+  });
+
+  it('refuses a FILLED order with ORDER_NOT_CANCELLABLE and leaves it as it was', async () => {
+    const accountId = someAccount();
+    const order = await submitted(accountId);
+    const filled = await applyFill({ db, accountId }, fill(order.id, '10', '100'));
+    const result = await cancelOrderSubmission({ db, accountId }, order.id);
+    expect(result).toMatchObject({ ok: false, error: { code: 'ORDER_NOT_CANCELLABLE' } });
+    expect(await findOrder(db, accountId, order.id)).toEqual(filled.order);
+  });
+
+  it('answers another account\'s order, a missing id and a non-UUID alike with NOT_FOUND', async () => {
+    const owner = someAccount();
+    const order = await submitted(owner);
+    const stranger = { db, accountId: someAccount() };
+    const results = await Promise.all([order.id, newId(), 'not-an-id'].map((id) => cancelOrderSubmission(stranger, id)));
+    for (const result of results) expect(result).toMatchObject({ ok: false, error: { code: 'NOT_FOUND' } });
+    expect((await findOrder(db, owner, order.id))?.status).toBe('SUBMITTED');
+  });
+});
+
+describe('applyFill', () => {
+  it('moves SUBMITTED to PARTIALLY_FILLED to FILLED with the exact quantity-weighted notional', async () => {
+    const accountId = someAccount();
+    const order = await submitted(accountId, limitOrder({ quantity: d('3') }));
+    const first = await applyFill({ db, accountId }, fill(order.id, '1', '10.1'));
+    expect(first.outcome).toBe('APPLIED');
+    expect(first.order).toMatchObject({ status: 'PARTIALLY_FILLED' });
+    const second = await applyFill({ db, accountId }, fill(order.id, '2', '10.2'));
+    expect(second.outcome).toBe('APPLIED');
+    expect(second.order?.status).toBe('FILLED');
+    expect(d(second.order!.filled_quantity).eq(3)).toBe(true);
+    expect(d(second.order!.fill_notional).eq('30.5')).toBe(true);
+    expect(second.order!.updated_at.getTime()).toBeGreaterThan(first.order!.updated_at.getTime());
+  });
+
+  it('applies a fill id once: a retry is ALREADY_APPLIED, even once the order is FILLED', async () => {
+    const accountId = someAccount();
+    const order = await submitted(accountId, limitOrder({ quantity: d('2') }));
+    const once = fill(order.id, '1', '5');
+    await applyFill({ db, accountId }, once);
+    const retry = await applyFill({ db, accountId }, once);
+    expect(retry.outcome).toBe('ALREADY_APPLIED');
+    expect(d(retry.order!.filled_quantity).eq(1)).toBe(true);
+    await applyFill({ db, accountId }, fill(order.id, '1', '5'));
+    const lateRetry = await applyFill({ db, accountId }, once);
+    expect(lateRetry).toMatchObject({ outcome: 'ALREADY_APPLIED', order: { status: 'FILLED' } });
+  });
+
+  it('refuses a fill beyond the remaining quantity, and any fill of a FILLED or CANCELLED order, changing nothing', async () => {
+    const accountId = someAccount();
+    const order = await submitted(accountId, limitOrder({ quantity: d('2') }));
+    expect((await applyFill({ db, accountId }, fill(order.id, '2.0000000001', '5'))).outcome).toBe('EXCEEDS_REMAINING');
+    await applyFill({ db, accountId }, fill(order.id, '2', '5'));
+    expect((await applyFill({ db, accountId }, fill(order.id, '1', '5'))).outcome).toBe('NOT_FILLABLE');
+    const cancelled = await submitted(accountId);
+    await cancelOrderSubmission({ db, accountId }, cancelled.id);
+    const refused = await applyFill({ db, accountId }, fill(cancelled.id, '1', '5'));
+    expect(refused).toMatchObject({ outcome: 'NOT_FILLABLE', order: { id: cancelled.id, status: 'CANCELLED' } });
+    expect(d(refused.order!.filled_quantity).isZero()).toBe(true);
+  });
+
+  it('answers another account\'s order, a missing id and a non-UUID with NOT_FOUND and no order', async () => {
+    const order = await submitted(someAccount());
+    const stranger = { db, accountId: someAccount() };
+    for (const id of [order.id, newId(), 'order-1']) {
+      expect(await applyFill(stranger, fill(id, '1', '1'))).toEqual({ outcome: 'NOT_FOUND', order: null });
+    }
+  });
+
+  it('applies concurrent fills one at a time: never beyond the quantity, the notional exactly that of the applied ones', async () => {
+    const accountId = someAccount();
+    const order = await submitted(accountId, limitOrder({ quantity: d('10') }));
+    const fills = Array.from({ length: 16 }, (_, i) => fill(order.id, '1', `${100 + i}.01`));
+    const results = await Promise.all(fills.map((each) => applyFill({ db, accountId }, each)));
+    expect(results.filter((result) => result.outcome === 'APPLIED')).toHaveLength(10);
+    expect(results.filter((result) => result.outcome === 'NOT_FILLABLE')).toHaveLength(6);
+    const final = (await findOrder(db, accountId, order.id))!;
+    expect(final.status).toBe('FILLED');
+    expect(d(final.filled_quantity).eq(10)).toBe(true);
+    const appliedNotional = fills
+      .filter((_, i) => results[i]!.outcome === 'APPLIED')
+      .reduce((sum, each) => sum.plus(each.price), new Decimal(0));
+    expect(d(final.fill_notional).eq(appliedNotional)).toBe(true);
+  });
+
+  it('applies one fill id sent concurrently exactly once', async () => {
+    const accountId = someAccount();
+    const order = await submitted(accountId, limitOrder({ quantity: d('10') }));
+    const same = fill(order.id, '3', '7');
+    const results = await Promise.all(Array.from({ length: 12 }, () => applyFill({ db, accountId }, same)));
+    expect(results.filter((result) => result.outcome === 'APPLIED')).toHaveLength(1);
+    expect(results.filter((result) => result.outcome === 'ALREADY_APPLIED')).toHaveLength(11);
+    expect(d((await findOrder(db, accountId, order.id))!.filled_quantity).eq(3)).toBe(true);
+  });
+});
+
+describe('the account write clock', () => {
+  it('stamps the writes of an account strictly increasing, at least 1 ms apart', async () => {
+    const accountId = someAccount();
+    const stamps: number[] = [];
+    for (let i = 0; i < 40; i += 1) stamps.push((await db.transaction().execute((trx) => stampWrite(trx, accountId))).getTime());
+    for (let i = 1; i < stamps.length; i += 1) expect(stamps[i]).toBeGreaterThanOrEqual(stamps[i - 1]! + 1);
+  });
+
+  it('makes a write of the account wait for an open one, so that no later stamp becomes visible first', async () => {
+    const accountId = someAccount();
+    const [slow, fast] = [await submitted(accountId), await submitted(accountId)];
+    const open = await db.startTransaction().execute();
+    const slowStamp = await stampWrite(open, accountId);
+    await markCancelled(open, accountId, slow.id, slowStamp);
+
+    let fastDone = false;
+    const fastCancel = cancelOrderSubmission({ db, accountId }, fast.id).then((result) => {
+      fastDone = true;
+      return result;
+    });
+    await sleep(300);
+    expect(fastDone).toBe(false);
+    const during = await listOrderSubmissions({ db, accountId }, { orderBy: 'UPDATED_AT_ASC', filter: { updatedAfter: fast.updated_at } });
+    expect(during.nodes).toEqual([]);
+
+    await open.commit().execute();
+    const fastResult = await fastCancel;
+    if (!fastResult.ok) throw new Error(fastResult.error.message);
+    expect(fastResult.value.updated_at.getTime()).toBeGreaterThan(slowStamp.getTime());
+    const after = await listOrderSubmissions({ db, accountId }, { orderBy: 'UPDATED_AT_ASC', filter: { updatedAfter: fast.updated_at } });
+    expect(after.nodes.map((row) => row.id)).toEqual([slow.id, fast.id]);
+  });
+
+  it('lets a client that syncs repeatedly during concurrent writes see the last version of every order', async () => {
+    const accountId = someAccount();
+    const scope = { db, accountId };
+    const seeded = await Promise.all(Array.from({ length: 20 }, () => submitted(accountId, limitOrder({ quantity: d('5') }))));
+    const deadline = Date.now() + 1_500;
+    const writer = async (worker: number) => {
+      let step = 0;
+      while (Date.now() < deadline) {
+        step += 1;
+        const target = seeded[(worker * 7 + step) % seeded.length]!;
+        if (step % 5 === 0) await cancelOrderSubmission(scope, target.id);
+        else if (step % 3 === 0) await submitted(accountId, limitOrder({ quantity: d('5') }));
+        else await applyFill(scope, fill(target.id, '1', '10'));
+      }
+    };
+
+    const seen = new Map<string, number>();
+    let updatedAfter: Date | undefined;
+    const sync = async () => {
+      let after: string | null = null;
+      do {
+        const page: Awaited<ReturnType<typeof listOrderSubmissions>> = await listOrderSubmissions(scope, {
+          orderBy: 'UPDATED_AT_ASC',
+          filter: updatedAfter ? { updatedAfter } : null,
+          first: 200,
+          after,
+        });
+        for (const row of page.nodes) {
+          seen.set(row.id, row.updated_at.getTime());
+          updatedAfter = row.updated_at;
+        }
+        after = page.pageInfo.hasNextPage ? page.pageInfo.endCursor : null;
+      } while (after);
+    };
+    const reader = async () => {
+      while (Date.now() < deadline) await sync();
+    };
+
+    await Promise.all([...Array.from({ length: 6 }, (_, worker) => writer(worker)), reader()]);
+    await sync();
+    const stored = await db.selectFrom('order_submissions').select(['id', 'updated_at']).where('account_id', '=', accountId).execute();
+    expect(stored.length).toBeGreaterThan(20);
+    expect(Object.fromEntries(seen)).toEqual(Object.fromEntries(stored.map((row) => [row.id, row.updated_at.getTime()])));
+  });
+});

@@ -1,0 +1,232 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Kysely, PostgresDialect, type CompiledQuery, type KyselyPlugin } from 'kysely';
+import pg from 'pg';
+import { loadConfig } from '@ots/shared/config';
+import { Decimal } from '@ots/shared/decimal';
+import { newId } from '@ots/shared/ids';
+import { createLogger } from '@ots/shared/logger';
+import type { OrderFilter, OrderSubmissionOrder } from '../src/listing.ts';
+import { submitOrder } from '../src/operations.ts';
+import * as repository from '../src/repository.ts';
+import type { OrderRow, OrdersDatabase, OrdersDb } from '../src/repository.ts';
+import { ordersService } from '../src/service.ts';
+import { openOrdersDatabase, type OrdersTestDatabase } from './database.ts';
+
+/**
+ * What the SQL costs: the plans of every listing (no sequential scan, only indexes that lead with
+ * the account) and the number of queries the per-request loaders issue.
+ */
+
+let database: OrdersTestDatabase;
+let db: OrdersDb;
+
+beforeAll(async () => {
+  database = await openOrdersDatabase();
+  db = database.db;
+});
+afterAll(async () => {
+  await database.close();
+});
+
+const log = createLogger('orders-test', 'silent');
+
+/** Counts the statements sent through a handle. */
+function counting(handle: OrdersDb): { db: OrdersDb; count: () => number } {
+  let statements = 0;
+  const plugin: KyselyPlugin = {
+    transformQuery: ({ node }) => {
+      statements += 1;
+      return node;
+    },
+    transformResult: async ({ result }) => result,
+  };
+  return { db: handle.withPlugin(plugin), count: () => statements };
+}
+
+function contextFor(accountId: string, handle: OrdersDb) {
+  return ordersService.createContext(
+    { caller: { accountId, apiKeyId: newId() }, assertion: 'unused', requestId: 'test', log },
+    { config: loadConfig({ NODE_ENV: 'test' }), db: handle, log },
+  );
+}
+
+async function order(accountId: string, strategyId: string | null, symbol = 'AAPL'): Promise<OrderRow> {
+  const result = await submitOrder(
+    { db, accountId, lookupStrategy: async () => 'ACTIVE' },
+    { symbol, side: 'BUY', type: 'MARKET', quantity: new Decimal('1'), strategyId },
+  );
+  if (!result.ok) throw new Error(result.error.message);
+  return result.value;
+}
+
+describe('per-request loaders', () => {
+  it('resolve any number of OrderSubmission references in one query, a foreign id to null', async () => {
+    const accountId = newId();
+    const mine = await Promise.all(Array.from({ length: 30 }, () => order(accountId, null)));
+    const foreign = await order(newId(), null);
+    const counter = counting(db);
+    const context = contextFor(accountId, counter.db);
+    const loaded = await Promise.all([...mine, foreign].map((row) => context.orderById.load(row.id)));
+    expect(counter.count()).toBe(1);
+    expect(loaded.slice(0, 30).map((row) => row?.id)).toEqual(mine.map((row) => row.id));
+    expect(loaded[30]).toBeNull();
+  });
+
+  it('list the orders of many strategies in one query per set of arguments, each page its own', async () => {
+    const accountId = newId();
+    const [s1, s2, s3, s4] = [newId(), newId(), newId(), newId()];
+    const ofS1 = [];
+    for (let i = 0; i < 3; i += 1) ofS1.push(await order(accountId, s1));
+    const ofS2 = [await order(accountId, s2)];
+    await order(accountId, null);
+    await order(newId(), s3);
+    const counter = counting(db);
+    const context = contextFor(accountId, counter.db);
+    const [page1, page2, page3, page4, all1] = await Promise.all([
+      context.strategyOrders(s1, { first: 2 }),
+      context.strategyOrders(s2, { first: 2 }),
+      context.strategyOrders(s3, { first: 2 }),
+      context.strategyOrders(s4, { first: 2 }),
+      context.strategyOrders(s1, { first: 10 }),
+    ]);
+    expect(counter.count()).toBe(2);
+    expect(page1.nodes.map((row) => row.id)).toEqual([ofS1[2]!.id, ofS1[1]!.id]);
+    expect(page1.pageInfo.hasNextPage).toBe(true);
+    expect(page2.nodes.map((row) => row.id)).toEqual([ofS2[0]!.id]);
+    expect(page2.pageInfo.hasNextPage).toBe(false);
+    // s3's order is another account's: nothing to list, as for a strategy without orders.
+    expect(page3.nodes).toEqual([]);
+    expect(page4.nodes).toEqual([]);
+    expect(all1.nodes).toHaveLength(3);
+
+    const next = await context.strategyOrders(s1, { first: 2, after: page1.pageInfo.endCursor });
+    expect(next.nodes.map((row) => row.id)).toEqual([ofS1[0]!.id]);
+  });
+});
+
+type PlanNode = { 'Node Type': string; 'Index Name'?: string; 'Relation Name'?: string; Plans?: PlanNode[] };
+
+function planNodes(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(planNodes)];
+}
+
+describe('query plans on a table of many accounts', () => {
+  const accountId = '00000000-0000-4000-8000-000000000007';
+  const strategyId = '00000000-0000-4000-8000-000000000703';
+  let explainer: Kysely<OrdersDatabase>;
+  let pool: pg.Pool;
+  let captured: CompiledQuery[] = [];
+
+  beforeAll(async () => {
+    // A pool without the services' 5 s statement timeout: the bulk insert below may take longer on a busy machine.
+    pool = new pg.Pool({ connectionString: database.url, max: 2 });
+    // 60,000 orders of 300 accounts, 5 strategies and 20 symbols each, a third of them cancelled.
+    await pool.query(`
+      insert into orders.order_submissions
+        (id, account_id, client_order_id, strategy_id, symbol, side, type, time_in_force, quantity,
+         status, submitted_at, updated_at, cancelled_at)
+      select
+        gen_random_uuid(),
+        ('00000000-0000-4000-8000-' || lpad(to_hex(g % 300), 12, '0'))::uuid,
+        'c-' || g,
+        ('00000000-0000-4000-8000-' || lpad(to_hex(g % 300), 10, '0') || lpad(to_hex(g % 5), 2, '0'))::uuid,
+        'SYM' || (g % 20),
+        case when g % 2 = 0 then 'BUY' else 'SELL' end,
+        'MARKET', 'DAY', 1,
+        case when g % 3 = 0 then 'CANCELLED' else 'SUBMITTED' end,
+        timestamptz '2026-01-01' + g * interval '1 second',
+        timestamptz '2026-01-01' + g * interval '1 second',
+        case when g % 3 = 0 then timestamptz '2026-01-01' + g * interval '1 second' end
+      from generate_series(1, 60000) as g
+    `);
+    await pool.query('analyze orders.order_submissions');
+    // A handle of its own that records the statements the repository sends, to explain them as sent.
+    explainer = new Kysely<OrdersDatabase>({
+      dialect: new PostgresDialect({ pool }),
+      log: (event) => {
+        if (event.level === 'query') captured.push(event.query);
+      },
+    }).withSchema('orders');
+  });
+  afterAll(async () => {
+    await explainer.destroy();
+  });
+
+  async function plansOf(run: (handle: OrdersDb) => Promise<unknown>): Promise<PlanNode[]> {
+    captured = [];
+    await run(explainer);
+    expect(captured).toHaveLength(1);
+    const query = captured[0]!;
+    const client = await pool.connect();
+    try {
+      await client.query('set enable_seqscan = on');
+      const result = await client.query(`explain (format json) ${query.sql}`, [...query.parameters]);
+      const plan = (result.rows[0] as { 'QUERY PLAN': [{ Plan: PlanNode }] })['QUERY PLAN'][0].Plan;
+      if (process.env.SHOW_PLANS) console.log(JSON.stringify(plan, ['Node Type', 'Index Name', 'Relation Name', 'Index Cond', 'Filter', 'Plans'], 1));
+      return planNodes(plan);
+    } finally {
+      client.release();
+    }
+  }
+
+  /** Every access to the table goes through an index, and every index used leads with account_id. */
+  function expectAccountIndexesOnly(nodes: PlanNode[]) {
+    const tableAccess = nodes.filter((node) => node['Relation Name'] === 'order_submissions').map((node) => node['Node Type']);
+    expect(tableAccess.length).toBeGreaterThan(0);
+    for (const access of tableAccess) expect(['Index Scan', 'Index Only Scan', 'Bitmap Heap Scan']).toContain(access);
+    const indexes = nodes.flatMap((node) => (node['Index Name'] ? [node['Index Name']] : []));
+    expect(indexes.length).toBeGreaterThan(0);
+    for (const index of indexes) expect(index).toMatch(/^order_submissions_account_/);
+  }
+
+  const filters: [string, OrderFilter][] = [
+    ['no filter', {}],
+    ['status', { statuses: ['SUBMITTED', 'PARTIALLY_FILLED'] }],
+    ['symbol', { symbol: 'SYM3' }],
+    ['side', { side: 'SELL' }],
+    ['strategyId', { strategyId }],
+    ['clientOrderId', { clientOrderId: 'c-307' }],
+    ['submittedAfter', { submittedAfter: new Date('2026-01-01T05:00:00Z') }],
+    ['submittedBefore', { submittedBefore: new Date('2026-01-01T05:00:00Z') }],
+    ['updatedAfter', { updatedAfter: new Date('2026-01-01T05:00:00Z') }],
+    ['every filter', {
+      statuses: ['SUBMITTED'],
+      symbol: 'SYM7',
+      side: 'SELL',
+      strategyId,
+      submittedAfter: new Date('2026-01-01T00:00:00Z'),
+      submittedBefore: new Date('2026-01-02T00:00:00Z'),
+      updatedAfter: new Date('2026-01-01T00:00:00Z'),
+    }],
+  ];
+  const orderings: OrderSubmissionOrder[] = ['SUBMITTED_AT_DESC', 'UPDATED_AT_ASC'];
+
+  for (const orderBy of orderings) {
+    it.each(filters)(`listOrderSubmissions ${orderBy} by %s reads only the account's index entries`, async (_name, filter) => {
+      const after = { at: new Date('2026-01-01T10:00:00Z'), id: '00000000-0000-4000-8000-000000000000' };
+      for (const page of [{ filter, orderBy, after: undefined, limit: 51 }, { filter, orderBy, after, limit: 51 }]) {
+        expectAccountIndexesOnly(await plansOf((handle) => repository.listOrders(handle, accountId, page)));
+      }
+    });
+  }
+
+  it('Strategy.orderSubmissions for a batch of strategies uses the account-and-strategy index', async () => {
+    const strategies = [0, 1, 2, 3, 4].map((i) => `00000000-0000-4000-8000-0000000007${String(i).padStart(2, '0')}`);
+    const nodes = await plansOf((handle) =>
+      repository.listOrdersOfStrategies(handle, accountId, strategies, { filter: {}, orderBy: 'SUBMITTED_AT_DESC', after: undefined, limit: 51 }),
+    );
+    expect(nodes.map((node) => node['Node Type'])).not.toContain('Seq Scan');
+    expect(nodes.find((node) => node['Relation Name'] === 'order_submissions')?.['Index Name']).toBe(
+      'order_submissions_account_strategy_submitted',
+    );
+  });
+
+  it('look-ups by id and clientOrderId use an index, never a scan', async () => {
+    const byIds = await plansOf((handle) => repository.findOrders(handle, accountId, [newId(), newId()]));
+    const byClientId = await plansOf((handle) => repository.findOrderByClientOrderId(handle, accountId, 'c-307'));
+    for (const nodes of [byIds, byClientId]) {
+      expect(nodes.map((node) => node['Node Type'])).not.toContain('Seq Scan');
+      expect(nodes.some((node) => node['Index Name'])).toBe(true);
+    }
+  });
+});
