@@ -5,6 +5,7 @@ import { ensureDevDatabase } from '@ots/shared/dev-database';
 import { createLogger } from '@ots/shared/logger';
 import { hashApiKey, isWellFormedApiKey } from '../services/accounts/src/domain.ts';
 import { createAccount, createKey } from '../services/accounts/src/key-management.ts';
+import { readKeyCacheGeneration } from '../services/accounts/src/repository.ts';
 import { launchStack, migrateAll } from './stack.ts';
 
 /**
@@ -60,8 +61,9 @@ console.log(`\nbench: Postgres ${dev ? 'embedded' : 'from DATABASE_URL'}, Redis 
 const keyHash = hashApiKey(config.apiKeyHmacSecret, apiKey);
 const checksum = await timeEach(20_000, async () => isWellFormedApiKey(apiKey));
 const localHit = await timeEach(20_000, () => stack.keys.keyStore.lookup(keyHash));
+const generation = await readKeyCacheGeneration(stack.keys.db);
 const fromPostgres = await timeEach(300, async () => {
-  await stack.keys.keyStore.invalidate([keyHash]);
+  await stack.keys.keyStore.invalidate([keyHash], generation);
   return stack.keys.keyStore.lookup(keyHash);
 });
 report('key checksum (no I/O)', checksum);

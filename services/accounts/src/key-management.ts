@@ -28,9 +28,12 @@ export async function createAccount({ db }: KeyManagement, name: string) {
 
 export async function setApiAccess({ db, keyStore }: KeyManagement, accountId: string, enabled: boolean) {
   await existingAccount(db, accountId);
-  const hashes = await repository.setApiAccess(db, accountId, enabled);
-  if (!hashes) throw new KeyManagementError(`no account ${accountId}`);
-  await keyStore.invalidate(hashes);
+  const { hashes, generation } = await db.transaction().execute(async (trx) => {
+    const keyHashes = await repository.setApiAccess(trx, accountId, enabled);
+    if (!keyHashes) throw new KeyManagementError(`no account ${accountId}`);
+    return { hashes: keyHashes, generation: await repository.bumpKeyCacheGeneration(trx) };
+  });
+  await keyStore.invalidate(hashes, generation);
   return { accountId, apiAccessEnabled: enabled };
 }
 
@@ -58,9 +61,13 @@ export async function listKeys({ db }: KeyManagement, accountId: string) {
 }
 
 export async function revokeKey({ db, keyStore }: KeyManagement, keyId: string) {
-  const revoked = isUuid(keyId) ? await repository.revokeApiKey(db, keyId) : undefined;
-  if (!revoked) throw new KeyManagementError(`no key ${keyId}`);
-  await keyStore.invalidate([revoked.keyHash]);
+  if (!isUuid(keyId)) throw new KeyManagementError(`no key ${keyId}`);
+  const { revoked, generation } = await db.transaction().execute(async (trx) => {
+    const row = await repository.revokeApiKey(trx, keyId);
+    if (!row) throw new KeyManagementError(`no key ${keyId}`);
+    return { revoked: row, generation: await repository.bumpKeyCacheGeneration(trx) };
+  });
+  await keyStore.invalidate([revoked.keyHash], generation);
   return { keyId, revokedAt: revoked.revokedAt };
 }
 
@@ -75,11 +82,11 @@ export async function rollKey(management: KeyManagement, keyId: string, graceMs:
     throw new KeyManagementError(`key ${keyId} has expired and cannot be rolled`);
   }
   const previousExpiresAt = new Date(expiryAfterRoll(previous.expires_at?.getTime() ?? null, now, graceMs));
-  const created = await db.transaction().execute(async (trx) => {
+  const { created, generation } = await db.transaction().execute(async (trx) => {
     const issued = await createKey({ ...management, db: trx }, previous.account_id, { name: previous.name });
     await repository.setApiKeyExpiry(trx, keyId, previousExpiresAt);
-    return issued;
+    return { created: issued, generation: await repository.bumpKeyCacheGeneration(trx) };
   });
-  await keyStore.invalidate([previous.key_hash]);
+  await keyStore.invalidate([previous.key_hash], generation);
   return { keyId: created.key.id, apiKey: created.apiKey, previousKeyId: keyId, previousExpiresAt };
 }

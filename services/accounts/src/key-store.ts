@@ -5,7 +5,7 @@ import type { Logger } from '@ots/shared/logger';
 import { createRedis } from '@ots/shared/redis';
 import { SCHEMA } from '../migrations/index.ts';
 import { hashesMatch, type KeyRecord } from './domain.ts';
-import { findKeyRecordByHash, touchLastUsed, type AccountsDatabase, type AccountsDb } from './repository.ts';
+import { findKeyRecordByHash, readKeyCacheGeneration, touchLastUsed, type AccountsDatabase, type AccountsDb } from './repository.ts';
 
 export interface KeyStoreOptions {
   db: AccountsDb;
@@ -15,25 +15,34 @@ export interface KeyStoreOptions {
   log: Logger;
   /**
    * The in-process layer's lifetime. It bounds how long a revocation can go unseen by an instance
-   * that missed the invalidation message, so it stays at the contract's 1 s.
+   * that missed every other signal, so it stays at the contract's 1 s.
    */
   localTtlMs?: number;
   /** Redis lifetime of a known key's record, and of an unknown key's negative entry. */
   redisTtlSeconds?: number;
   negativeTtlSeconds?: number;
   localMaxEntries?: number;
+  /** How often the cache generation is read from Postgres. */
+  generationPollMs?: number;
 }
 
 type Cached = { record: KeyRecord | null; until: number };
+/** What Redis holds: the record, stamped with the cache generation it was read under. */
+type Shared = { g: number; r: KeyRecord | null };
 
 const LAST_USED_INTERVAL_MS = 60_000;
 const LAST_USED_FLUSH_MS = 5_000;
 
 /**
  * API-key look-ups: an in-process layer (≤ 1 s), Redis (shared by gateway instances), then Postgres.
- * Revocation, expiry and disabling drop the Redis entry and publish an invalidation that every
- * instance applies to its local layer; the short local TTL bounds the damage of a lost message.
- * Redis failures fall through to Postgres, so a Redis outage slows look-ups but refuses no one.
+ *
+ * Every revocation, expiry change or access change bumps a generation counter in Postgres in the
+ * same transaction, then deletes the Redis entries and publishes the new generation, which every
+ * instance applies at once. Each instance also polls the generation (twice a second) and trusts a
+ * Redis entry only if it was stored under the current generation, so a change still takes effect
+ * within the second when the publish is lost, when Redis was down during the change, or when another
+ * instance raced to re-cache the old record. Redis failures fall through to Postgres, so a Redis
+ * outage slows look-ups but refuses no one.
  */
 export class ApiKeyStore {
   private readonly local = new Map<string, Cached>();
@@ -41,7 +50,10 @@ export class ApiKeyStore {
   private readonly lastTouched = new Map<string, number>();
   private pendingTouches = new Set<string>();
   private flushTimer: NodeJS.Timeout | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
   private subscriber: Redis | undefined;
+  private generation: number | undefined;
+  private closed = false;
   private readonly localTtlMs: number;
   private readonly redisTtlSeconds: number;
   private readonly negativeTtlSeconds: number;
@@ -64,6 +76,22 @@ export class ApiKeyStore {
     return `${this.options.redisKeyPrefix}apikey:${hashHex}`;
   }
 
+  /** Adopts a newer generation: everything cached under an older one is no longer trusted. */
+  private adoptGeneration(generation: number): void {
+    if (this.generation === undefined || generation > this.generation) {
+      if (this.generation !== undefined) this.local.clear();
+      this.generation = generation;
+    }
+  }
+
+  private async refreshGeneration(): Promise<void> {
+    try {
+      this.adoptGeneration(await readKeyCacheGeneration(this.options.db));
+    } catch (error) {
+      this.options.log.warn({ err: error }, 'reading the key cache generation failed');
+    }
+  }
+
   /** The record of the key with this hash, or null when no such key exists. */
   async lookup(keyHash: Buffer, now = Date.now()): Promise<KeyRecord | null> {
     const hex = keyHash.toString('hex');
@@ -77,7 +105,11 @@ export class ApiKeyStore {
   }
 
   private async load(keyHash: Buffer, hex: string): Promise<KeyRecord | null> {
-    const fromRedis = await this.readRedis(hex);
+    if (this.generation === undefined) await this.refreshGeneration();
+    // Captured before reading Postgres: a change committed meanwhile bumps past it, so what is
+    // cached below is ignored by every instance once they see the new generation.
+    const generation = this.generation ?? 0;
+    const fromRedis = await this.readRedis(hex, generation);
     let record: KeyRecord | null;
     if (fromRedis !== undefined) {
       record = fromRedis;
@@ -85,10 +117,10 @@ export class ApiKeyStore {
       const row = await findKeyRecordByHash(this.options.db, keyHash);
       // The index found the row by hash; the constant-time check keeps the comparison itself timing-safe.
       record = row && hashesMatch(row.keyHash, keyHash) ? withoutHash(row) : null;
-      await this.writeRedis(hex, record);
+      await this.writeRedis(hex, { g: generation, r: record });
     }
     if (record === null) this.unknownKeyLookups += 1;
-    this.remember(hex, record);
+    if (generation === this.generation) this.remember(hex, record);
     return record;
   }
 
@@ -100,58 +132,65 @@ export class ApiKeyStore {
     this.local.set(hex, { record, until: Date.now() + this.localTtlMs });
   }
 
-  private async readRedis(hex: string): Promise<KeyRecord | null | undefined> {
+  private async readRedis(hex: string, generation: number): Promise<KeyRecord | null | undefined> {
     if (!this.options.redis) return undefined;
     try {
       const raw = await this.options.redis.get(this.redisKey(hex));
       if (raw === null) return undefined;
-      return JSON.parse(raw) as KeyRecord | null;
+      const shared = JSON.parse(raw) as Shared;
+      return shared.g === generation ? shared.r : undefined;
     } catch (error) {
       this.options.log.warn({ err: error }, 'key cache read failed; using Postgres');
       return undefined;
     }
   }
 
-  private async writeRedis(hex: string, record: KeyRecord | null): Promise<void> {
+  private async writeRedis(hex: string, shared: Shared): Promise<void> {
     if (!this.options.redis) return;
     try {
-      const ttl = record ? this.redisTtlSeconds : this.negativeTtlSeconds;
-      await this.options.redis.set(this.redisKey(hex), JSON.stringify(record), 'EX', ttl);
+      const ttl = shared.r ? this.redisTtlSeconds : this.negativeTtlSeconds;
+      await this.options.redis.set(this.redisKey(hex), JSON.stringify(shared), 'EX', ttl);
     } catch (error) {
       this.options.log.warn({ err: error }, 'key cache write failed');
     }
   }
 
   /**
-   * Called after a revocation, expiry change or access change has been committed to Postgres: drops
-   * the shared entries and tells every instance to drop its local ones. Returns false when Redis
-   * could not be told, in which case the Redis TTL bounds how long a stale entry may be served.
+   * Called after a change to keys has been committed with `generation` (from bumpKeyCacheGeneration):
+   * drops the shared entries and tells every instance. Returns false when Redis could not be told;
+   * the instances' generation polling then carries the change within the second.
    */
-  async invalidate(keyHashes: readonly Buffer[]): Promise<boolean> {
+  async invalidate(keyHashes: readonly Buffer[], generation: number): Promise<boolean> {
     const hexes = keyHashes.map((hash) => hash.toString('hex'));
     for (const hex of hexes) this.local.delete(hex);
+    this.adoptGeneration(generation);
     const redis = this.options.redis;
-    if (!redis || hexes.length === 0) return true;
+    if (!redis) return true;
     try {
-      await redis.del(...hexes.map((hex) => this.redisKey(hex)));
-      await redis.publish(this.channel, hexes.join(','));
+      if (hexes.length > 0) await redis.del(...hexes.map((hex) => this.redisKey(hex)));
+      await redis.publish(this.channel, String(generation));
       return true;
     } catch (error) {
-      this.options.log.warn({ err: error }, 'key cache invalidation failed');
+      this.options.log.warn({ err: error }, 'key cache invalidation could not reach Redis');
       return false;
     }
   }
 
-  /** Applies invalidations published by any instance (or the admin CLI) to this instance's local layer. */
-  async listenForInvalidations(): Promise<void> {
+  /** For gateways: follow the generation (published and polled) so that changes apply within the second. */
+  async start(generationPollMs = this.options.generationPollMs ?? 500): Promise<void> {
+    await this.refreshGeneration();
+    const poll = () => {
+      if (this.closed) return;
+      this.pollTimer = setTimeout(() => void this.refreshGeneration().finally(poll), generationPollMs).unref();
+    };
+    poll();
     if (!this.options.redis) return;
     this.subscriber = this.options.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
     this.subscriber.on('error', (error) => this.options.log.debug({ err: error }, 'key invalidation subscriber error'));
     this.subscriber.on('message', (_channel: string, message: string) => {
-      for (const hex of message.split(',')) this.local.delete(hex);
+      const generation = Number(message);
+      if (Number.isSafeInteger(generation)) this.adoptGeneration(generation);
     });
-    // After a reconnect, messages sent while disconnected are lost: clear the local layer then.
-    this.subscriber.on('ready', () => this.local.clear());
     await this.subscriber.subscribe(this.channel);
   }
 
@@ -178,6 +217,9 @@ export class ApiKeyStore {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.pollTimer);
+    this.pollTimer = undefined;
     await this.flushUses();
     this.subscriber?.disconnect();
   }
@@ -207,7 +249,7 @@ export function openKeyStore(config: Config, log: Logger, options: { listen: boo
   const redis = config.redisUrl ? createRedis(config.redisUrl, log) : undefined;
   const keyStore = new ApiKeyStore({ db, redis, redisKeyPrefix: config.redisKeyPrefix, log });
   if (options.listen) {
-    keyStore.listenForInvalidations().catch((error: unknown) => log.warn({ err: error }, 'key invalidation subscription failed'));
+    keyStore.start().catch((error: unknown) => log.warn({ err: error }, 'following key invalidations failed'));
   }
   return {
     keyStore,

@@ -21,6 +21,11 @@ export interface AccountsDatabase {
     last_used_at: Date | null;
     revoked_at: Date | null;
   };
+  key_cache_generation: {
+    singleton: Generated<boolean>;
+    /** bigint: pg returns it as a string. */
+    generation: Generated<string>;
+  };
 }
 
 export type AccountsDb = Kysely<AccountsDatabase>;
@@ -47,19 +52,17 @@ export async function findAccount(db: AccountsDb, accountId: string): Promise<Ac
   return db.selectFrom('accounts').selectAll().where('id', '=', accountId).executeTakeFirst();
 }
 
-/** Sets the flag and returns the hashes of the account's keys, whose cached look-ups must now be dropped. */
+/** Sets the flag and returns the hashes of the account's keys (undefined for no such account). Run it in a transaction. */
 export async function setApiAccess(db: AccountsDb, accountId: string, enabled: boolean): Promise<Buffer[] | undefined> {
-  return db.transaction().execute(async (trx) => {
-    const updated = await trx
-      .updateTable('accounts')
-      .set({ api_access_enabled: enabled })
-      .where('id', '=', accountId)
-      .returning('id')
-      .executeTakeFirst();
-    if (!updated) return undefined;
-    const keys = await trx.selectFrom('api_keys').select('key_hash').where('account_id', '=', accountId).execute();
-    return keys.map((key) => key.key_hash);
-  });
+  const updated = await db
+    .updateTable('accounts')
+    .set({ api_access_enabled: enabled })
+    .where('id', '=', accountId)
+    .returning('id')
+    .executeTakeFirst();
+  if (!updated) return undefined;
+  const keys = await db.selectFrom('api_keys').select('key_hash').where('account_id', '=', accountId).execute();
+  return keys.map((key) => key.key_hash);
 }
 
 export interface NewApiKey {
@@ -161,4 +164,20 @@ export async function touchLastUsed(db: AccountsDb, keyIds: readonly string[]): 
 
 export async function hasAnyAccount(db: AccountsDb): Promise<boolean> {
   return (await db.selectFrom('accounts').select('id').limit(1).executeTakeFirst()) !== undefined;
+}
+
+/** Called inside the transaction of every change that must invalidate cached key records. */
+export async function bumpKeyCacheGeneration(db: AccountsDb): Promise<number> {
+  const row = await db
+    .updateTable('key_cache_generation')
+    .set({ generation: sql<string>`generation + 1` })
+    .where('singleton', '=', true)
+    .returning('generation')
+    .executeTakeFirstOrThrow();
+  return Number(row.generation);
+}
+
+export async function readKeyCacheGeneration(db: AccountsDb): Promise<number> {
+  const row = await db.selectFrom('key_cache_generation').select('generation').where('singleton', '=', true).executeTakeFirstOrThrow();
+  return Number(row.generation);
 }
