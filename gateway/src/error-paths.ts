@@ -4,8 +4,8 @@ import { Kind, type OperationDefinitionNode } from 'graphql';
 /**
  * Contract section 2: a top-level error names the operation in `path`. Errors raised before or
  * outside a field (a limit, a refused scalar, a subgraph that did not answer) have no path of their
- * own; they get the response key of each root field they left without data (or of the first root
- * field, when every root field has data).
+ * own; they get the response key of each root field they left without data, or of the first root
+ * field when the request was refused as a whole.
  */
 export function errorPathsPlugin<Context extends object>(): ApolloServerPlugin<Context> {
   return {
@@ -28,7 +28,9 @@ export function errorPathsPlugin<Context extends object>(): ApolloServerPlugin<C
           );
           if (rootKeys.length === 0) return;
           const data = result.data as Record<string, unknown> | null | undefined;
-          const missing = rootKeys.filter((key) => !data || data[key] === null || data[key] === undefined);
+          // A request refused as a whole (a limit, a bad value) names the operation by its first root
+          // field; an execution that lost some fields names each of them.
+          const missing = data ? rootKeys.filter((key) => data[key] === null || data[key] === undefined) : [];
           const targets = missing.length > 0 ? missing : [rootKeys[0]!];
           result.errors = result.errors.flatMap((error) => (error.path ? [error] : targets.map((key) => ({ ...error, path: [key] }))));
         },

@@ -32,24 +32,38 @@ function fragmentsOf(context: ValidationContext): Map<string, FragmentDefinition
   );
 }
 
+interface ExpandedField {
+  field: FieldNode;
+  typeCondition?: string;
+  /** The fragments expanded to reach this field; expanding one of them again below it would loop. */
+  fragmentPath: ReadonlySet<string>;
+}
+
 /** Fields of a selection set with fragments expanded; a fragment already on the path is not expanded again. */
-function fieldsOf(selectionSet: SelectionSetNode, fragments: Map<string, FragmentDefinitionNode>, path: ReadonlySet<string>): { field: FieldNode; typeCondition?: string }[] {
-  const fields: { field: FieldNode; typeCondition?: string }[] = [];
+function fieldsOf(selectionSet: SelectionSetNode, fragments: Map<string, FragmentDefinitionNode>, fragmentPath: ReadonlySet<string>): ExpandedField[] {
+  const fields: ExpandedField[] = [];
   for (const selection of selectionSet.selections) {
-    if (selection.kind === Kind.FIELD) fields.push({ field: selection });
+    if (selection.kind === Kind.FIELD) fields.push({ field: selection, fragmentPath });
     else if (selection.kind === Kind.INLINE_FRAGMENT) {
       const typeCondition = selection.typeCondition?.name.value;
-      for (const entry of fieldsOf(selection.selectionSet, fragments, path)) fields.push({ ...entry, typeCondition: entry.typeCondition ?? typeCondition });
-    } else if (!path.has(selection.name.value)) {
+      for (const entry of fieldsOf(selection.selectionSet, fragments, fragmentPath)) fields.push({ ...entry, typeCondition: entry.typeCondition ?? typeCondition });
+    } else if (!fragmentPath.has(selection.name.value)) {
       const fragment = fragments.get(selection.name.value);
       if (fragment) {
-        const inner = fieldsOf(fragment.selectionSet, fragments, new Set([...path, fragment.name.value]));
+        const inner = fieldsOf(fragment.selectionSet, fragments, new Set([...fragmentPath, fragment.name.value]));
         for (const entry of inner) fields.push({ ...entry, typeCondition: entry.typeCondition ?? fragment.typeCondition.name.value });
       }
     }
   }
   return fields;
 }
+
+/**
+ * Introspection is bounded by the schema itself, and the standard query of GraphQL tools nests its
+ * type references deeper than the data limit allows; it is measured against this limit instead.
+ */
+const INTROSPECTION_DEPTH = 20;
+const isIntrospection = (field: FieldNode) => field.name.value.startsWith('__');
 
 function tooComplex(message: string): GraphQLError {
   return new GraphQLError(message, { extensions: { code: 'QUERY_TOO_COMPLEX' } });
@@ -59,19 +73,19 @@ function tooComplex(message: string): GraphQLError {
 export function depthLimit(maxDepth: number): ValidationRule {
   return (context) => {
     const fragments = fragmentsOf(context);
-    const depth = (selectionSet: SelectionSetNode | undefined, path: ReadonlySet<string>): number => {
-      if (!selectionSet) return 0;
-      let deepest = 0;
-      for (const { field } of fieldsOf(selectionSet, fragments, path)) {
-        deepest = Math.max(deepest, 1 + depth(field.selectionSet, path));
-        if (deepest > maxDepth) return deepest;
-      }
-      return deepest;
+    // Stops descending once past the limit, so a deep (or, before validation refuses it, cyclic) document costs little.
+    const exceeds = (selectionSet: SelectionSetNode | undefined, fragmentPath: ReadonlySet<string>, level: number, limit: number): boolean => {
+      if (!selectionSet) return false;
+      if (level >= limit) return true;
+      return fieldsOf(selectionSet, fragments, fragmentPath).some(({ field, fragmentPath: inner }) =>
+        exceeds(field.selectionSet, inner, level + 1, level === 0 && isIntrospection(field) ? INTROSPECTION_DEPTH : limit),
+      );
     };
     return {
       OperationDefinition(operation) {
-        const found = depth(operation.selectionSet, new Set());
-        if (found > maxDepth) context.reportError(tooComplex(`Query depth exceeds the limit of ${maxDepth}`));
+        if (exceeds(operation.selectionSet, new Set(), 0, maxDepth)) {
+          context.reportError(tooComplex(`Query depth exceeds the limit of ${maxDepth}`));
+        }
       },
     };
   };
@@ -120,7 +134,8 @@ export function costLimit(maxCost: number): ValidationRule {
     const cost = (selectionSet: SelectionSetNode | undefined, parent: GraphQLType, path: ReadonlySet<string>): number => {
       if (!selectionSet) return 0;
       let total = 0;
-      for (const { field, typeCondition } of fieldsOf(selectionSet, fragments, path)) {
+      for (const { field, typeCondition, fragmentPath } of fieldsOf(selectionSet, fragments, path)) {
+        if (isIntrospection(field)) continue;
         const owner = typeCondition ? (schema.getType(typeCondition) ?? parent) : parent;
         const definition = fieldDefinition(schema, owner, field.name.value);
         if (!definition) continue;
@@ -128,7 +143,7 @@ export function costLimit(maxCost: number): ValidationRule {
         if (!isCompositeType(getNamedType(type))) continue;
         const page = pageArgument(field, definition);
         const multiplier = page ?? (isListType(type) && field.name.value !== 'nodes' && field.name.value !== 'edges' ? UNPAGED_LIST_SIZE : 1);
-        total += 1 + multiplier * cost(field.selectionSet, getNamedType(type), path);
+        total += 1 + multiplier * cost(field.selectionSet, getNamedType(type), fragmentPath);
       }
       return total;
     };

@@ -176,7 +176,8 @@ try {
 }
 
 const config = loadConfigOrExit();
-const log = createLogger('admin', 'warn', true);
+// Only failures reach stderr: a missed cache notice is covered by the gateways' generation polling.
+const log = createLogger('admin', 'error', true);
 const devDatabase = config.databaseUrl ? undefined : await ensureDevDatabase(log);
 const opened = openKeyStore({ ...config, databaseUrl: config.databaseUrl ?? devDatabase!.url }, log, { listen: false });
 let exitCode = 0;

@@ -1,0 +1,384 @@
+import net from 'node:net';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SERVICE_NAMES, type Config } from '@ots/shared/config';
+import { createLogger } from '@ots/shared/logger';
+import { startStack, type HttpResult, type TestStack } from '@ots/shared/testing/stack';
+import { generateApiKey } from '../../services/accounts/src/domain.ts';
+import { startGateway } from '../src/server.ts';
+
+const ORDER_FIELDS =
+  'id clientOrderId symbol side type timeInForce quantity limitPrice stopPrice status filledQuantity remainingQuantity averageFillPrice submittedAt updatedAt cancelledAt';
+const FILL_FIELDS = 'id executionId symbol side quantity price fee liquidity executedAt recordedAt';
+const STRATEGY_FIELDS = 'id name description status createdAt updatedAt';
+const FULL_PAGE = `listOrderSubmissions(first: 200) {
+  nodes { ${ORDER_FIELDS} strategy { ${STRATEGY_FIELDS} } fills { ${FILL_FIELDS} } }
+  pageInfo { hasNextPage endCursor }
+}`;
+
+/** No stack trace, SQL or internal address in anything a client is sent. */
+function expectNothingInternal(body: unknown, ...alsoAbsent: string[]) {
+  const text = JSON.stringify(body);
+  for (const pattern of [/127\.0\.0\.1/, /localhost/i, /ECONNREFUSED/, /\bat .*\.(ts|js):\d+/, /stacktrace/i, /node_modules/, /\bselect\b.*\bfrom\b/i, /postgres/i, /kysely/i]) {
+    expect(text).not.toMatch(pattern);
+  }
+  for (const absent of alsoAbsent) expect(text).not.toContain(absent);
+}
+
+/** A 400 top-level error answered before execution: no data at all. */
+function expectRefusedBeforeExecution(result: HttpResult, message: RegExp) {
+  expect(result.status).toBe(400);
+  expect(result.body.data ?? null).toBeNull();
+  expect(result.body.errors.length).toBeGreaterThanOrEqual(1);
+  for (const error of result.body.errors) expect(error.message).toMatch(message);
+  expectNothingInternal(result.body);
+}
+
+describe('with the default limits', () => {
+  let stack: TestStack;
+  let apiKey: string;
+
+  beforeAll(async () => {
+    stack = await startStack();
+    ({ apiKey } = await stack.createAccountWithKey('Limits'));
+  });
+
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  const json = (body: string, key: string | undefined = apiKey) =>
+    stack.post(body, { 'content-type': 'application/json', ...(key === undefined ? {} : { 'x-api-key': key }) });
+
+  describe('the request body', () => {
+    it('over 100 KiB is refused with 413, with or without a key', async () => {
+      const body = JSON.stringify({ query: '{ viewer { account { id } } }', variables: { pad: 'x'.repeat(101 * 1024) } });
+      expect((await json(body)).status).toBe(413);
+      expect((await json(body, undefined)).status).toBe(413);
+    });
+
+    it('just under 100 KiB is served', async () => {
+      const body = JSON.stringify({ query: '{ viewer { account { id } } }', variables: { pad: 'x'.repeat(99 * 1024) } });
+      expect(body.length).toBeLessThan(100 * 1024);
+      const result = await json(body);
+      expect(result.status).toBe(200);
+      expect(result.body.data.viewer.account.id).toBeTruthy();
+    });
+
+    it('a JSON array (batching) is refused with 400, with or without a key', async () => {
+      const batch = JSON.stringify([{ query: '{ viewer { account { id } } }' }, { query: '{ viewer { apiKey { id } } }' }]);
+      for (const result of [await json(batch), await json(batch, undefined)]) {
+        expect(result.status).toBe(400);
+        expect(result.body).not.toHaveProperty('data');
+        expect(Array.isArray(result.body)).toBe(false);
+      }
+    });
+
+    it('a body that is not JSON is refused with 400', async () => {
+      for (const body of ['{"query": "{ viewer { account { id } } }"', 'query { viewer { account { id } } }', '']) {
+        const result = await json(body);
+        expect(result.status, body).toBe(400);
+        expect(result.body.data ?? null).toBeNull();
+      }
+    });
+
+    it('JSON that is not an object with a string query is refused with 400', async () => {
+      for (const body of ['null', '"{ viewer { account { id } } }"', '42', '{}', '{"query": 1}', '{"query": ""}']) {
+        const result = await json(body);
+        expect(result.status, body).toBe(400);
+        expect(result.body.data ?? null).toBeNull();
+      }
+    });
+
+    it('a content type other than JSON is refused (400/415) and never executed', async () => {
+      const body = JSON.stringify({ query: '{ viewer { account { id } } }' });
+      for (const contentType of ['application/xml', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) {
+        const result = await stack.post(body, { 'content-type': contentType, 'x-api-key': apiKey });
+        expect(result.status, contentType).toBe(415);
+      }
+      // text/plain is what a cross-site form can send: it must not run either.
+      for (const headers of [{ 'content-type': 'text/plain' }, {}] as Record<string, string>[]) {
+        const result = await stack.post(body, { ...headers, 'x-api-key': apiKey });
+        expect([400, 415]).toContain(result.status);
+        expect(JSON.stringify(result.body)).not.toContain('"viewer"');
+      }
+    });
+  });
+
+  describe('the document, checked before execution', () => {
+    // listOrderSubmissions > nodes > strategy > orderSubmissions > nodes > strategy > orderSubmissions > nodes > fills > orderSubmission > id
+    const depth11 = '{ listOrderSubmissions(first: 1) { nodes { strategy { orderSubmissions(first: 1) { nodes { strategy { orderSubmissions(first: 1) { nodes { fills { orderSubmission { id } } } } } } } } } } }';
+    const depth10 = '{ listOrderSubmissions(first: 1) { nodes { strategy { orderSubmissions(first: 1) { nodes { strategy { orderSubmissions(first: 1) { nodes { fills { id } } } } } } } } } }';
+
+    it('depth 10 is served, depth 11 is a top-level error with status 400', async () => {
+      const ok = await stack.graphql(apiKey, depth10);
+      expect(ok.body.errors).toBeUndefined();
+      expect(ok.status).toBe(200);
+      expectRefusedBeforeExecution(await stack.graphql(apiKey, depth11), /depth/i);
+    });
+
+    it('15 aliases are served, 16 are a top-level error with status 400', async () => {
+      const aliased = (n: number) => `{ ${Array.from({ length: n }, (_, i) => `a${i}: viewer { account { id } }`).join(' ')} }`;
+      const ok = await stack.graphql(apiKey, aliased(15));
+      expect(ok.status).toBe(200);
+      expect(Object.keys(ok.body.data)).toHaveLength(15);
+      expectRefusedBeforeExecution(await stack.graphql(apiKey, aliased(16)), /alias/i);
+    });
+
+    it('listOrderSubmissions(first: 200) with strategy and fills is served', async () => {
+      const result = await stack.graphql(apiKey, `{ ${FULL_PAGE} }`);
+      expect(result.body.errors).toBeUndefined();
+      expect(result.status).toBe(200);
+      expect(result.body.data.listOrderSubmissions.nodes).toEqual([]);
+    });
+
+    it('pages of pages are over the cost limit: a top-level error with status 400', async () => {
+      const pagesOfPages = '{ listOrderSubmissions(first: 200) { nodes { id strategy { orderSubmissions(first: 200) { nodes { id } } } } } }';
+      expectRefusedBeforeExecution(await stack.graphql(apiKey, pagesOfPages), /cost/i);
+      const many = `{ ${Array.from({ length: 5 }, (_, i) => `p${i}: ${FULL_PAGE}`).join(' ')} }`;
+      expectRefusedBeforeExecution(await stack.graphql(apiKey, many), /cost/i);
+    });
+
+    it('a document over 2,000 tokens is refused with 400, with or without a key', async () => {
+      const long = `{ viewer { account { ${'id '.repeat(2_100)} } } }`;
+      expectRefusedBeforeExecution(await stack.graphql(apiKey, long), /token/i);
+      const anonymous = await stack.graphql(undefined, long);
+      expect(anonymous.status).toBe(400);
+      expect(anonymous.body.errors[0].message).toMatch(/token/i);
+    });
+
+    it('a refused mutation changes nothing', async () => {
+      const { apiKey: own } = await stack.createAccountWithKey('Refused mutations');
+      const creates = (n: number) => `mutation { ${Array.from({ length: n }, (_, i) => `c${i}: createStrategy(input: { name: "S${i}" }) { strategy { id } }`).join(' ')} }`;
+      expectRefusedBeforeExecution(await stack.graphql(own, creates(16)), /alias/i);
+      const list = await stack.graphql(own, '{ listStrategies { nodes { id } } }');
+      expect(list.body.data.listStrategies.nodes).toEqual([]);
+    });
+
+    // graphql's own NoFragmentCycles rule refuses the document; the limit rules must not crash meanwhile.
+    it('a document whose fragments spread each other in a cycle is a 400 validation error, not a server error', async () => {
+      const cyclic = '{ listOrderSubmissions { nodes { ...A } } } fragment A on OrderSubmission { strategy { orderSubmissions { nodes { ...A } } } }';
+      const result = await stack.graphql(apiKey, cyclic);
+      expect(result.status).toBe(400);
+      expect(result.body.errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
+      expect(result.body.errors[0].message).toMatch(/fragment|cycle|spread/i);
+    });
+  });
+
+  describe('argument values', () => {
+    it.each([201, 0, -1])('first: %i on listOrderSubmissions is a top-level BAD_USER_INPUT', async (first) => {
+      const result = await stack.graphql(apiKey, `{ listOrderSubmissions(first: ${first}) { nodes { id } } }`);
+      expect(result.body.data).toBeNull();
+      expect(result.body.errors).toHaveLength(1);
+      expect(result.body.errors[0]).toMatchObject({ path: ['listOrderSubmissions'], extensions: { code: 'BAD_USER_INPUT' } });
+      expect(result.body.errors[0].message).toMatch(/first/);
+    });
+
+    it('first: 200 is accepted', async () => {
+      const result = await stack.graphql(apiKey, '{ listOrderSubmissions(first: 200) { nodes { id } } }');
+      expect(result.body.errors).toBeUndefined();
+    });
+
+    it('a malformed DateTime is a top-level BAD_USER_INPUT naming the argument, inline or as a variable', async () => {
+      const inline = await stack.graphql(apiKey, '{ listOrderSubmissions(filter: { submittedAfter: "2026-02-30T00:00:00Z" }) { nodes { id } } }');
+      expect(inline.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: expect.stringContaining('submittedAfter') });
+      const variable = await stack.graphql(apiKey, 'query ($t: DateTime) { listOrderSubmissions(filter: { submittedAfter: $t }) { nodes { id } } }', { t: '2026-11-21T14:03:07' });
+      expect(variable.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: '$t' });
+    });
+
+    it('a Decimal sent as a JSON number or negative is a top-level BAD_USER_INPUT and creates nothing', async () => {
+      const { apiKey: own } = await stack.createAccountWithKey('Decimals');
+      const submit = 'mutation ($i: SubmitOrderInput!) { submitOrder(input: $i) { orderSubmission { id } error { code } } }';
+      for (const quantity of [10, '-1', '1e3']) {
+        const result = await stack.graphql(own, submit, { i: { symbol: 'AAPL', side: 'BUY', type: 'MARKET', quantity } });
+        expect(result.body.data ?? null).toBeNull();
+        expect(result.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: '$i.quantity' });
+      }
+      const inline = await stack.graphql(own, 'mutation { submitOrder(input: { symbol: "AAPL", side: BUY, type: MARKET, quantity: 10 }) { orderSubmission { id } } }');
+      expect(inline.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: 'input.quantity' });
+      const list = await stack.graphql(own, '{ listOrderSubmissions { nodes { id } } }');
+      expect(list.body.data.listOrderSubmissions.nodes).toEqual([]);
+    });
+  });
+
+  describe('errors never carry internals', () => {
+    it('a subgraph that is down: the other root fields still get data, its field a top-level error naming no host', async () => {
+      const strategiesPort = String(new URL(stack.urls.strategies).port);
+      await stack.stopService('strategies');
+      try {
+        const started = Date.now();
+        const result = await stack.graphql(apiKey, '{ viewer { account { id } } strategy(id: "01a2002f-5e6c-707d-8b35-116f38247cd4") { id name } }');
+        expect(Date.now() - started).toBeLessThan(stack.config.limits.gatewayTimeoutMs);
+        expect(result.status).toBe(200);
+        expect(result.body.data.viewer.account.id).toBeTruthy();
+        expect(result.body.data.strategy).toBeNull();
+        expect(result.body.errors).toHaveLength(1);
+        expect(result.body.errors[0].extensions.code).toBe('SERVICE_UNAVAILABLE');
+        expectNothingInternal(result.body, `:${strategiesPort}`);
+        // Contract section 2: a top-level error carries the path of the field it is about.
+        expect(result.body.errors[0].path).toEqual(['strategy']);
+      } finally {
+        await stack.startService('strategies');
+      }
+      const after = await stack.graphql(apiKey, '{ strategy(id: "01a2002f-5e6c-707d-8b35-116f38247cd4") { id } }');
+      expect(after.body).toEqual({ data: { strategy: null } });
+    });
+
+    it('an internal failure is answered as "Internal server error", with no message, SQL or stack of its own', async () => {
+      // An account whose rows vanish while its key is still cached makes the accounts resolver fail internally.
+      const victim = await stack.createAccountWithKey('Vanishing');
+      expect((await stack.graphql(victim.apiKey, '{ viewer { account { id } } }')).status).toBe(200);
+      const client = new pg.Client({ connectionString: stack.databaseUrl });
+      await client.connect();
+      try {
+        await client.query('delete from accounts.api_keys where account_id = $1', [victim.accountId]);
+        await client.query('delete from accounts.accounts where id = $1', [victim.accountId]);
+      } finally {
+        await client.end();
+      }
+      const result = await stack.graphql(victim.apiKey, '{ viewer { account { id name } } }');
+      // The key's record is still cached (Redis keeps it 30 s), so the request reaches the resolver.
+      expect(result.status).toBe(200);
+      expect(result.body.data).toBeNull();
+      expect(result.body.errors).toHaveLength(1);
+      expect(result.body.errors[0]).toMatchObject({ message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+      expect(Object.keys(result.body.errors[0].extensions)).toEqual(['code']);
+      expectNothingInternal(result.body, victim.accountId, victim.apiKeyId, 'asserted', 'Error');
+    });
+  });
+
+  describe('a subgraph that never answers', () => {
+    /** A TCP server that accepts connections and never replies: a hung subgraph. */
+    async function hangingServer() {
+      const sockets = new Set<net.Socket>();
+      const server = net.createServer((socket) => {
+        sockets.add(socket);
+        socket.on('error', () => undefined);
+        socket.on('close', () => sockets.delete(socket));
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      return {
+        url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}/graphql`,
+        close: () =>
+          new Promise<void>((resolve) => {
+            for (const socket of sockets) socket.destroy();
+            server.close(() => resolve());
+          }),
+      };
+    }
+
+    async function gatewayWith(hungUrl: string, limits: Partial<Config['limits']>) {
+      const config: Config = {
+        ...stack.config,
+        subgraphUrls: { ...stack.config.subgraphUrls, strategies: hungUrl },
+        limits: { ...stack.config.limits, ...limits },
+      };
+      return startGateway({ config, keyStore: stack.running.keys.keyStore, logger: createLogger('hung-test', 'silent'), port: 0, isReady: async () => true });
+    }
+
+    const QUERY = JSON.stringify({ query: '{ viewer { account { id } } strategy(id: "01a2002f-5e6c-707d-8b35-116f38247cd4") { id name } }' });
+
+    it('gives up after the subgraph timeout: the other fields get data, its field a top-level error', async () => {
+      const hung = await hangingServer();
+      const gateway = await gatewayWith(hung.url, { subgraphTimeoutMs: 400 });
+      try {
+        const started = Date.now();
+        const result = await stack.post(QUERY, { 'content-type': 'application/json', 'x-api-key': apiKey }, gateway.url);
+        expect(Date.now() - started).toBeLessThan(3_000);
+        expect(result.status).toBe(200);
+        expect(result.body.data.viewer.account.id).toBeTruthy();
+        expect(result.body.data.strategy).toBeNull();
+        expect(result.body.errors.map((error: { path: string[] }) => error.path)).toEqual([['strategy']]);
+        expect(result.body.errors[0].extensions.code).toBe('SERVICE_UNAVAILABLE');
+        expectNothingInternal(result.body, hung.url, new URL(hung.url).port);
+      } finally {
+        await gateway.close();
+        await hung.close();
+      }
+    });
+
+    it('answers by the gateway timeout even when the subgraph timeout is longer', async () => {
+      const hung = await hangingServer();
+      const gateway = await gatewayWith(hung.url, { subgraphTimeoutMs: 20_000, gatewayTimeoutMs: 500 });
+      try {
+        const started = Date.now();
+        const result = await stack.post(QUERY, { 'content-type': 'application/json', 'x-api-key': apiKey }, gateway.url);
+        expect(Date.now() - started).toBeLessThan(3_000);
+        expect(result.status).toBeGreaterThanOrEqual(500);
+        expect(result.body.errors.length).toBeGreaterThanOrEqual(1);
+        expectNothingInternal(result.body, hung.url);
+      } finally {
+        await hung.close();
+        await gateway.close();
+      }
+    });
+  });
+
+  describe('health', () => {
+    it('/healthz and /readyz answer 200 without auth on the gateway and on every subgraph', async () => {
+      const bases = [stack.gatewayUrl, ...SERVICE_NAMES.map((name) => stack.urls[name])].map((url) => url.replace(/\/graphql$/, ''));
+      expect(bases).toHaveLength(5);
+      for (const base of bases) {
+        for (const path of ['/healthz', '/readyz']) {
+          const response = await fetch(`${base}${path}`);
+          expect(response.status, `${base}${path}`).toBe(200);
+          expect(await response.json()).toEqual({ status: 'ok' });
+        }
+      }
+    });
+  });
+});
+
+describe('rate limits', () => {
+  let stack: TestStack;
+
+  beforeAll(async () => {
+    stack = await startStack({ env: { RATE_LIMIT_BURST: '5', RATE_LIMIT_PER_SECOND: '1', FAILED_AUTH_BURST: '3', FAILED_AUTH_PER_SECOND: '1' } });
+  });
+
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it('per key: the 6th quick request of a burst of 5 gets 429 with Retry-After; other keys are untouched', async () => {
+    const busy = await stack.createAccountWithKey('Busy');
+    const quiet = await stack.createAccountWithKey('Quiet');
+    const remaining: number[] = [];
+    for (let i = 0; i < 5; i += 1) {
+      const result = await stack.graphql(busy.apiKey, '{ viewer { account { id } } }');
+      expect(result.status, `request ${i + 1}`).toBe(200);
+      expect(result.headers.get('ratelimit-policy')).toBe('"api-key";q=5;w=5');
+      remaining.push(Number(/r=(\d+)/.exec(result.headers.get('ratelimit') ?? '')?.[1]));
+    }
+    expect(remaining).toEqual([4, 3, 2, 1, 0]);
+
+    const refused = await stack.graphql(busy.apiKey, '{ viewer { account { id } } }');
+    expect(refused.status).toBe(429);
+    const retryAfter = refused.headers.get('retry-after');
+    expect(retryAfter).toMatch(/^\d+$/);
+    expect(Number(retryAfter)).toBeGreaterThanOrEqual(1);
+    expect(refused.body).not.toHaveProperty('data');
+    expect(refused.headers.get('ratelimit')).toMatch(/^"api-key";r=0;t=\d+$/);
+
+    expect((await stack.graphql(quiet.apiKey, '{ viewer { account { id } } }')).status).toBe(200);
+
+    await new Promise((resolve) => setTimeout(resolve, Number(retryAfter) * 1_000 + 50));
+    expect((await stack.graphql(busy.apiKey, '{ viewer { account { id } } }')).status).toBe(200);
+  });
+
+  it('failed authentications are limited per client address', async () => {
+    for (let i = 0; i < 3; i += 1) {
+      const result = await stack.graphql(generateApiKey(), '{ viewer { account { id } } }');
+      expect(result.status, `failure ${i + 1}`).toBe(401);
+    }
+    const limited = await stack.graphql(generateApiKey(), '{ viewer { account { id } } }');
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(limited.body).not.toHaveProperty('data');
+    // Requests without a key are not authentication failures: Variant A still answers.
+    expect((await stack.graphql(undefined, '{ viewer { account { id } } }')).status).toBe(200);
+    // The limit lifts as it refills.
+    await new Promise((resolve) => setTimeout(resolve, Number(limited.headers.get('retry-after')) * 1_000 + 50));
+    expect((await stack.graphql(generateApiKey(), '{ viewer { account { id } } }')).status).toBe(401);
+  });
+});

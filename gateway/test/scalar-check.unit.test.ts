@@ -1,0 +1,69 @@
+import { buildSchema, GraphQLError, Kind, parse, type OperationDefinitionNode } from 'graphql';
+import { describe, expect, it } from 'vitest';
+import { checkScalarInputs } from '../src/scalar-check.ts';
+
+// As in the supergraph, the gateway knows the custom scalars by name only.
+const schema = buildSchema(`
+  scalar Decimal
+  scalar DateTime
+  input OrderInput { symbol: String!, quantity: Decimal!, limitPrice: Decimal }
+  input Filter { after: DateTime, window: [DateTime!], prices: [Decimal] }
+  type Query { list(filter: Filter, first: Int): [String] at(when: DateTime!): String }
+  type Mutation { submit(input: OrderInput!): String submitMany(inputs: [OrderInput!]!): String }
+`);
+
+function check(query: string, variables?: Record<string, unknown>): void {
+  const document = parse(query);
+  const operation = document.definitions.find((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION)!;
+  checkScalarInputs(schema, document, operation, variables);
+}
+
+function refusal(query: string, variables?: Record<string, unknown>): GraphQLError {
+  try {
+    check(query, variables);
+  } catch (error) {
+    expect(error).toBeInstanceOf(GraphQLError);
+    return error as GraphQLError;
+  }
+  throw new Error('expected the value to be refused');
+}
+
+describe('checkScalarInputs: Decimal and DateTime values checked at the gateway', () => {
+  it('lets good values through, inline and as variables, and nulls where allowed', () => {
+    expect(() => check('mutation { submit(input: { symbol: "A", quantity: "10.5", limitPrice: null }) }')).not.toThrow();
+    expect(() => check('mutation ($i: OrderInput!) { submit(input: $i) }', { i: { symbol: 'A', quantity: '1', limitPrice: '187.25' } })).not.toThrow();
+    expect(() => check('{ list(filter: { after: "2026-11-21T14:03:07.120Z", window: ["2026-11-21T14:03:07Z"], prices: ["1", null] }) }')).not.toThrow();
+    expect(() => check('query ($f: Filter) { list(filter: $f) }', {})).not.toThrow();
+  });
+
+  it('refuses a Decimal number literal, naming the input field', () => {
+    const error = refusal('mutation { submit(input: { symbol: "A", quantity: 10 }) }');
+    expect(error.extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: 'input.quantity' });
+  });
+
+  it('refuses a Decimal sent as a JSON number in a variable, naming the variable path', () => {
+    const error = refusal('mutation ($i: OrderInput!) { submit(input: $i) }', { i: { symbol: 'A', quantity: 10 } });
+    expect(error.extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: '$i.quantity' });
+  });
+
+  it('refuses a bad value inside a list of input objects', () => {
+    const inline = refusal('mutation { submitMany(inputs: [{ symbol: "A", quantity: "1" }, { symbol: "B", quantity: "-1" }]) }');
+    expect(inline.extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: 'inputs[1].quantity' });
+    const variable = refusal('mutation ($l: [OrderInput!]!) { submitMany(inputs: $l) }', {
+      l: [{ symbol: 'A', quantity: '1' }, { symbol: 'B', quantity: '1e5' }],
+    });
+    expect(variable.extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: '$l[1].quantity' });
+  });
+
+  it('refuses a malformed DateTime, inline, in a list, and as a variable', () => {
+    expect(refusal('{ at(when: "2026-02-30T00:00:00Z") }').extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: 'when' });
+    expect(refusal('{ list(filter: { window: ["2026-11-21T14:03:07Z", "yesterday"] }) }').extensions).toMatchObject({ argumentName: 'filter.window[1]' });
+    expect(refusal('query ($w: DateTime!) { at(when: $w) }', { w: '2026-11-21T14:03:07' }).extensions).toMatchObject({ argumentName: '$w' });
+  });
+
+  it('the message says what is wrong without echoing anything but the value', () => {
+    const error = refusal('mutation { submit(input: { symbol: "A", quantity: "12.345678901234" }) }');
+    expect(error.message).toMatch(/input\.quantity/);
+    expect(error.message).toMatch(/fraction digits/);
+  });
+});

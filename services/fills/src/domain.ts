@@ -1,0 +1,169 @@
+import { Decimal, formatDecimal } from '@ots/shared/decimal';
+import { isUuid } from '@ots/shared/ids';
+import { fail, ok, payloadError, type PayloadError, type Result } from '@ots/shared/errors';
+
+export type OrderSide = 'BUY' | 'SELL';
+export type Liquidity = 'MAKER' | 'TAKER' | 'UNKNOWN';
+export type OrderStatus = 'SUBMITTED' | 'PARTIALLY_FILLED' | 'FILLED' | 'CANCELLED';
+
+/** A venue clock may run slightly ahead of ours; beyond this an execution time is a mistake. */
+export const MAX_EXECUTED_AT_LEAD_MS = 5_000;
+export const MAX_EXECUTION_ID_LENGTH = 128;
+
+export interface RecordFillInput {
+  orderSubmissionId: string;
+  executionId: string;
+  quantity: Decimal;
+  price: Decimal;
+  fee?: Decimal | null;
+  liquidity?: Liquidity | null;
+  executedAt?: Date | null;
+}
+
+/** A validated request, defaults applied except executedAt, whose absence matters to idempotency. */
+export interface FillTerms {
+  orderSubmissionId: string;
+  executionId: string;
+  quantity: Decimal;
+  price: Decimal;
+  fee: Decimal;
+  liquidity: Liquidity;
+  /** Null when the client left it out: the fill then executed when it was received. */
+  executedAt: Date | null;
+}
+
+export function validateRecordFill(input: RecordFillInput, now: number): Result<FillTerms> {
+  const executionIdLength = [...input.executionId].length;
+  if (executionIdLength < 1 || executionIdLength > MAX_EXECUTION_ID_LENGTH) {
+    return fail('VALIDATION_FAILED', `executionId must be 1 to ${MAX_EXECUTION_ID_LENGTH} characters long`, 'executionId');
+  }
+  if (!input.quantity.greaterThan(0)) {
+    return fail('VALIDATION_FAILED', 'quantity must be greater than zero', 'quantity');
+  }
+  if (!input.price.greaterThan(0)) {
+    return fail('VALIDATION_FAILED', 'price must be greater than zero', 'price');
+  }
+  if (input.executedAt && input.executedAt.getTime() > now + MAX_EXECUTED_AT_LEAD_MS) {
+    return fail(
+      'VALIDATION_FAILED',
+      `executedAt ${input.executedAt.toISOString()} is in the future; it may be at most ${MAX_EXECUTED_AT_LEAD_MS / 1000} s ahead of the server clock`,
+      'executedAt',
+    );
+  }
+  return ok({
+    // Postgres prints uuids in lower case; comparing a retry's id needs the same spelling.
+    orderSubmissionId: isUuid(input.orderSubmissionId) ? input.orderSubmissionId.toLowerCase() : input.orderSubmissionId,
+    executionId: input.executionId,
+    quantity: input.quantity,
+    price: input.price,
+    fee: input.fee ?? new Decimal(0),
+    liquidity: input.liquidity ?? 'UNKNOWN',
+    executedAt: input.executedAt ?? null,
+  });
+}
+
+/** The recorded terms of a fill, as stored. */
+export interface RecordedTerms {
+  orderSubmissionId: string;
+  quantity: Decimal | string;
+  price: Decimal | string;
+  fee: Decimal | string;
+  liquidity: Liquidity;
+  executedAt: Date;
+}
+
+/**
+ * Whether a request with an execution id already recorded is a retry of that fill. Amounts compare
+ * as numbers ("1.50" retries "1.5"). A retry that leaves out executedAt matches whatever was stored:
+ * its default is the receipt time, which no retry can reproduce.
+ */
+export function isSameFill(recorded: RecordedTerms, requested: FillTerms): boolean {
+  return (
+    recorded.orderSubmissionId === requested.orderSubmissionId &&
+    new Decimal(recorded.quantity).equals(requested.quantity) &&
+    new Decimal(recorded.price).equals(requested.price) &&
+    new Decimal(recorded.fee).equals(requested.fee) &&
+    recorded.liquidity === requested.liquidity &&
+    (requested.executedAt === null || recorded.executedAt.getTime() === requested.executedAt.getTime())
+  );
+}
+
+export function duplicateExecutionId(executionId: string): PayloadError {
+  return payloadError(
+    'DUPLICATE_EXECUTION_ID',
+    `executionId "${executionId}" is already recorded with different fill details; a retry must repeat them exactly`,
+    'executionId',
+  );
+}
+
+export function orderNotFound(orderSubmissionId: string): PayloadError {
+  return payloadError('NOT_FOUND', `No order submission ${orderSubmissionId} exists in this account`, 'orderSubmissionId');
+}
+
+/** The order as the orders subgraph shows it, for the early answer and for the fill's denormalised columns. */
+export interface OrderView {
+  id: string;
+  symbol: string;
+  side: OrderSide;
+  status: OrderStatus;
+  remainingQuantity: string;
+  strategy: { id: string } | null;
+}
+
+const FILLABLE: ReadonlySet<OrderStatus> = new Set(['SUBMITTED', 'PARTIALLY_FILLED']);
+
+function notFillable(orderSubmissionId: string, status: OrderStatus | undefined): PayloadError {
+  return payloadError(
+    'ORDER_NOT_FILLABLE',
+    `Order submission ${orderSubmissionId} is ${status ?? 'no longer open'}; fills apply only to SUBMITTED or PARTIALLY_FILLED orders`,
+    'orderSubmissionId',
+  );
+}
+
+function exceedsRemaining(quantity: Decimal, remaining: string | undefined): PayloadError {
+  return payloadError(
+    'FILL_EXCEEDS_REMAINING',
+    remaining === undefined
+      ? `quantity ${formatDecimal(quantity)} exceeds the order's remaining quantity`
+      : `quantity ${formatDecimal(quantity)} exceeds the order's remaining quantity ${formatDecimal(remaining)}`,
+    'quantity',
+  );
+}
+
+/**
+ * The early answer from a read of the order: refuses a fill that cannot apply now. It is only an
+ * early answer; the orders subgraph decides again, atomically, when it applies the fill.
+ */
+export function checkFillable(order: OrderView | null, orderSubmissionId: string, quantity: Decimal): Result<OrderView> {
+  if (!order) return { ok: false, error: orderNotFound(orderSubmissionId) };
+  if (!FILLABLE.has(order.status)) return { ok: false, error: notFillable(order.id, order.status) };
+  if (quantity.greaterThan(order.remainingQuantity)) return { ok: false, error: exceedsRemaining(quantity, order.remainingQuantity) };
+  return ok(order);
+}
+
+/** The orders subgraph's verdict on a fill id (its `applyFill` mutation). */
+export type ApplyOutcome = 'APPLIED' | 'ALREADY_APPLIED' | 'NOT_FOUND' | 'NOT_FILLABLE' | 'EXCEEDS_REMAINING';
+
+export type Settlement = { kind: 'applied' } | { kind: 'refused'; error: PayloadError };
+
+/**
+ * What a verdict means for the pending fill. A refusal is final — an order never regains remaining
+ * quantity nor leaves FILLED or CANCELLED — so a refused fill is dropped, never retried.
+ */
+export function settlementOf(
+  outcome: ApplyOutcome,
+  fill: { orderSubmissionId: string; quantity: Decimal | string },
+  order: Pick<OrderView, 'status' | 'remainingQuantity'> | null,
+): Settlement {
+  switch (outcome) {
+    case 'APPLIED':
+    case 'ALREADY_APPLIED':
+      return { kind: 'applied' };
+    case 'NOT_FOUND':
+      return { kind: 'refused', error: orderNotFound(fill.orderSubmissionId) };
+    case 'NOT_FILLABLE':
+      return { kind: 'refused', error: notFillable(fill.orderSubmissionId, order?.status) };
+    case 'EXCEEDS_REMAINING':
+      return { kind: 'refused', error: exceedsRemaining(new Decimal(fill.quantity), order?.remainingQuantity) };
+  }
+}

@@ -1,0 +1,195 @@
+import { sql, type Generated, type Kysely, type Selectable } from 'kysely';
+import { isUuid } from '@ots/shared/ids';
+import type { Liquidity, OrderSide } from './domain.ts';
+
+export type FillStatus = 'PENDING' | 'APPLIED';
+
+export interface FillsDatabase {
+  fills: {
+    id: string;
+    account_id: string;
+    api_key_id: string;
+    order_submission_id: string;
+    strategy_id: string | null;
+    symbol: string;
+    side: OrderSide;
+    execution_id: string;
+    /** numeric columns travel as strings, never as floats. */
+    quantity: string;
+    price: string;
+    fee: string;
+    liquidity: Liquidity;
+    executed_at: Date;
+    recorded_at: Generated<Date>;
+    status: FillStatus;
+    applied_at: Date | null;
+  };
+}
+
+export type FillsDb = Kysely<FillsDatabase>;
+export type FillRow = Selectable<FillsDatabase['fills']>;
+
+export interface NewPendingFill {
+  id: string;
+  accountId: string;
+  apiKeyId: string;
+  orderSubmissionId: string;
+  strategyId: string | null;
+  symbol: string;
+  side: OrderSide;
+  executionId: string;
+  quantity: string;
+  price: string;
+  fee: string;
+  liquidity: Liquidity;
+  /** Null: the receipt time, i.e. the database's clock at insert. */
+  executedAt: Date | null;
+}
+
+/**
+ * Stores a fill as pending, or nothing when the account already has a fill with this execution id
+ * (the unique index decides between concurrent duplicates; the loser reads the winner's row).
+ */
+export async function insertPendingFill(db: FillsDb, fill: NewPendingFill): Promise<FillRow | undefined> {
+  return db
+    .insertInto('fills')
+    .values({
+      id: fill.id,
+      account_id: fill.accountId,
+      api_key_id: fill.apiKeyId,
+      order_submission_id: fill.orderSubmissionId,
+      strategy_id: fill.strategyId,
+      symbol: fill.symbol,
+      side: fill.side,
+      execution_id: fill.executionId,
+      quantity: fill.quantity,
+      price: fill.price,
+      fee: fill.fee,
+      liquidity: fill.liquidity,
+      executed_at: fill.executedAt ?? sql<Date>`now()`,
+      status: 'PENDING',
+    })
+    .onConflict((conflict) => conflict.columns(['account_id', 'execution_id']).doNothing())
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Pending or applied: idempotency looks at both. */
+export async function findFillByExecutionId(db: FillsDb, accountId: string, executionId: string): Promise<FillRow | undefined> {
+  return db
+    .selectFrom('fills')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('execution_id', '=', executionId)
+    .executeTakeFirst();
+}
+
+/** Idempotent: applying an applied fill keeps its first applied_at. Undefined when the fill was dropped. */
+export async function markFillApplied(db: FillsDb, accountId: string, fillId: string): Promise<FillRow | undefined> {
+  return db
+    .updateTable('fills')
+    .set({ status: 'APPLIED', applied_at: sql<Date>`coalesce(applied_at, now())` })
+    .where('account_id', '=', accountId)
+    .where('id', '=', fillId)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Drops a fill the orders subgraph refused; an applied fill is never dropped. */
+export async function deletePendingFill(db: FillsDb, accountId: string, fillId: string): Promise<void> {
+  await db.deleteFrom('fills').where('account_id', '=', accountId).where('id', '=', fillId).where('status', '=', 'PENDING').execute();
+}
+
+export async function findAppliedFills(db: FillsDb, accountId: string, ids: readonly string[]): Promise<FillRow[]> {
+  const uuids = ids.filter(isUuid);
+  if (uuids.length === 0) return [];
+  return db
+    .selectFrom('fills')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('id', 'in', uuids)
+    .where('status', '=', 'APPLIED')
+    .execute();
+}
+
+/** Oldest first by execution time, then recording order: the order `OrderSubmission.fills` shows. */
+export async function findAppliedFillsOfOrders(db: FillsDb, accountId: string, orderSubmissionIds: readonly string[]): Promise<FillRow[]> {
+  const uuids = orderSubmissionIds.filter(isUuid);
+  if (uuids.length === 0) return [];
+  return db
+    .selectFrom('fills')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('order_submission_id', 'in', uuids)
+    .where('status', '=', 'APPLIED')
+    .orderBy('executed_at', 'asc')
+    .orderBy('id', 'asc')
+    .execute();
+}
+
+export type PositionFillRow = Pick<FillRow, 'id' | 'strategy_id' | 'symbol' | 'side' | 'quantity' | 'price' | 'fee' | 'executed_at'>;
+
+export async function findAppliedFillsOfStrategies(db: FillsDb, accountId: string, strategyIds: readonly string[]): Promise<PositionFillRow[]> {
+  const uuids = strategyIds.filter(isUuid);
+  if (uuids.length === 0) return [];
+  return db
+    .selectFrom('fills')
+    .select(['id', 'strategy_id', 'symbol', 'side', 'quantity', 'price', 'fee', 'executed_at'])
+    .where('account_id', '=', accountId)
+    .where('strategy_id', 'in', uuids)
+    .where('status', '=', 'APPLIED')
+    .orderBy('executed_at', 'asc')
+    .orderBy('id', 'asc')
+    .execute();
+}
+
+export interface FillFilter {
+  orderSubmissionId?: string | null;
+  strategyId?: string | null;
+  symbol?: string | null;
+  executedAfter?: Date | null;
+  executedBefore?: Date | null;
+}
+
+/** Where the previous page ended, newest-first: the last row's execution time and id. */
+export interface FillKeyset {
+  executedAt: Date;
+  id: string;
+}
+
+/** Newest first on (executed_at, id): unique and immutable, so a page boundary never moves. Fetches `limit` rows. */
+export async function listAppliedFills(
+  db: FillsDb,
+  accountId: string,
+  filter: FillFilter,
+  limit: number,
+  after: FillKeyset | undefined,
+): Promise<FillRow[]> {
+  // An id that is not a UUID names no order or strategy: the list is empty, not a Postgres error.
+  if ((filter.orderSubmissionId && !isUuid(filter.orderSubmissionId)) || (filter.strategyId && !isUuid(filter.strategyId))) return [];
+  let query = db.selectFrom('fills').selectAll().where('account_id', '=', accountId).where('status', '=', 'APPLIED');
+  if (filter.orderSubmissionId) query = query.where('order_submission_id', '=', filter.orderSubmissionId);
+  if (filter.strategyId) query = query.where('strategy_id', '=', filter.strategyId);
+  if (filter.symbol) query = query.where('symbol', '=', filter.symbol);
+  if (filter.executedAfter) query = query.where('executed_at', '>', filter.executedAfter);
+  if (filter.executedBefore) query = query.where('executed_at', '<', filter.executedBefore);
+  if (after) {
+    query = query.where(({ eb, refTuple, tuple }) => eb(refTuple('executed_at', 'id'), '<', tuple(after.executedAt, after.id)));
+  }
+  return query.orderBy('executed_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+}
+
+/**
+ * The recovery sweeper's work list: fills still pending after `minAgeMs`, oldest first. The one
+ * query not scoped to an account, because recovery works for all of them; every later step is.
+ */
+export async function findStalePendingFills(db: FillsDb, minAgeMs: number, limit: number): Promise<FillRow[]> {
+  return db
+    .selectFrom('fills')
+    .selectAll()
+    .where('status', '=', 'PENDING')
+    .where('recorded_at', '<', sql<Date>`now() - ${minAgeMs} * interval '1 millisecond'`)
+    .orderBy('recorded_at', 'asc')
+    .limit(limit)
+    .execute();
+}

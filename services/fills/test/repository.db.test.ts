@@ -1,0 +1,161 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, inject } from 'vitest';
+import { newId } from '@ots/shared/ids';
+import { migrateService } from '@ots/shared/service';
+import { createTestDatabase, type TestDatabase } from '@ots/shared/testing/database';
+import { migrations, SCHEMA } from '../migrations/index.ts';
+import {
+  deletePendingFill,
+  findFillByExecutionId,
+  findStalePendingFills,
+  insertPendingFill,
+  markFillApplied,
+  type FillsDatabase,
+  type FillsDb,
+  type NewPendingFill,
+} from '../src/repository.ts';
+import { createLoaders } from '../src/resolvers.ts';
+
+/** Repository and loader behaviour against real Postgres, counting the statements each use sends. */
+
+let database: TestDatabase;
+let db: FillsDb;
+let statements: string[] = [];
+
+beforeAll(async () => {
+  database = await createTestDatabase(inject('postgresUrl'));
+  await migrateService({ schema: SCHEMA, migrations }, database.url);
+  db = new Kysely<FillsDatabase>({
+    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.url, max: 12 }) }),
+    log: (event) => {
+      if (event.level === 'query') statements.push(event.query.sql);
+    },
+  }).withSchema(SCHEMA);
+});
+
+afterAll(async () => {
+  await db?.destroy();
+  await database?.drop();
+});
+
+beforeEach(() => {
+  statements = [];
+});
+
+const account = () => ({ accountId: newId(), apiKeyId: newId() });
+
+function pendingFill(owner: { accountId: string; apiKeyId: string }, overrides: Partial<NewPendingFill> = {}): NewPendingFill {
+  return {
+    id: newId(),
+    ...owner,
+    orderSubmissionId: newId(),
+    strategyId: null,
+    symbol: 'ACME',
+    side: 'BUY',
+    executionId: `exec-${newId()}`,
+    quantity: '1',
+    price: '10',
+    fee: '0',
+    liquidity: 'UNKNOWN',
+    executedAt: new Date('2026-03-01T10:00:00.000Z'),
+    ...overrides,
+  };
+}
+
+async function appliedFill(owner: { accountId: string; apiKeyId: string }, overrides: Partial<NewPendingFill> = {}) {
+  const fill = await insertPendingFill(db, pendingFill(owner, overrides));
+  return (await markFillApplied(db, owner.accountId, fill!.id))!;
+}
+
+describe('pending fills', () => {
+  it('stores one fill per execution id and account, whatever the race', async () => {
+    const owner = account();
+    const executionId = 'exec-race';
+    const results = await Promise.all(Array.from({ length: 10 }, () => insertPendingFill(db, pendingFill(owner, { executionId }))));
+    expect(results.filter((row) => row !== undefined)).toHaveLength(1);
+    expect(await insertPendingFill(db, pendingFill(account(), { executionId }))).toBeDefined();
+  });
+
+  it('defaults the execution time to the receipt time', async () => {
+    const row = await insertPendingFill(db, pendingFill(account(), { executedAt: null }));
+    expect(row?.executed_at.getTime()).toBe(row?.recorded_at.getTime());
+  });
+
+  it('marks applied idempotently, and never drops an applied fill', async () => {
+    const owner = account();
+    const fill = (await insertPendingFill(db, pendingFill(owner)))!;
+    const first = await markFillApplied(db, owner.accountId, fill.id);
+    const again = await markFillApplied(db, owner.accountId, fill.id);
+    expect(first?.status).toBe('APPLIED');
+    expect(again?.applied_at).toEqual(first?.applied_at);
+    await deletePendingFill(db, owner.accountId, fill.id);
+    expect((await findFillByExecutionId(db, owner.accountId, fill.execution_id))?.status).toBe('APPLIED');
+  });
+
+  it("touches no other account's fill", async () => {
+    const owner = account();
+    const fill = (await insertPendingFill(db, pendingFill(owner)))!;
+    expect(await markFillApplied(db, newId(), fill.id)).toBeUndefined();
+    await deletePendingFill(db, newId(), fill.id);
+    expect((await findFillByExecutionId(db, owner.accountId, fill.execution_id))?.status).toBe('PENDING');
+    await deletePendingFill(db, owner.accountId, fill.id);
+    expect(await findFillByExecutionId(db, owner.accountId, fill.execution_id)).toBeUndefined();
+  });
+
+  it('hands the sweeper only pending fills older than the minimum age', async () => {
+    const owner = account();
+    const pending = (await insertPendingFill(db, pendingFill(owner)))!;
+    await appliedFill(owner);
+    expect((await findStalePendingFills(db, 60_000, 1_000)).map((row) => row.id)).not.toContain(pending.id);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect((await findStalePendingFills(db, 10, 1_000)).map((row) => row.id)).toContain(pending.id);
+    expect((await findStalePendingFills(db, 10, 1_000)).every((row) => row.status === 'PENDING')).toBe(true);
+  });
+});
+
+describe('per-request loaders', () => {
+  it('load the fills of many orders in one query, oldest first, applied and own only', async () => {
+    const owner = account();
+    const [orderA, orderB] = [newId(), newId()];
+    const late = await appliedFill(owner, { orderSubmissionId: orderA, executedAt: new Date('2026-03-01T10:00:02.000Z') });
+    const early = await appliedFill(owner, { orderSubmissionId: orderA, executedAt: new Date('2026-03-01T10:00:01.000Z') });
+    const other = await appliedFill(owner, { orderSubmissionId: orderB });
+    await insertPendingFill(db, pendingFill(owner, { orderSubmissionId: orderB }));
+    const stranger = account();
+    await appliedFill(stranger, { orderSubmissionId: orderA });
+
+    const loaders = createLoaders(db, owner.accountId);
+    statements = [];
+    const groups = await Promise.all([orderA, orderB, newId(), 'not-a-uuid'].map((id) => loaders.appliedFillsByOrder.load(id)));
+    expect(statements).toHaveLength(1);
+    expect(groups.map((group) => group.map((fill) => fill.id))).toEqual([[early.id, late.id], [other.id], [], []]);
+  });
+
+  it('load fills by id in one query, null for pending, foreign and malformed ids', async () => {
+    const owner = account();
+    const mine = await appliedFill(owner);
+    const pending = (await insertPendingFill(db, pendingFill(owner)))!;
+    const foreign = await appliedFill(account());
+
+    const loaders = createLoaders(db, owner.accountId);
+    statements = [];
+    const rows = await Promise.all([mine.id, pending.id, foreign.id, 'nope'].map((id) => loaders.appliedFillById.load(id)));
+    expect(statements).toHaveLength(1);
+    expect(rows.map((row) => row?.id ?? null)).toEqual([mine.id, null, null, null]);
+  });
+
+  it("load many strategies' position fills in one query", async () => {
+    const owner = account();
+    const [first, second] = [newId(), newId()];
+    await appliedFill(owner, { strategyId: first, symbol: 'AAA' });
+    await appliedFill(owner, { strategyId: second, symbol: 'BBB' });
+    await appliedFill(owner, { strategyId: null, symbol: 'CCC' });
+
+    const loaders = createLoaders(db, owner.accountId);
+    statements = [];
+    const groups = await Promise.all([first, second].map((id) => loaders.appliedFillsByStrategy.load(id)));
+    expect(statements).toHaveLength(1);
+    expect(groups.map((group) => group.map((fill) => fill.symbol))).toEqual([['AAA'], ['BBB']]);
+  });
+});

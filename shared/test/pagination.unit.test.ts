@@ -1,0 +1,95 @@
+import { GraphQLError } from 'graphql';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, decodeCursor, encodeCursor, pageSize, toConnection } from '../src/pagination.ts';
+
+function refusal(run: () => unknown): GraphQLError {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(GraphQLError);
+    return error as GraphQLError;
+  }
+  throw new Error('expected a refusal');
+}
+
+describe('pageSize: `first` of every connection', () => {
+  it('defaults to 50 when absent', () => {
+    expect(pageSize(undefined)).toBe(50);
+    expect(pageSize(null)).toBe(50);
+    expect(DEFAULT_PAGE_SIZE).toBe(50);
+  });
+
+  it('accepts 1 to 200', () => {
+    expect(pageSize(1)).toBe(1);
+    expect(pageSize(137)).toBe(137);
+    expect(pageSize(200)).toBe(200);
+    expect(MAX_PAGE_SIZE).toBe(200);
+  });
+
+  it.each([0, 201, -1, 1.5, 1000, Number.NaN, Number.POSITIVE_INFINITY])('refuses %s with BAD_USER_INPUT naming `first`', (first) => {
+    const error = refusal(() => pageSize(first));
+    expect(error.extensions.code).toBe('BAD_USER_INPUT');
+    expect(error.extensions.argumentName).toBe('first');
+  });
+});
+
+describe('cursors', () => {
+  it('round-trip the sort keys of their ordering', () => {
+    const keys = ['2026-11-21T14:03:07.120Z', '01a2002f-5e6c-707d-8b35-116f38247cd4'];
+    const cursor = encodeCursor('SUBMITTED_AT_DESC', keys);
+    expect(decodeCursor(cursor, 'SUBMITTED_AT_DESC', 2)).toEqual(keys);
+  });
+
+  it('are opaque, URL-safe strings', () => {
+    const cursor = encodeCursor('UPDATED_AT_ASC', ['a value with spaces / and + signs', 'x']);
+    expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
+    expect(cursor).not.toContain('UPDATED_AT_ASC');
+  });
+
+  it('no cursor means the first page', () => {
+    expect(decodeCursor(undefined, 'SUBMITTED_AT_DESC', 2)).toBeUndefined();
+    expect(decodeCursor(null, 'SUBMITTED_AT_DESC', 2)).toBeUndefined();
+  });
+
+  it('a cursor of another ordering is refused rather than mis-paging', () => {
+    const cursor = encodeCursor('SUBMITTED_AT_DESC', ['2026-11-21T14:03:07.120Z', 'id']);
+    const error = refusal(() => decodeCursor(cursor, 'UPDATED_AT_ASC', 2));
+    expect(error.extensions.code).toBe('BAD_USER_INPUT');
+    expect(error.extensions.argumentName).toBe('after');
+  });
+
+  it('a cursor with the wrong number of keys is refused', () => {
+    const cursor = encodeCursor('SUBMITTED_AT_DESC', ['only-one']);
+    expect(refusal(() => decodeCursor(cursor, 'SUBMITTED_AT_DESC', 2)).extensions.code).toBe('BAD_USER_INPUT');
+  });
+
+  it.each([
+    ['garbage', '!!!not base64!!!'],
+    ['base64 of plain text', Buffer.from('hello').toString('base64url')],
+    ['base64 of a JSON object', Buffer.from('{"a":1}').toString('base64url')],
+    ['keys that are not strings', Buffer.from('["SUBMITTED_AT_DESC",1,2]').toString('base64url')],
+    ['the empty string', ''],
+  ])('refuses %s with BAD_USER_INPUT naming `after`', (_what, cursor) => {
+    const error = refusal(() => decodeCursor(cursor, 'SUBMITTED_AT_DESC', 2));
+    expect(error.extensions.code).toBe('BAD_USER_INPUT');
+    expect(error.extensions.argumentName).toBe('after');
+  });
+});
+
+describe('toConnection', () => {
+  const cursorOf = (row: { id: string }) => encodeCursor('T', [row.id]);
+
+  it('with one row more than the page: that row is left out and hasNextPage is true', () => {
+    const rows = [{ id: 'a' }, { id: 'b' }, { id: 'c' }];
+    const connection = toConnection(rows, 2, cursorOf);
+    expect(connection.nodes.map((n) => n.id)).toEqual(['a', 'b']);
+    expect(connection.edges.map((e) => e.node.id)).toEqual(['a', 'b']);
+    expect(connection.pageInfo).toEqual({ hasNextPage: true, endCursor: cursorOf({ id: 'b' }) });
+    expect(decodeCursor(connection.pageInfo.endCursor, 'T', 1)).toEqual(['b']);
+  });
+
+  it('the last page says so; an empty page has no end cursor', () => {
+    expect(toConnection([{ id: 'a' }], 2, cursorOf).pageInfo).toEqual({ hasNextPage: false, endCursor: cursorOf({ id: 'a' }) });
+    expect(toConnection([], 2, cursorOf)).toEqual({ nodes: [], edges: [], pageInfo: { hasNextPage: false, endCursor: null } });
+  });
+});
