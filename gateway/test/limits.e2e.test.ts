@@ -160,8 +160,8 @@ describe('with the default limits', () => {
       const cyclic = '{ listOrderSubmissions { nodes { ...A } } } fragment A on OrderSubmission { strategy { orderSubmissions { nodes { ...A } } } }';
       const result = await stack.graphql(apiKey, cyclic);
       expect(result.status).toBe(400);
-      expect(result.body.errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
-      expect(result.body.errors[0].message).toMatch(/fragment|cycle|spread/i);
+      expect(result.body.errors.every((error: { extensions: { code: string } }) => error.extensions.code === 'GRAPHQL_VALIDATION_FAILED')).toBe(true);
+      expect(result.body.errors.map((error: { message: string }) => error.message).join('\n')).toMatch(/cannot spread fragment/i);
     });
   });
 
