@@ -1,15 +1,21 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { composeServices } from '@apollo/composition';
 import { DEFAULT_PORTS, SERVICE_NAMES } from '@ots/shared/config';
-import { parse } from 'graphql';
+import { buildSchema, findBreakingChanges, lexicographicSortSchema, parse, printSchema, type GraphQLSchema } from 'graphql';
 
 /**
  * Build step: composes the subgraphs' SDL files into the supergraph the gateway loads. A
  * composition error fails the build (and so CI); nothing is introspected at start-up.
  */
 export const SUPERGRAPH_FILE = new URL('../supergraph.graphql', import.meta.url);
+/**
+ * The published API (what clients see), committed. The schema evolves additively (contract
+ * section 9): a composition that would break a published type fails the build; an additive one
+ * rewrites this file, to be committed with the change.
+ */
+export const PUBLISHED_API_FILE = new URL('../published-api.graphql', import.meta.url);
 
-export function composeSupergraph(): string {
+export function composeSupergraph(): { supergraphSdl: string; apiSchema: GraphQLSchema } {
   const result = composeServices(
     SERVICE_NAMES.map((name) => ({
       name,
@@ -21,12 +27,27 @@ export function composeSupergraph(): string {
   if (result.errors) {
     throw new Error(`supergraph composition failed:\n${result.errors.map((error) => `- ${error.message}`).join('\n')}`);
   }
-  return result.supergraphSdl;
+  return { supergraphSdl: result.supergraphSdl, apiSchema: lexicographicSortSchema(result.schema.toAPISchema().toGraphQLJSSchema()) };
+}
+
+/** Changes that would break a client of the published API: removed or retyped fields, arguments, values. */
+export function breakingChanges(published: string, current: GraphQLSchema): string[] {
+  return findBreakingChanges(buildSchema(published), current).map((change) => `${change.type}: ${change.description}`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   try {
-    writeFileSync(SUPERGRAPH_FILE, composeSupergraph());
+    const { supergraphSdl, apiSchema } = composeSupergraph();
+    if (existsSync(PUBLISHED_API_FILE)) {
+      const breaking = breakingChanges(readFileSync(PUBLISHED_API_FILE, 'utf8'), apiSchema);
+      if (breaking.length > 0) {
+        throw new Error(
+          `the composed API breaks the published one (mark a field @deprecated first, remove it in a later release):\n${breaking.map((line) => `- ${line}`).join('\n')}`,
+        );
+      }
+    }
+    writeFileSync(SUPERGRAPH_FILE, supergraphSdl);
+    writeFileSync(PUBLISHED_API_FILE, `${printSchema(apiSchema)}\n`);
     console.log(`composed ${SERVICE_NAMES.length} subgraphs into gateway/supergraph.graphql`);
   } catch (error) {
     console.error((error as Error).message);
