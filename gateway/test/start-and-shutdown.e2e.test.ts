@@ -1,0 +1,95 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '@ots/shared/testing/database';
+
+/** `npm start`'s program as a user runs it: its own process, configured only through the environment. */
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+let database: TestDatabase;
+let child: ChildProcess;
+let output = '';
+let gatewayUrl: string;
+let demoKey: string;
+
+beforeAll(async () => {
+  database = await createTestDatabase(inject('postgresUrl'));
+  const [gateway, accounts, orders, strategies, fills] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
+  child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      DATABASE_URL: database.url,
+      REDIS_URL: inject('redisUrl'),
+      REDIS_KEY_PREFIX: `test:${randomBytes(4).toString('hex')}:`,
+      GATEWAY_PORT: String(gateway),
+      ACCOUNTS_PORT: String(accounts),
+      ORDERS_PORT: String(orders),
+      STRATEGIES_PORT: String(strategies),
+      FILLS_PORT: String(fills),
+      LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const started = Date.now();
+  while (!/Demo API key: (svc_live_\w+)/.test(output)) {
+    if (child.exitCode !== null || Date.now() - started > 45_000) throw new Error(`the service did not start:\n${output}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  demoKey = /Demo API key: (svc_live_\w+)/.exec(output)![1]!;
+  gatewayUrl = /running at (http:\/\/\S+)/.exec(output)![1]!;
+}, 60_000);
+
+afterAll(async () => {
+  if (child.exitCode === null) child.kill('SIGKILL');
+  await database.drop();
+});
+
+const viewer = () =>
+  fetch(gatewayUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': demoKey },
+    body: JSON.stringify({ query: '{ viewer { account { name } } }' }),
+  });
+
+describe('the service started as npm start starts it', () => {
+  it('creates a demo account on the first run, prints its key with a curl line, and serves it', async () => {
+    expect(gatewayUrl).toMatch(/\/graphql$/);
+    expect(output).toContain(`curl -s ${gatewayUrl}`);
+    const response = await viewer();
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ data: { viewer: { account: { name: 'Demo account' } } } });
+  });
+
+  it('on SIGTERM, requests in flight complete, later ones are refused cleanly, and the process exits 0', async () => {
+    const outcomes = Array.from({ length: 40 }, async (_, i) => {
+      await new Promise((resolve) => setTimeout(resolve, i * 5));
+      try {
+        const response = await viewer();
+        return response.status === 200 ? 'answered' : `status ${response.status}`;
+      } catch {
+        // The connection was refused: the server had stopped accepting before this request.
+        return 'refused';
+      }
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    child.kill('SIGTERM');
+    const results = await Promise.all(outcomes);
+    expect(await exited).toBe(0);
+    expect(results.filter((result) => result !== 'answered' && result !== 'refused' && result !== 'status 503')).toEqual([]);
+    expect(results).toContain('answered');
+  });
+});
