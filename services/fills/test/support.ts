@@ -1,17 +1,13 @@
 import { expect } from 'vitest';
 import { signAssertion } from '@ots/shared/assertion';
 import type { TestStack } from '@ots/shared/testing/stack';
+import { data, type Client } from '@ots/shared/testing/requests';
+
+export { data, NO_RATE_LIMIT_ENV as STACK_ENV, topLevelError, type Client } from '@ots/shared/testing/requests';
 
 /** Helpers of the fills end-to-end tests: requests through the gateway as a client sends them. */
 
-/** The rate limit is not under test here; these files send bursts well above it with one key. */
-export const STACK_ENV = { RATE_LIMIT_PER_SECOND: '100000', RATE_LIMIT_BURST: '100000' };
 
-export interface Client {
-  accountId: string;
-  apiKeyId: string;
-  apiKey: string;
-}
 
 export const FILL_FIELDS = 'id executionId symbol side quantity price fee liquidity executedAt recordedAt orderSubmission { id }';
 export const ORDER_FIELDS = 'id symbol side status quantity filledQuantity remainingQuantity averageFillPrice';
@@ -53,20 +49,7 @@ export interface RecordFillPayload {
   error: PayloadError | null;
 }
 
-/** Sends through the gateway and returns `data`, failing the test on any top-level error. */
-export async function data(stack: TestStack, client: Client, query: string, variables?: Record<string, unknown>) {
-  const result = await stack.graphql(client.apiKey, query, variables);
-  expect(result.body.errors, JSON.stringify(result.body.errors)).toBeUndefined();
-  expect(result.status).toBe(200);
-  return result.body.data;
-}
 
-/** The first top-level error a request fails with. */
-export async function topLevelError(stack: TestStack, client: Client, query: string, variables?: Record<string, unknown>) {
-  const result = await stack.graphql(client.apiKey, query, variables);
-  expect(result.body.errors?.length, JSON.stringify(result.body)).toBeGreaterThan(0);
-  return result.body.errors[0] as { message: string; path?: string[]; extensions: { code: string; argumentName?: string } };
-}
 
 export async function recordFill(stack: TestStack, client: Client, input: Record<string, unknown>): Promise<RecordFillPayload> {
   const result = await data(

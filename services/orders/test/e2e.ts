@@ -1,6 +1,9 @@
 import { expect } from 'vitest';
 import { signAssertion } from '@ots/shared/assertion';
 import type { TestStack } from '@ots/shared/testing/stack';
+import { data, type Client } from '@ots/shared/testing/requests';
+
+export { data, NO_RATE_LIMIT_ENV as STACK_ENV, topLevelError, type Client } from '@ots/shared/testing/requests';
 
 /** Helpers of the orders end-to-end tests: requests through the gateway, and the internal calls fills makes. */
 
@@ -8,12 +11,6 @@ export const ORDER_FIELDS = `id clientOrderId strategy { id } symbol side type t
   filledQuantity remainingQuantity averageFillPrice submittedAt updatedAt cancelledAt`;
 export const ERROR_FIELDS = 'error { code field message }';
 
-/** One client: an account and its key. */
-export interface Client {
-  accountId: string;
-  apiKeyId: string;
-  apiKey: string;
-}
 
 export interface Order {
   id: string;
@@ -47,23 +44,8 @@ export interface Page {
   pageInfo: { hasNextPage: boolean; endCursor: string | null };
 }
 
-/** The rate limit is not under test here; a file sends far more than 100 requests a second with one key. */
-export const STACK_ENV = { RATE_LIMIT_PER_SECOND: '100000', RATE_LIMIT_BURST: '100000' };
 
-/** Sends through the gateway and returns `data`, failing the test on any top-level error. */
-export async function data(stack: TestStack, client: Client, query: string, variables?: Record<string, unknown>) {
-  const result = await stack.graphql(client.apiKey, query, variables);
-  expect(result.body.errors, JSON.stringify(result.body.errors)).toBeUndefined();
-  expect(result.status).toBe(200);
-  return result.body.data;
-}
 
-/** The top-level error a request must fail with. */
-export async function topLevelError(stack: TestStack, client: Client, query: string, variables?: Record<string, unknown>) {
-  const result = await stack.graphql(client.apiKey, query, variables);
-  expect(result.body.errors?.length, JSON.stringify(result.body)).toBeGreaterThan(0);
-  return result.body.errors[0] as { message: string; extensions: { code: string; argumentName?: string } };
-}
 
 export async function submit(stack: TestStack, client: Client, input: Record<string, unknown>) {
   const result = await data(

@@ -1,16 +1,14 @@
 import { expect } from 'vitest';
+import { data as dataOf } from '@ots/shared/testing/requests';
 import type { TestStack } from '@ots/shared/testing/stack';
+
+/** Sends through the gateway with this key and returns `data`, failing the test on any top-level error. */
+export const data = (stack: TestStack, apiKey: string, query: string, variables?: Record<string, unknown>) =>
+  dataOf(stack, { apiKey }, query, variables);
 
 export const STRATEGY_FIELDS = 'id name description status createdAt updatedAt';
 export const PAYLOAD_ERROR_FIELDS = 'error { code field message }';
 
-/** Sends through the gateway and returns `data`, failing the test on any top-level error. */
-export async function data(stack: TestStack, apiKey: string, query: string, variables?: Record<string, unknown>) {
-  const result = await stack.graphql(apiKey, query, variables);
-  expect(result.body.errors, JSON.stringify(result.body.errors)).toBeUndefined();
-  expect(result.status).toBe(200);
-  return result.body.data;
-}
 
 export interface StrategyResult {
   id: string;
