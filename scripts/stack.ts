@@ -49,6 +49,7 @@ export async function launchStack(baseConfig: Config, options: { freePorts?: boo
   const gateway = await startGateway({
     config,
     keyStore: keys.keyStore,
+    redis: keys.redis,
     logger: logger.child({ service: 'gateway' }),
     port: options.freePorts ? 0 : config.ports.gateway,
     isReady: async () => (await isDatabaseReachable(keys.db as Kysely<unknown>)) && (await isRedisReachable(keys.redis)),

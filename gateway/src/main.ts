@@ -12,6 +12,7 @@ const keys = openKeyStore(config, logger, { listen: true });
 const gateway = await startGateway({
   config,
   keyStore: keys.keyStore,
+  redis: keys.redis,
   logger,
   isReady: async () => (await isDatabaseReachable(keys.db as Kysely<unknown>)) && (await isRedisReachable(keys.redis)),
 });

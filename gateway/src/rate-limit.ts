@@ -1,3 +1,12 @@
+import type { Redis } from 'ioredis';
+
+export interface RateState {
+  allowed: boolean;
+  remaining: number;
+  resetSeconds: number;
+  retryAfterSeconds: number;
+}
+
 /**
  * Token buckets keyed by API key (or by client address for failed authentications): `burst`
  * tokens, refilled at `perSecond`. Per gateway instance; idle buckets are swept so memory stays bounded.
@@ -13,7 +22,7 @@ export class RateLimiter {
   ) {}
 
   /** Takes one token; `allowed` false means the caller must wait `retryAfterSeconds`. */
-  take(key: string, now = Date.now()): { allowed: boolean; remaining: number; resetSeconds: number; retryAfterSeconds: number } {
+  take(key: string, now = Date.now()): RateState {
     this.sweep(now);
     const bucket = this.buckets.get(key) ?? { tokens: this.burst, at: now };
     bucket.tokens = Math.min(this.burst, bucket.tokens + ((now - bucket.at) / 1000) * this.perSecond);
@@ -21,12 +30,16 @@ export class RateLimiter {
     const allowed = bucket.tokens >= 1;
     if (allowed) bucket.tokens -= 1;
     this.buckets.set(key, bucket);
-    const remaining = Math.floor(bucket.tokens);
+    return this.stateOf(bucket.tokens, allowed);
+  }
+
+  /** The state a client is told, from the tokens left after a take. */
+  stateOf(tokens: number, allowed: boolean): RateState {
     return {
       allowed,
-      remaining,
-      resetSeconds: Math.ceil((this.burst - bucket.tokens) / this.perSecond),
-      retryAfterSeconds: allowed ? 0 : Math.ceil((1 - bucket.tokens) / this.perSecond),
+      remaining: Math.floor(tokens),
+      resetSeconds: Math.ceil((this.burst - tokens) / this.perSecond),
+      retryAfterSeconds: allowed ? 0 : Math.ceil((1 - tokens) / this.perSecond),
     };
   }
 
@@ -51,5 +64,57 @@ export class RateLimiter {
     this.lastSweep = now;
     const fullAfterMs = (this.burst / this.perSecond) * 1000;
     for (const [key, bucket] of this.buckets) if (now - bucket.at > fullAfterMs) this.buckets.delete(key);
+  }
+}
+
+/** The same token bucket, atomically in Redis, on Redis's clock so that instances' clocks do not matter. */
+const TAKE_TOKEN = `
+local perSecond = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local bucket = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(bucket[1]) or burst
+local at = tonumber(bucket[2]) or now
+tokens = math.min(burst, tokens + (now - at) / 1000 * perSecond)
+local allowed = 0
+if tokens >= 1 then
+  tokens = tokens - 1
+  allowed = 1
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst / perSecond * 1000) + 1000)
+return { allowed, tostring(tokens) }
+`;
+
+/**
+ * The per-key limit shared by every gateway instance through Redis, so that N instances do not
+ * grant N times the contract's rate. While Redis is unreachable each instance limits on its own.
+ */
+export class SharedRateLimiter {
+  constructor(
+    private readonly local: RateLimiter,
+    private readonly redis: Redis | undefined,
+    private readonly keyPrefix: string,
+  ) {}
+
+  async take(key: string): Promise<RateState> {
+    if (!this.redis) return this.local.take(key);
+    try {
+      const [allowed, tokens] = (await this.redis.eval(
+        TAKE_TOKEN,
+        1,
+        `${this.keyPrefix}ratelimit:${this.local.policyName}:${key}`,
+        this.local.perSecond,
+        this.local.burst,
+      )) as [number, string];
+      return this.local.stateOf(Number(tokens), allowed === 1);
+    } catch {
+      return this.local.take(key);
+    }
+  }
+
+  headers(state: { remaining: number; resetSeconds: number }): Record<string, string> {
+    return this.local.headers(state);
   }
 }

@@ -5,6 +5,7 @@ import type { Fetcher } from '@apollo/utils.fetcher';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Redis } from 'ioredis';
 import { GraphQLError } from 'graphql';
 import { ASSERTION_HEADER, AssertionIssuer, type CallerIdentity } from '@ots/shared/assertion';
 import type { Config, ServiceName } from '@ots/shared/config';
@@ -14,7 +15,7 @@ import { decideKey, hashApiKey, isWellFormedApiKey } from '../../services/accoun
 import type { ApiKeyStore } from '../../services/accounts/src/key-store.ts';
 import { errorPathsPlugin } from './error-paths.ts';
 import { aliasLimit, costLimit, depthLimit } from './limits.ts';
-import { RateLimiter } from './rate-limit.ts';
+import { RateLimiter, SharedRateLimiter } from './rate-limit.ts';
 import { checkScalarInputs } from './scalar-check.ts';
 import { variantABody } from './unauthenticated.ts';
 
@@ -32,6 +33,8 @@ interface GatewayContext {
 export interface GatewayOptions {
   config: Config;
   keyStore: ApiKeyStore;
+  /** Shares the per-key rate limit between gateway instances; absent when REDIS_URL is unset. */
+  redis?: Redis;
   isReady: () => Promise<boolean>;
   logger?: Logger;
   port?: number;
@@ -77,7 +80,11 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
   const logger = options.logger ?? createLogger('gateway', config.logLevel);
   const app = createHttpApp(config, logger, config.tls);
   const limits = config.limits;
-  const keyLimiter = new RateLimiter(limits.rateLimitPerSecond, limits.rateLimitBurst, 'api-key');
+  const keyLimiter = new SharedRateLimiter(
+    new RateLimiter(limits.rateLimitPerSecond, limits.rateLimitBurst, 'api-key'),
+    options.redis,
+    config.redisKeyPrefix,
+  );
   const failedAuthLimiter = new RateLimiter(limits.failedAuthPerSecond, limits.failedAuthBurst, 'failed-auth');
   if (!config.assertionPrivateKey) throw new Error('the gateway needs ASSERTION_PRIVATE_KEY to sign assertions');
   const assertions = new AssertionIssuer(config.assertionPrivateKey, config.assertionTtlSeconds);
@@ -165,7 +172,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
     if (decision.kind === 'invalid') return refuse(401);
     if (decision.kind === 'access-disabled') return refuse(403);
 
-    const rate = keyLimiter.take(decision.apiKeyId);
+    const rate = await keyLimiter.take(decision.apiKeyId);
     reply.headers(keyLimiter.headers(rate));
     if (!rate.allowed) return tooManyRequests(reply, rate.retryAfterSeconds);
 
