@@ -1,6 +1,14 @@
 import { Decimal, formatDecimal } from '@ots/shared/decimal';
 import { isUuid } from '@ots/shared/ids';
 import { fail, ok, payloadError, type PayloadError, type Result } from '@ots/shared/errors';
+import {
+  characterCount,
+  idempotencyKeyReused,
+  mustBeGreaterThanZero,
+  mustBeLengthBetween,
+  notFoundInAccount,
+  wrongState,
+} from '@ots/shared/messages';
 
 export type OrderSide = 'BUY' | 'SELL';
 export type Liquidity = 'MAKER' | 'TAKER' | 'UNKNOWN';
@@ -33,16 +41,12 @@ export interface FillTerms {
 }
 
 export function validateRecordFill(input: RecordFillInput, now: number): Result<FillTerms> {
-  const executionIdLength = [...input.executionId].length;
+  const executionIdLength = characterCount(input.executionId);
   if (executionIdLength < 1 || executionIdLength > MAX_EXECUTION_ID_LENGTH) {
-    return fail('VALIDATION_FAILED', `executionId must be 1 to ${MAX_EXECUTION_ID_LENGTH} characters long`, 'executionId');
+    return fail('VALIDATION_FAILED', mustBeLengthBetween('executionId', 1, MAX_EXECUTION_ID_LENGTH, executionIdLength), 'executionId');
   }
-  if (!input.quantity.greaterThan(0)) {
-    return fail('VALIDATION_FAILED', 'quantity must be greater than zero', 'quantity');
-  }
-  if (!input.price.greaterThan(0)) {
-    return fail('VALIDATION_FAILED', 'price must be greater than zero', 'price');
-  }
+  if (!input.quantity.greaterThan(0)) return fail('VALIDATION_FAILED', mustBeGreaterThanZero('quantity'), 'quantity');
+  if (!input.price.greaterThan(0)) return fail('VALIDATION_FAILED', mustBeGreaterThanZero('price'), 'price');
   if (input.executedAt && input.executedAt.getTime() > now + MAX_EXECUTED_AT_LEAD_MS) {
     return fail(
       'VALIDATION_FAILED',
@@ -89,15 +93,11 @@ export function isSameFill(recorded: RecordedTerms, requested: FillTerms): boole
 }
 
 export function duplicateExecutionId(executionId: string): PayloadError {
-  return payloadError(
-    'DUPLICATE_EXECUTION_ID',
-    `executionId "${executionId}" is already recorded with different fill details; a retry must repeat them exactly`,
-    'executionId',
-  );
+  return payloadError('DUPLICATE_EXECUTION_ID', idempotencyKeyReused('executionId', executionId, 'a fill'), 'executionId');
 }
 
 export function orderNotFound(orderSubmissionId: string): PayloadError {
-  return payloadError('NOT_FOUND', `No order submission ${orderSubmissionId} exists in this account`, 'orderSubmissionId');
+  return payloadError('NOT_FOUND', notFoundInAccount('order submission', orderSubmissionId), 'orderSubmissionId');
 }
 
 /** The order as the orders subgraph shows it, for the early answer and for the fill's denormalised columns. */
@@ -115,7 +115,7 @@ const FILLABLE: ReadonlySet<OrderStatus> = new Set(['SUBMITTED', 'PARTIALLY_FILL
 function notFillable(orderSubmissionId: string, status: OrderStatus | undefined): PayloadError {
   return payloadError(
     'ORDER_NOT_FILLABLE',
-    `Order submission ${orderSubmissionId} is ${status ?? 'no longer open'}; fills apply only to SUBMITTED or PARTIALLY_FILLED orders`,
+    wrongState('Order submission', orderSubmissionId, status ?? 'no longer open', 'only SUBMITTED or PARTIALLY_FILLED orders can be filled'),
     'orderSubmissionId',
   );
 }

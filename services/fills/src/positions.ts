@@ -139,7 +139,10 @@ function positionOf(symbol: string, book: Book): Position {
   };
 }
 
-/** Fills take effect in execution order; fills executed in the same millisecond, in the order they were recorded (UUIDv7 ids). */
+/**
+ * Fills take effect in execution order; fills executed in the same millisecond, by id: a stable but
+ * arbitrary order (UUIDv7 ids are random below the millisecond), the same on every read.
+ */
 function inExecutionOrder<T extends Pick<PositionFill, 'executedAt' | 'id'>>(fills: readonly T[]): T[] {
   return [...fills].sort((a, b) => a.executedAt.getTime() - b.executedAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }

@@ -13,11 +13,15 @@ import {
   validateRecordFill,
   type RecordFillInput,
 } from './domain.ts';
-import { applyFillToOrder, readOrder, type OrdersLink } from './orders-client.ts';
+import { applyFillToOrder, readOrder, withDeadline, type OrdersLink } from './orders-client.ts';
 import { deletePendingFill, findFillByExecutionId, insertPendingFill, markFillApplied, type FillRow, type FillsDb } from './repository.ts';
 
 export interface RecordingDeps {
   db: FillsDb;
+  /**
+   * For a request, `timeoutMs` is the budget of the whole recordFill: its calls to orders share one
+   * deadline (see `withDeadline`). The sweeper's link has none: each of its calls gets the timeout.
+   */
   orders: OrdersLink;
   log: Logger;
 }
@@ -25,8 +29,12 @@ export interface RecordingDeps {
 /** How often a request re-reads after losing an execution-id race to a fill that was then refused and dropped. */
 const MAX_RACE_ROUNDS = 3;
 
-const UNAVAILABLE_MESSAGE =
-  'The orders service did not answer in time. Nothing is lost: a fill already stored is applied by recovery, and a retry with the same executionId is safe.';
+/** No field on either: nothing the client sent is wrong. */
+const UNAVAILABLE_NOTHING_STORED =
+  'The orders service did not answer in time; nothing was recorded, and a retry with the same executionId is safe.';
+const UNAVAILABLE_PENDING =
+  'The orders service did not answer in time. The fill is stored and recovery will apply it to the order or refuse it; ' +
+  'a retry with the same executionId is safe and returns the outcome.';
 
 /**
  * recordFill crosses two databases: orders owns the order's state, fills owns the fill. The fill is
@@ -34,7 +42,9 @@ const UNAVAILABLE_MESSAGE =
  * which is idempotent per fill id, then marked APPLIED. A crash or timeout anywhere leaves a pending
  * fill that the next retry or the recovery sweeper settles the same way, so the two sides converge.
  */
-export async function recordFill(deps: RecordingDeps, caller: CallerIdentity, input: RecordFillInput): Promise<Result<FillRow>> {
+export async function recordFill(requestDeps: RecordingDeps, caller: CallerIdentity, input: RecordFillInput): Promise<Result<FillRow>> {
+  // One deadline for every call to orders this request makes, counted from its start.
+  const deps = { ...requestDeps, orders: withDeadline(requestDeps.orders) };
   const validated = validateRecordFill(input, Date.now());
   if (!validated.ok) return validated;
   const terms = validated.value;
@@ -54,7 +64,7 @@ export async function recordFill(deps: RecordingDeps, caller: CallerIdentity, in
     } catch (error) {
       if (!(error instanceof SubgraphUnavailableError)) throw error;
       deps.log.warn({ err: error }, 'orders unavailable while reading the order of a fill; nothing stored');
-      return fail('TEMPORARILY_UNAVAILABLE', UNAVAILABLE_MESSAGE);
+      return fail('TEMPORARILY_UNAVAILABLE', UNAVAILABLE_NOTHING_STORED);
     }
     const fillable = checkFillable(order, terms.orderSubmissionId, terms.quantity);
     if (!fillable.ok) return fillable;
@@ -97,7 +107,7 @@ export async function settlePendingFill(deps: RecordingDeps, fill: FillRow): Pro
   } catch (error) {
     if (!(error instanceof SubgraphUnavailableError)) throw error;
     deps.log.warn({ err: error, fillId: fill.id }, 'orders unavailable while applying a fill; left pending for recovery');
-    return fail('TEMPORARILY_UNAVAILABLE', UNAVAILABLE_MESSAGE);
+    return fail('TEMPORARILY_UNAVAILABLE', UNAVAILABLE_PENDING);
   }
 
   const settlement = settlementOf(

@@ -112,7 +112,11 @@ export async function findAppliedFills(db: FillsDb, accountId: string, ids: read
     .execute();
 }
 
-/** Oldest first by execution time, then recording order: the order `OrderSubmission.fills` shows. */
+/**
+ * Oldest first by execution time, then id: the order `OrderSubmission.fills` shows. Ids are UUIDv7
+ * with random bits below the millisecond, so fills executed in the same millisecond come in an order
+ * that is stable but arbitrary (not necessarily the order they were recorded in).
+ */
 export async function findAppliedFillsOfOrders(db: FillsDb, accountId: string, orderSubmissionIds: readonly string[]): Promise<FillRow[]> {
   const uuids = orderSubmissionIds.filter(isUuid);
   if (uuids.length === 0) return [];
@@ -143,12 +147,13 @@ export async function findAppliedFillsOfStrategies(db: FillsDb, accountId: strin
     .execute();
 }
 
+/** Normalised (see normaliseFillFilter): an absent member does not filter; any present one does, the empty string included. */
 export interface FillFilter {
-  orderSubmissionId?: string | null;
-  strategyId?: string | null;
-  symbol?: string | null;
-  executedAfter?: Date | null;
-  executedBefore?: Date | null;
+  orderSubmissionId?: string;
+  strategyId?: string;
+  symbol?: string;
+  executedAfter?: Date;
+  executedBefore?: Date;
 }
 
 /** Where the previous page ended, newest-first: the last row's execution time and id. */
@@ -166,13 +171,18 @@ export async function listAppliedFills(
   after: FillKeyset | undefined,
 ): Promise<FillRow[]> {
   // An id that is not a UUID names no order or strategy: the list is empty, not a Postgres error.
-  if ((filter.orderSubmissionId && !isUuid(filter.orderSubmissionId)) || (filter.strategyId && !isUuid(filter.strategyId))) return [];
+  if (
+    (filter.orderSubmissionId !== undefined && !isUuid(filter.orderSubmissionId)) ||
+    (filter.strategyId !== undefined && !isUuid(filter.strategyId))
+  ) {
+    return [];
+  }
   let query = db.selectFrom('fills').selectAll().where('account_id', '=', accountId).where('status', '=', 'APPLIED');
-  if (filter.orderSubmissionId) query = query.where('order_submission_id', '=', filter.orderSubmissionId);
-  if (filter.strategyId) query = query.where('strategy_id', '=', filter.strategyId);
-  if (filter.symbol) query = query.where('symbol', '=', filter.symbol);
-  if (filter.executedAfter) query = query.where('executed_at', '>', filter.executedAfter);
-  if (filter.executedBefore) query = query.where('executed_at', '<', filter.executedBefore);
+  if (filter.orderSubmissionId !== undefined) query = query.where('order_submission_id', '=', filter.orderSubmissionId);
+  if (filter.strategyId !== undefined) query = query.where('strategy_id', '=', filter.strategyId);
+  if (filter.symbol !== undefined) query = query.where('symbol', '=', filter.symbol);
+  if (filter.executedAfter !== undefined) query = query.where('executed_at', '>', filter.executedAfter);
+  if (filter.executedBefore !== undefined) query = query.where('executed_at', '<', filter.executedBefore);
   if (after) {
     query = query.where(({ eb, refTuple, tuple }) => eb(refTuple('executed_at', 'id'), '<', tuple(after.executedAt, after.id)));
   }

@@ -1,11 +1,12 @@
 import type DataLoader from 'dataloader';
-import { badUserInput, type PayloadError } from '@ots/shared/errors';
+import type { PayloadError } from '@ots/shared/errors';
 import { isUuid } from '@ots/shared/ids';
 import { loaderById, loaderOfGroups } from '@ots/shared/loaders';
-import { decodeCursor, encodeCursor, pageSize, toConnection } from '@ots/shared/pagination';
+import { pageSize, toConnection } from '@ots/shared/pagination';
 import { DateTimeScalar, DecimalScalar, SignedDecimalScalar } from '@ots/shared/scalars';
 import type { BaseContext } from '@ots/shared/subgraph-server';
 import type { RecordFillInput } from './domain.ts';
+import { cursorOf, normaliseFillFilter, parseCursor, type FillFilterInput } from './listing.ts';
 import type { OrdersLink } from './orders-client.ts';
 import { computePositions } from './positions.ts';
 import { recordFill } from './recording.ts';
@@ -14,8 +15,6 @@ import {
   findAppliedFillsOfOrders,
   findAppliedFillsOfStrategies,
   listAppliedFills,
-  type FillFilter,
-  type FillKeyset,
   type FillRow,
   type FillsDb,
   type PositionFillRow,
@@ -84,19 +83,8 @@ function normalizedId(id: string): string {
   return isUuid(id) ? id.toLowerCase() : id;
 }
 
-const FILLS_ORDERING = 'fills.executedAt.desc';
-
-function keysetOf(after: string | null | undefined): FillKeyset | undefined {
-  const keys = decodeCursor(after, FILLS_ORDERING, 2);
-  if (!keys) return undefined;
-  const [executedAt, id] = keys as [string, string];
-  const instant = new Date(executedAt);
-  if (Number.isNaN(instant.getTime()) || !isUuid(id)) throw badUserInput('after is not a cursor issued for this list', 'after');
-  return { executedAt: instant, id };
-}
-
 interface ListFillsArgs {
-  filter?: FillFilter | null;
+  filter?: FillFilterInput | null;
   first?: number | null;
   after?: string | null;
 }
@@ -116,21 +104,11 @@ export const resolvers = {
     },
     listFills: async (_: unknown, { filter, first, after }: ListFillsArgs, { db, caller }: FillsContext) => {
       const size = pageSize(first);
-      const keyset = keysetOf(after);
-      const rows = await listAppliedFills(
-        db,
-        caller.accountId,
-        {
-          orderSubmissionId: filter?.orderSubmissionId ? normalizedId(filter.orderSubmissionId) : null,
-          strategyId: filter?.strategyId ? normalizedId(filter.strategyId) : null,
-          symbol: filter?.symbol ? filter.symbol.toUpperCase() : null,
-          executedAfter: filter?.executedAfter ?? null,
-          executedBefore: filter?.executedBefore ?? null,
-        },
-        size + 1,
-        keyset,
-      );
-      return toConnection(rows.map(fillObject), size, (fill) => encodeCursor(FILLS_ORDERING, [fill.executedAt.toISOString(), fill.id]));
+      const keyset = parseCursor(after);
+      // Undefined: a condition no fill can meet, e.g. an id that is not a UUID.
+      const normalised = normaliseFillFilter(filter);
+      const rows = normalised ? await listAppliedFills(db, caller.accountId, normalised, size + 1, keyset) : [];
+      return toConnection(rows.map(fillObject), size, cursorOf);
     },
   },
   Mutation: {

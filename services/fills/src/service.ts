@@ -16,7 +16,11 @@ export const fillsService: ServiceDefinition<FillsDatabase, FillsContext> = {
     db,
     orders: {
       url: config.subgraphUrls.orders,
-      timeoutMs: config.limits.subgraphTimeoutMs,
+      // The budget of a whole recordFill (its two calls to orders share it): half the subgraph fetch
+      // timeout, as orders gives its strategy check. The gateway abandons the fetch of fills after the
+      // full timeout, so a slow or silent orders must be given up on sooner for the client to receive
+      // TEMPORARILY_UNAVAILABLE rather than a top-level error blaming fills.
+      timeoutMs: Math.floor(config.limits.subgraphTimeoutMs / 2),
       assertion: base.assertion,
       requestId: base.requestId,
     },

@@ -64,7 +64,7 @@ describe('recovery of fills interrupted between the two databases', () => {
     };
 
     const interrupted = await recordFill(stack, alice, input);
-    expect(interrupted).toMatchObject({ fill: null, orderSubmission: null, error: { code: 'TEMPORARILY_UNAVAILABLE' } });
+    expect(interrupted).toMatchObject({ fill: null, orderSubmission: null, error: { code: 'TEMPORARILY_UNAVAILABLE', field: null } });
     expect(await storedFills(input.executionId)).toEqual([{ id: expect.any(String), status: 'PENDING' }]);
     expect((await listFills(stack, alice, { filter: { orderSubmissionId: order.id } })).nodes).toEqual([]);
     // A retry while orders is still down is refused the same way and changes nothing.

@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { Decimal } from '@ots/shared/decimal';
-import { checkFillable, isSameFill, settlementOf, validateRecordFill, type OrderView, type RecordFillInput } from '../src/domain.ts';
+import {
+  checkFillable,
+  duplicateExecutionId,
+  isSameFill,
+  settlementOf,
+  validateRecordFill,
+  type OrderView,
+  type RecordFillInput,
+} from '../src/domain.ts';
 
 const NOW = Date.parse('2026-11-21T14:00:00.000Z');
 const ORDER_ID = '0193a000-0000-7000-8000-000000000001';
@@ -23,9 +31,18 @@ describe('validateRecordFill', () => {
     });
   });
 
-  it('refuses a zero quantity or price, naming the field', () => {
-    expect(errorOf(validateRecordFill(input({ quantity: new Decimal(0) }), NOW))).toEqual({ code: 'VALIDATION_FAILED', field: 'quantity' });
-    expect(errorOf(validateRecordFill(input({ price: new Decimal('0.0') }), NOW))).toEqual({ code: 'VALIDATION_FAILED', field: 'price' });
+  it('refuses a zero quantity or price, naming the field, in the words orders uses for the same rule', () => {
+    expect(validateRecordFill(input({ quantity: new Decimal(0) }), NOW)).toEqual({
+      ok: false,
+      error: { code: 'VALIDATION_FAILED', field: 'quantity', message: 'quantity must be greater than 0' },
+    });
+    expect(validateRecordFill(input({ price: new Decimal('0.0') }), NOW)).toEqual({
+      ok: false,
+      error: { code: 'VALIDATION_FAILED', field: 'price', message: 'price must be greater than 0' },
+    });
+    expect(validateRecordFill(input({ executionId: 'x'.repeat(129) }), NOW)).toMatchObject({
+      error: { message: 'executionId must be 1 to 128 characters long, got 129' },
+    });
   });
 
   it('accepts a zero fee', () => {
@@ -103,6 +120,14 @@ describe('checkFillable (the early answer)', () => {
   it('lets a fill up to the remaining quantity through for open orders', () => {
     expect(codeOf(checkFillable(order({}), ORDER_ID, new Decimal('5')))).toBe('OK');
     expect(codeOf(checkFillable(order({ status: 'PARTIALLY_FILLED', remainingQuantity: '0.5' }), ORDER_ID, new Decimal('0.5')))).toBe('OK');
+  });
+
+  it('names the field each refusal is about', () => {
+    const errorOf = (result: ReturnType<typeof checkFillable>) => (result.ok ? undefined : { code: result.error.code, field: result.error.field });
+    expect(errorOf(checkFillable(null, ORDER_ID, new Decimal('1')))).toEqual({ code: 'NOT_FOUND', field: 'orderSubmissionId' });
+    expect(errorOf(checkFillable(order({ status: 'FILLED' }), ORDER_ID, new Decimal('1')))).toEqual({ code: 'ORDER_NOT_FILLABLE', field: 'orderSubmissionId' });
+    expect(errorOf(checkFillable(order({}), ORDER_ID, new Decimal('6')))).toEqual({ code: 'FILL_EXCEEDS_REMAINING', field: 'quantity' });
+    expect(duplicateExecutionId('exec-1')).toMatchObject({ code: 'DUPLICATE_EXECUTION_ID', field: 'executionId' });
   });
 
   it('refuses missing orders, closed orders and fills beyond the remaining quantity', () => {

@@ -128,6 +128,19 @@ describe('listFills', () => {
     expect(await idsOf({ strategyId: randomUUID() })).toEqual([]);
   });
 
+  it('treats an empty-string filter as a condition nothing meets, as orders does: an empty list, never every fill', async () => {
+    const idsOf = async (filter: Record<string, unknown>) => (await listFills(stack, carol, { filter })).nodes.map((fill) => fill.id);
+    const all = await idsOf({});
+    expect(all.length).toBeGreaterThanOrEqual(Object.keys(ids).length);
+    for (const filter of [{ orderSubmissionId: '' }, { strategyId: '' }, { symbol: '' }, { symbol: '', orderSubmissionId: orderA.id }]) {
+      expect(await idsOf(filter), JSON.stringify(filter)).toEqual([]);
+    }
+    // Null is no condition at all.
+    expect(await idsOf({ orderSubmissionId: null, strategyId: null, symbol: null, executedAfter: null, executedBefore: null })).toEqual(all);
+    const orders = await data(stack, carol, `{ listOrderSubmissions(filter: { strategyId: "", symbol: "" }) { nodes { id } } }`);
+    expect(orders.listOrderSubmissions.nodes).toEqual([]);
+  });
+
   it("shows no other account's fills", async () => {
     const bobsPage = await listFills(stack, bob, { filter: { orderSubmissionId: orderA.id } });
     expect(bobsPage.nodes).toEqual([]);
@@ -141,6 +154,22 @@ describe('listFills', () => {
       const error = await topLevelError(stack, carol, query, variables);
       expect(error.extensions.code, JSON.stringify(variables)).toBe('BAD_USER_INPUT');
     }
+  });
+
+  it('refuses a cursor whose keys were edited, with the wording orders and strategies use', async () => {
+    const query = `query ($after: String) { listFills(first: 2, after: $after) { nodes { id } } }`;
+    const issued = (await listFills(stack, carol, { first: 2 })).pageInfo.endCursor!;
+    const [ordering, , id] = JSON.parse(Buffer.from(issued, 'base64url').toString('utf8')) as string[];
+    for (const executedAt of ['2030', '2026-03-02T09:04:00Z', '2026-03-02 09:04:00.000Z']) {
+      const edited = Buffer.from(JSON.stringify([ordering, executedAt, id])).toString('base64url');
+      const error = await topLevelError(stack, carol, query, { after: edited });
+      expect(error, executedAt).toMatchObject({
+        message: 'after is not a cursor issued for this list and ordering',
+        extensions: { code: 'BAD_USER_INPUT' },
+      });
+    }
+    const orders = await topLevelError(stack, carol, `{ listOrderSubmissions(after: "${Buffer.from('["SUBMITTED_AT_DESC","2030","x"]').toString('base64url')}") { nodes { id } } }`);
+    expect(orders.message).toBe('after is not a cursor issued for this list and ordering');
   });
 });
 

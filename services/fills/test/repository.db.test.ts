@@ -26,8 +26,12 @@ let statements: string[] = [];
 beforeAll(async () => {
   database = await createTestDatabase(inject('postgresUrl'));
   await migrateService({ schema: SCHEMA, migrations }, database.url);
+  const pool = new pg.Pool({ connectionString: database.url, max: 12 });
+  // pool.end() resolves before its clients have closed; the forced drop of the database may then cut
+  // them off, which without a listener is an uncaught error.
+  pool.on('error', () => undefined);
   db = new Kysely<FillsDatabase>({
-    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.url, max: 12 }) }),
+    dialect: new PostgresDialect({ pool }),
     log: (event) => {
       if (event.level === 'query') statements.push(event.query.sql);
     },

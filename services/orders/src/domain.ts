@@ -1,6 +1,14 @@
 import { Decimal, roundDerived } from '@ots/shared/decimal';
 import { fail, ok, payloadError, type PayloadError, type Result } from '@ots/shared/errors';
 import { isUuid } from '@ots/shared/ids';
+import {
+  characterCount,
+  idempotencyKeyReused,
+  mustBeGreaterThanZero,
+  mustBeLengthBetween,
+  notFoundInAccount,
+  wrongState,
+} from '@ots/shared/messages';
 
 /**
  * The rules of order submissions as plain functions: what a valid submission is, when a retry is
@@ -55,8 +63,9 @@ function invalid(field: string, message: string): Result<never> {
 }
 
 function checkClientOrderId(value: string): Result<string> {
-  if (value.length === 0 || value.length > CLIENT_ORDER_ID_MAX_LENGTH) {
-    return invalid('clientOrderId', `clientOrderId must be 1 to ${CLIENT_ORDER_ID_MAX_LENGTH} characters long, got ${value.length}`);
+  const length = characterCount(value);
+  if (length < 1 || length > CLIENT_ORDER_ID_MAX_LENGTH) {
+    return invalid('clientOrderId', mustBeLengthBetween('clientOrderId', 1, CLIENT_ORDER_ID_MAX_LENGTH, length));
   }
   if (!CLIENT_ORDER_ID.test(value)) {
     return invalid('clientOrderId', 'clientOrderId may contain only letters A-Z and a-z, digits, ".", "_", ":" and "-"');
@@ -65,10 +74,8 @@ function checkClientOrderId(value: string): Result<string> {
 }
 
 function checkSymbol(value: string): Result<string> {
-  if (value.length === 0) return invalid('symbol', 'symbol must not be empty');
-  if (value.length > SYMBOL_MAX_LENGTH) {
-    return invalid('symbol', `symbol must be at most ${SYMBOL_MAX_LENGTH} characters long, got ${value.length}`);
-  }
+  const length = characterCount(value);
+  if (length < 1 || length > SYMBOL_MAX_LENGTH) return invalid('symbol', mustBeLengthBetween('symbol', 1, SYMBOL_MAX_LENGTH, length));
   if (!SYMBOL_CHARACTERS.test(value)) {
     return invalid('symbol', `symbol "${value}" may contain only letters, digits, ".", "/" and "-"`);
   }
@@ -86,7 +93,7 @@ function checkPrice(
     return needed ? invalid(field, `${field} is required for ${type} orders`) : ok(null);
   }
   if (!needed) return invalid(field, `${field} is not allowed on ${type} orders`);
-  if (value.lte(0)) return invalid(field, `${field} must be greater than 0`);
+  if (value.lte(0)) return invalid(field, mustBeGreaterThanZero(field));
   return ok(value);
 }
 
@@ -103,7 +110,7 @@ export function validateSubmission(input: SubmitOrderInput): Result<OrderDraft> 
   }
   const symbol = checkSymbol(input.symbol);
   if (!symbol.ok) return symbol;
-  if (input.quantity.lte(0)) return invalid('quantity', 'quantity must be greater than 0');
+  if (input.quantity.lte(0)) return invalid('quantity', mustBeGreaterThanZero('quantity'));
   const limitPrice = checkPrice('limitPrice', input.limitPrice, input.type, TYPES_WITH_LIMIT_PRICE);
   if (!limitPrice.ok) return limitPrice;
   const stopPrice = checkPrice('stopPrice', input.stopPrice, input.type, TYPES_WITH_STOP_PRICE);
@@ -143,11 +150,7 @@ export function isSameSubmission(stored: OrderDraft, retry: OrderDraft): boolean
 }
 
 export function duplicateClientOrderId(clientOrderId: string): PayloadError {
-  return payloadError(
-    'DUPLICATE_CLIENT_ORDER_ID',
-    `clientOrderId "${clientOrderId}" was already used for an order with different fields`,
-    'clientOrderId',
-  );
+  return payloadError('DUPLICATE_CLIENT_ORDER_ID', idempotencyKeyReused('clientOrderId', clientOrderId, 'an order'), 'clientOrderId');
 }
 
 /**
@@ -155,25 +158,28 @@ export function duplicateClientOrderId(clientOrderId: string): PayloadError {
  * another account's (the two look the same). New orders may name only an ACTIVE strategy.
  */
 export function checkStrategyStatus(strategyId: string, status: StrategyStatus | null): Result<void> {
-  if (status === null) return fail('NOT_FOUND', `No strategy ${strategyId}`, 'strategyId');
+  if (status === null) return fail('NOT_FOUND', notFoundInAccount('strategy', strategyId), 'strategyId');
   if (status !== 'ACTIVE') {
-    return fail('STRATEGY_NOT_ACTIVE', `Strategy ${strategyId} is ${status}; new orders may name only an ACTIVE strategy`, 'strategyId');
+    return fail('STRATEGY_NOT_ACTIVE', wrongState('Strategy', strategyId, status, 'new orders may name only an ACTIVE strategy'), 'strategyId');
   }
   return ok(undefined);
 }
 
+/** No field: nothing the client sent is wrong. */
 export function strategyUnavailable(): PayloadError {
   return payloadError(
     'TEMPORARILY_UNAVAILABLE',
-    'The strategy could not be checked because the strategies service did not answer; nothing was created, and a retry is safe',
-    'strategyId',
+    'The strategy could not be checked because the strategies service did not answer in time; nothing was created, and a retry is safe',
   );
 }
 
 export type CancelDecision = { kind: 'cancel' } | { kind: 'unchanged' } | { kind: 'refused'; error: PayloadError };
 
-/** SUBMITTED and PARTIALLY_FILLED orders cancel (keeping their fills); a cancelled one is returned as is; FILLED is final. */
-export function decideCancel(status: OrderStatus): CancelDecision {
+/**
+ * SUBMITTED and PARTIALLY_FILLED orders cancel (keeping their fills); a cancelled one is returned as
+ * is; FILLED is final. `id` is the order's, which the refusal names (its `field` is the `id` argument).
+ */
+export function decideCancel(status: OrderStatus, id: string): CancelDecision {
   switch (status) {
     case 'SUBMITTED':
     case 'PARTIALLY_FILLED':
@@ -183,7 +189,11 @@ export function decideCancel(status: OrderStatus): CancelDecision {
     case 'FILLED':
       return {
         kind: 'refused',
-        error: payloadError('ORDER_NOT_CANCELLABLE', 'The order is FILLED and can no longer be cancelled'),
+        error: payloadError(
+          'ORDER_NOT_CANCELLABLE',
+          wrongState('Order submission', id, status, 'only SUBMITTED or PARTIALLY_FILLED orders can be cancelled'),
+          'id',
+        ),
       };
   }
 }
@@ -208,8 +218,8 @@ export type FillDecision =
 
 /** A fill's own values must be positive before it can be weighed against an order; the message says which is not. */
 export function checkFill(fill: FillToApply): string | undefined {
-  if (fill.quantity.lte(0)) return 'quantity must be greater than 0';
-  if (fill.price.lte(0)) return 'price must be greater than 0';
+  if (fill.quantity.lte(0)) return mustBeGreaterThanZero('quantity');
+  if (fill.price.lte(0)) return mustBeGreaterThanZero('price');
   return undefined;
 }
 

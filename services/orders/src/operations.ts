@@ -1,6 +1,7 @@
 import { Decimal } from '@ots/shared/decimal';
 import { fail, ok, type Result } from '@ots/shared/errors';
 import { isUuid } from '@ots/shared/ids';
+import { notFoundInAccount } from '@ots/shared/messages';
 import { loaderOfGroups } from '@ots/shared/loaders';
 import { pageSize, toConnection, type Connection } from '@ots/shared/pagination';
 import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
@@ -116,7 +117,7 @@ export async function submitOrder(
 }
 
 function orderNotFound(id: string): Result<never> {
-  return fail('NOT_FOUND', `No order submission ${id}`, 'id');
+  return fail('NOT_FOUND', notFoundInAccount('order submission', id), 'id');
 }
 
 export async function cancelOrderSubmission({ db, accountId }: OrdersScope, id: string): Promise<Result<OrderRow>> {
@@ -124,7 +125,7 @@ export async function cancelOrderSubmission({ db, accountId }: OrdersScope, id: 
   return db.transaction().execute(async (trx) => {
     const order = await repository.lockOrder(trx, accountId, id);
     if (!order) return orderNotFound(id);
-    const decision = decideCancel(order.status);
+    const decision = decideCancel(order.status, order.id);
     switch (decision.kind) {
       case 'unchanged':
         return ok(order);

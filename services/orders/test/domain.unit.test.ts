@@ -8,6 +8,7 @@ import {
   decideFill,
   isSameSubmission,
   remainingQuantity,
+  strategyUnavailable,
   validateSubmission,
   type FillState,
   type OrderDraft,
@@ -61,8 +62,8 @@ describe('validateSubmission', () => {
   });
 
   it.each([
-    ['', 'must not be empty'],
-    ['ABCDEFGHIJKLMNOPQ', 'at most 16'],
+    ['', 'symbol must be 1 to 16 characters long, got 0'],
+    ['ABCDEFGHIJKLMNOPQ', 'symbol must be 1 to 16 characters long, got 17'],
     ['AA PL', 'may contain only'],
     ['AAPL_', 'may contain only'],
     ['AAPL$', 'may contain only'],
@@ -165,14 +166,27 @@ describe('checkStrategyStatus', () => {
     expect(checkStrategyStatus('s', 'ARCHIVED')).toMatchObject({ ok: false, error: { code: 'STRATEGY_NOT_ACTIVE', field: 'strategyId' } });
     expect(checkStrategyStatus('s', null)).toMatchObject({ ok: false, error: { code: 'NOT_FOUND', field: 'strategyId' } });
   });
+
+  it('gives an unanswered check no field: nothing the client sent is wrong', () => {
+    expect(strategyUnavailable()).toMatchObject({ code: 'TEMPORARILY_UNAVAILABLE', field: null });
+  });
 });
 
 describe('state transitions', () => {
   it('cancel: SUBMITTED and PARTIALLY_FILLED cancel, CANCELLED stays as it is, FILLED is refused', () => {
-    expect(decideCancel('SUBMITTED')).toEqual({ kind: 'cancel' });
-    expect(decideCancel('PARTIALLY_FILLED')).toEqual({ kind: 'cancel' });
-    expect(decideCancel('CANCELLED')).toEqual({ kind: 'unchanged' });
-    expect(decideCancel('FILLED')).toMatchObject({ kind: 'refused', error: { code: 'ORDER_NOT_CANCELLABLE' } });
+    const id = '0190f5a2-0000-7000-8000-00000000000a';
+    expect(decideCancel('SUBMITTED', id)).toEqual({ kind: 'cancel' });
+    expect(decideCancel('PARTIALLY_FILLED', id)).toEqual({ kind: 'cancel' });
+    expect(decideCancel('CANCELLED', id)).toEqual({ kind: 'unchanged' });
+    // A state conflict names the id of the object in the wrong state.
+    expect(decideCancel('FILLED', id)).toEqual({
+      kind: 'refused',
+      error: {
+        code: 'ORDER_NOT_CANCELLABLE',
+        field: 'id',
+        message: `Order submission ${id} is FILLED; only SUBMITTED or PARTIALLY_FILLED orders can be cancelled`,
+      },
+    });
   });
 
   const order = (status: OrderStatus, filled = '0', notional = '0'): FillState => ({

@@ -169,7 +169,7 @@ describe('when the strategies subgraph does not answer', () => {
       const input = strategyOrder(strategyId, { clientOrderId: 'during-outage' });
       const payload = await submit(stack, client, input);
       expect(payload.orderSubmission).toBeNull();
-      expect(payload.error?.code).toBe('TEMPORARILY_UNAVAILABLE');
+      expect(payload.error).toMatchObject({ code: 'TEMPORARILY_UNAVAILABLE', field: null });
       expect(await listAll(stack, client)).toEqual([]);
       await submitted(stack, client, { clientOrderId: 'no-strategy' });
     } finally {

@@ -200,7 +200,7 @@ describe('submitOrder', () => {
         { db, accountId, lookupStrategy: strategies(statuses, true).lookup },
         limitOrder({ strategyId: active, clientOrderId: 'later-1' }),
       );
-      expect(result).toMatchObject({ ok: false, error: { code: 'TEMPORARILY_UNAVAILABLE' } });
+      expect(result).toMatchObject({ ok: false, error: { code: 'TEMPORARILY_UNAVAILABLE', field: null } });
       expect(await countOrders(accountId)).toBe(0);
       const retry = await submitOrder(
         { db, accountId, lookupStrategy: strategies(statuses).lookup },
@@ -246,7 +246,7 @@ describe('cancelOrderSubmission', () => {
     const order = await submitted(accountId);
     const filled = await applyFill({ db, accountId }, fill(order.id, '10', '100'));
     const result = await cancelOrderSubmission({ db, accountId }, order.id);
-    expect(result).toMatchObject({ ok: false, error: { code: 'ORDER_NOT_CANCELLABLE' } });
+    expect(result).toMatchObject({ ok: false, error: { code: 'ORDER_NOT_CANCELLABLE', field: 'id' } });
     expect(await findOrder(db, accountId, order.id)).toEqual(filled.order);
   });
 

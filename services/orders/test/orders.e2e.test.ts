@@ -216,7 +216,7 @@ describe('cancelOrderSubmission', () => {
     await applyFill(stack, alice, { fillId: newId(), orderSubmissionId: order.id, quantity: '2', price: '10' });
     const payload = await cancel(stack, alice, order.id);
     expect(payload.orderSubmission).toBeNull();
-    expect(payload.error?.code).toBe('ORDER_NOT_CANCELLABLE');
+    expect(payload.error).toMatchObject({ code: 'ORDER_NOT_CANCELLABLE', field: 'id' });
     const { orderSubmission } = await data(stack, alice, 'query ($id: ID!) { orderSubmission(id: $id) { status } }', { id: order.id });
     expect(orderSubmission.status).toBe('FILLED');
   });
@@ -227,7 +227,7 @@ describe('cancelOrderSubmission', () => {
     const foreign = await cancel(stack, bob, order.id);
     const absent = await cancel(stack, bob, missing);
     expect(foreign.orderSubmission).toBeNull();
-    expect(foreign.error?.code).toBe('NOT_FOUND');
+    expect(foreign.error).toMatchObject({ code: 'NOT_FOUND', field: 'id' });
     expect({ ...foreign.error, message: foreign.error!.message.replace(order.id, '<id>') }).toEqual({
       ...absent.error,
       message: absent.error!.message.replace(missing, '<id>'),

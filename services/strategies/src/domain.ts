@@ -1,15 +1,11 @@
 import { fail, ok, payloadError, type PayloadError, type Result } from '@ots/shared/errors';
+import { characterCount, mustBeLengthAtMost, mustBeLengthBetween, wrongState } from '@ots/shared/messages';
 
 export type StrategyStatus = 'ACTIVE' | 'PAUSED' | 'ARCHIVED';
 export const STRATEGY_STATUSES: readonly StrategyStatus[] = ['ACTIVE', 'PAUSED', 'ARCHIVED'];
 
 export const MAX_NAME_LENGTH = 100;
 export const MAX_DESCRIPTION_LENGTH = 2000;
-
-/** Postgres counts characters as code points, so the limits here do too (an emoji is one character). */
-function characterCount(text: string): number {
-  return [...text].length;
-}
 
 // Control characters in a name are invisible in every list that shows it; lone surrogates cannot be
 // stored as UTF-8 without being silently replaced.
@@ -25,10 +21,29 @@ export function normalizeName(raw: string): Result<string> {
   const name = raw.trim().normalize('NFC');
   const length = characterCount(name);
   if (length < 1 || length > MAX_NAME_LENGTH) {
-    return fail('VALIDATION_FAILED', `name must be 1-${MAX_NAME_LENGTH} characters after trimming, got ${length}`, 'name');
+    return fail('VALIDATION_FAILED', mustBeLengthBetween('name', 1, MAX_NAME_LENGTH, length, 'after trimming'), 'name');
   }
   if (NAME_FORBIDDEN.test(name)) return fail('VALIDATION_FAILED', 'name must not contain control characters or unpaired surrogates', 'name');
   return ok(name);
+}
+
+/**
+ * What the uniqueness rule compares (column `name_key`, migration 002): the stored name lower-cased in
+ * the application, so that the rule does not depend on the database's collation or ctype (under a
+ * C/POSIX locale Postgres' lower() leaves "É" as it is). JavaScript's toLowerCase applies the Unicode
+ * default case mapping whatever the locale: "ÉMILE"/"émile", "ДЕЛЬТА"/"дельта", "ǄEMAL"/"ǅemal",
+ * "ẞ"/"ß" are one name each.
+ *
+ * Deliberately not upper-then-lower (an approximation of full case folding that would also make
+ * "STRASSE" and "Straße" one name): it folds the Turkish dotless "ı" into "i", two different letters,
+ * and still keys "ẞ" and "ß" apart ("ß" upper-cases to "SS", "ẞ" to itself). Names that differ only
+ * as "ss"/"ß" therefore remain two names.
+ *
+ * Changing this function changes which names collide: it needs a migration that recomputes
+ * name_key for every row (migration 002 holds its own frozen copy, which a unit test compares).
+ */
+export function nameKey(name: string): string {
+  return name.normalize('NFC').toLowerCase().normalize('NFC');
 }
 
 /** Descriptions are kept as written (line breaks and indentation may matter), within the limit. */
@@ -36,7 +51,7 @@ export function validateDescription(description: string | null): Result<string |
   if (description === null) return ok(null);
   const length = characterCount(description);
   if (length > MAX_DESCRIPTION_LENGTH) {
-    return fail('VALIDATION_FAILED', `description must be at most ${MAX_DESCRIPTION_LENGTH} characters, got ${length}`, 'description');
+    return fail('VALIDATION_FAILED', mustBeLengthAtMost('description', MAX_DESCRIPTION_LENGTH, length), 'description');
   }
   if (DESCRIPTION_FORBIDDEN.test(description)) {
     return fail('VALIDATION_FAILED', 'description must not contain control characters other than tab and line breaks, nor unpaired surrogates', 'description');
@@ -82,6 +97,7 @@ export function validateChanges(input: { name?: string | null; description?: str
 }
 
 export interface EditableStrategy {
+  id: string;
   name: string;
   description: string | null;
   status: StrategyStatus;
@@ -95,7 +111,14 @@ export type EditDecision = { kind: 'unchanged' } | { kind: 'change'; changes: St
  */
 export function decideEdit(current: EditableStrategy, changes: StrategyChanges): EditDecision {
   if (current.status === 'ARCHIVED') {
-    return { kind: 'refused', error: payloadError('INVALID_STATUS_TRANSITION', 'An archived strategy cannot be edited: archiving is final') };
+    return {
+      kind: 'refused',
+      error: payloadError(
+        'INVALID_STATUS_TRANSITION',
+        wrongState('Strategy', current.id, current.status, 'an archived strategy cannot be edited: archiving is final'),
+        'id',
+      ),
+    };
   }
   const effective: StrategyChanges = {};
   if (changes.name !== undefined && changes.name !== current.name) effective.name = changes.name;
@@ -119,14 +142,21 @@ export type TransitionDecision =
   | { kind: 'change'; to: StrategyStatus }
   | { kind: 'refused'; error: PayloadError };
 
-/** Asking for the state the strategy is already in is a no-op, not an error. */
-export function decideTransition(current: StrategyStatus, action: StatusAction): TransitionDecision {
+/**
+ * Asking for the state the strategy is already in is a no-op, not an error. `id` is the strategy's,
+ * which a refusal names (its `field` is the `id` argument).
+ */
+export function decideTransition(current: StrategyStatus, action: StatusAction, id: string): TransitionDecision {
   const to = TARGET[action];
   if (current === to) return { kind: 'unchanged' };
   if (ALLOWED_FROM[action].includes(current)) return { kind: 'change', to };
   return {
     kind: 'refused',
-    error: payloadError('INVALID_STATUS_TRANSITION', `A strategy that is ${current.toLowerCase()} cannot be ${pastTense(action)}`),
+    error: payloadError(
+      'INVALID_STATUS_TRANSITION',
+      wrongState('Strategy', id, current, `a strategy that is ${current.toLowerCase()} cannot be ${pastTense(action)}`),
+      'id',
+    ),
   };
 }
 

@@ -1,5 +1,5 @@
-import { loadConfig } from '@ots/shared/config';
+import { loadConfigOrExit } from '@ots/shared/config';
 import { runServiceProcess } from '@ots/shared/service';
 import { strategiesService } from './service.ts';
 
-await runServiceProcess(strategiesService, loadConfig());
+await runServiceProcess(strategiesService, loadConfigOrExit());

@@ -1,5 +1,6 @@
 import { fail, ok, type Result } from '@ots/shared/errors';
 import { isUuid } from '@ots/shared/ids';
+import { notFoundInAccount } from '@ots/shared/messages';
 import {
   decideEdit,
   decideTransition,
@@ -23,7 +24,7 @@ import {
  * under concurrency (the name index, row locks around every read-decide-write).
  */
 
-const notFound = (): Result<never> => fail('NOT_FOUND', 'No strategy with this id exists in this account', 'id');
+const notFound = (id: string): Result<never> => fail('NOT_FOUND', notFoundInAccount('strategy', id), 'id');
 
 /** Ids are compared in Postgres' canonical lower-case form; a non-UUID names no strategy. */
 export function canonicalId(id: string): string | undefined {
@@ -54,11 +55,11 @@ export async function updateStrategy(
   const changes = validateChanges(input);
   if (!changes.ok) return changes;
   const strategyId = canonicalId(id);
-  if (!strategyId) return notFound();
+  if (!strategyId) return notFound(id);
   try {
     return await db.transaction().execute(async (trx) => {
       const current = await lockStrategy(trx, accountId, strategyId);
-      if (!current) return notFound();
+      if (!current) return notFound(id);
       const decision = decideEdit(current, changes.value);
       switch (decision.kind) {
         case 'refused':
@@ -85,11 +86,11 @@ export async function changeStrategyStatus(
   action: StatusAction,
 ): Promise<Result<StrategyRow>> {
   const strategyId = canonicalId(id);
-  if (!strategyId) return notFound();
+  if (!strategyId) return notFound(id);
   return db.transaction().execute(async (trx) => {
     const current = await lockStrategy(trx, accountId, strategyId);
-    if (!current) return notFound();
-    const decision = decideTransition(current.status, action);
+    if (!current) return notFound(id);
+    const decision = decideTransition(current.status, action, current.id);
     switch (decision.kind) {
       case 'refused':
         return { ok: false, error: decision.error };

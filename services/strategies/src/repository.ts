@@ -1,12 +1,14 @@
 import { sql, type Generated, type Kysely, type Selectable } from 'kysely';
 import { newId } from '@ots/shared/ids';
-import type { NewStrategy, StrategyChanges, StrategyStatus } from './domain.ts';
+import { nameKey, type NewStrategy, type StrategyChanges, type StrategyStatus } from './domain.ts';
 
 export interface StrategiesDatabase {
   strategies: {
     id: string;
     account_id: string;
     name: string;
+    /** nameKey(name): what the uniqueness rule compares, computed here rather than by the database's lower(). */
+    name_key: string;
     description: string | null;
     status: StrategyStatus;
     created_at: Generated<Date>;
@@ -17,8 +19,8 @@ export interface StrategiesDatabase {
 export type StrategiesDb = Kysely<StrategiesDatabase>;
 export type StrategyRow = Selectable<StrategiesDatabase['strategies']>;
 
-/** The partial unique index of migration 001: one non-archived strategy per lower-cased name and account. */
-const NAME_INDEX = 'strategies_account_active_name';
+/** The partial unique index of migration 002: one non-archived strategy per name key and account. */
+const NAME_INDEX = 'strategies_account_active_name_key';
 
 /** True for the unique violation of the name index, which callers report as STRATEGY_NAME_TAKEN. */
 export function isNameTaken(error: unknown): boolean {
@@ -30,7 +32,14 @@ export function isNameTaken(error: unknown): boolean {
 export async function insertStrategy(db: StrategiesDb, accountId: string, strategy: NewStrategy): Promise<StrategyRow> {
   return db
     .insertInto('strategies')
-    .values({ id: newId(), account_id: accountId, name: strategy.name, description: strategy.description, status: 'ACTIVE' })
+    .values({
+      id: newId(),
+      account_id: accountId,
+      name: strategy.name,
+      name_key: nameKey(strategy.name),
+      description: strategy.description,
+      status: 'ACTIVE',
+    })
     .returningAll()
     .executeTakeFirstOrThrow();
 }
@@ -67,7 +76,7 @@ export async function updateStrategyFields(
 ): Promise<StrategyRow> {
   return trx
     .updateTable('strategies')
-    .set({ ...changes, updated_at: CHANGE_TIME })
+    .set({ ...changes, ...(changes.name === undefined ? {} : { name_key: nameKey(changes.name) }), updated_at: CHANGE_TIME })
     .where('account_id', '=', accountId)
     .where('id', '=', id)
     .returningAll()

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   decideEdit,
   decideTransition,
+  nameKey,
   normalizeName,
   STRATEGY_STATUSES,
   validateChanges,
@@ -10,6 +11,9 @@ import {
   type StatusAction,
   type StrategyStatus,
 } from '../src/domain.ts';
+import { nameKeyV1 } from '../migrations/002_name_key.ts';
+
+const ID = '0190f5a2-0000-7000-8000-00000000000a';
 
 describe('strategy names', () => {
   it('trims surrounding white space and keeps inner spacing and case', () => {
@@ -38,6 +42,42 @@ describe('strategy names', () => {
   it('refuses control characters and lone surrogates', () => {
     for (const name of ['a\u0000b', 'line\nbreak', 'bell\u0007', 'half\ud800']) {
       expect(normalizeName(name)).toMatchObject({ ok: false, error: { code: 'VALIDATION_FAILED', field: 'name' } });
+    }
+  });
+});
+
+describe('name keys (what the uniqueness rule compares)', () => {
+  it('folds case in the application, the same for any database locale, non-ASCII letters included', () => {
+    const sameName: string[][] = [
+      ['Mean Reversion', 'MEAN REVERSION', 'mean reversion'],
+      ['ÉMILE', 'émile', 'Émile', 'E\u0301MILE'],
+      ['ДЕЛЬТА', 'дельта', 'Дельта'],
+      ['ΟΔΟΣ', 'οδος', 'Οδος'],
+      ['ǅemal', 'ǄEMAL', 'ǆemal'],
+      ['Straße', 'STRAẞE', 'straße'],
+      ['İstanbul', 'i\u0307stanbul'],
+    ];
+    for (const names of sameName) {
+      expect(new Set(names.map(nameKey)).size, names.join(' / ')).toBe(1);
+    }
+  });
+
+  it('keeps different letters apart', () => {
+    for (const [a, b] of [
+      ['Emile', 'Émile'],
+      ['I', 'İ'],
+      ['i', 'ı'],
+      // Unicode full case folding would join these; lower-casing does not (see nameKey).
+      ['STRASSE', 'Straße'],
+      ['Strategy 1', 'Strategy 2'],
+    ]) {
+      expect(nameKey(a!), `${a} / ${b}`).not.toBe(nameKey(b!));
+    }
+  });
+
+  it('is the function migration 002 backfilled with', () => {
+    for (const name of ['ÉMILE', 'Straße', 'ΟΔΟΣ', 'İstanbul', 'Cafe\u0301', '📈 Momentum', 'ǅ', 'ﬁ', 'ŉ']) {
+      expect(nameKeyV1(name)).toBe(nameKey(name));
     }
   });
 });
@@ -71,7 +111,7 @@ describe('creating a strategy', () => {
 });
 
 describe('updating a strategy', () => {
-  const active = { name: 'Momentum', description: 'old', status: 'ACTIVE' as const };
+  const active = { id: ID, name: 'Momentum', description: 'old', status: 'ACTIVE' as const };
 
   it('keeps absent fields, clears the description on null, refuses a null name', () => {
     expect(validateChanges({})).toEqual({ ok: true, value: {} });
@@ -96,7 +136,11 @@ describe('updating a strategy', () => {
     for (const changes of [{ name: 'Carry' }, {}]) {
       expect(decideEdit({ ...active, status: 'ARCHIVED' }, changes)).toMatchObject({
         kind: 'refused',
-        error: { code: 'INVALID_STATUS_TRANSITION', field: null },
+        error: {
+          code: 'INVALID_STATUS_TRANSITION',
+          field: 'id',
+          message: `Strategy ${ID} is ARCHIVED; an archived strategy cannot be edited: archiving is final`,
+        },
       });
     }
   });
@@ -114,12 +158,13 @@ describe('status transitions', () => {
     for (const action of ['pause', 'resume', 'archive'] as const) {
       const outcome = expected[from][action];
       it(`${action} from ${from}: ${outcome}`, () => {
-        const decision = decideTransition(from, action);
+        const decision = decideTransition(from, action, ID);
         if (outcome === 'unchanged') expect(decision).toEqual({ kind: 'unchanged' });
         else if (outcome === 'refused') {
           expect(decision).toMatchObject({
             kind: 'refused',
-            error: { code: 'INVALID_STATUS_TRANSITION', field: null, message: expect.stringMatching(/archived/) },
+            // A state conflict names the id of the strategy in the wrong state.
+            error: { code: 'INVALID_STATUS_TRANSITION', field: 'id', message: `Strategy ${ID} is ${from}; a strategy that is archived cannot be ${action}d` },
           });
         } else expect(decision).toEqual({ kind: 'change', to: outcome });
       });

@@ -252,7 +252,7 @@ describe('outages between strategies and orders', () => {
     try {
       const started = Date.now();
       const refused = await submit(alice.apiKey, { clientOrderId: 'outage-retry', strategyId: strategy.id });
-      expect(refused).toMatchObject({ orderSubmission: null, error: { code: 'TEMPORARILY_UNAVAILABLE' } });
+      expect(refused).toMatchObject({ orderSubmission: null, error: { code: 'TEMPORARILY_UNAVAILABLE', field: null } });
       expect(Date.now() - started).toBeLessThan(stack.config.limits.gatewayTimeoutMs);
 
       const withoutStrategy = await submit(alice.apiKey, { clientOrderId: 'outage-no-strategy' });

@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { encodeCursor } from '@ots/shared/pagination';
+import { cursorOf, normaliseFillFilter, parseCursor } from '../src/listing.ts';
+
+const ID = '0190F5A2-0000-7000-8000-00000000000A';
+
+describe('normaliseFillFilter', () => {
+  it('filters by nothing when the filter or its members are absent or null', () => {
+    expect(normaliseFillFilter(undefined)).toEqual({});
+    expect(normaliseFillFilter(null)).toEqual({});
+    expect(normaliseFillFilter({ orderSubmissionId: null, strategyId: null, symbol: null, executedAfter: null, executedBefore: null })).toEqual({});
+  });
+
+  it('spells ids and symbols as they are stored', () => {
+    const at = new Date('2026-03-02T09:00:00.000Z');
+    expect(normaliseFillFilter({ orderSubmissionId: ID, strategyId: ID, symbol: 'acme', executedAfter: at, executedBefore: at })).toEqual({
+      orderSubmissionId: ID.toLowerCase(),
+      strategyId: ID.toLowerCase(),
+      symbol: 'ACME',
+      executedAfter: at,
+      executedBefore: at,
+    });
+  });
+
+  it('matches nothing for an empty or non-UUID id, never everything', () => {
+    for (const id of ['', 'not-a-uuid', `${ID}x`]) {
+      expect(normaliseFillFilter({ orderSubmissionId: id }), JSON.stringify(id)).toBeUndefined();
+      expect(normaliseFillFilter({ strategyId: id }), JSON.stringify(id)).toBeUndefined();
+    }
+  });
+
+  it('keeps an empty symbol as a condition, which no stored symbol meets', () => {
+    expect(normaliseFillFilter({ symbol: '' })).toEqual({ symbol: '' });
+  });
+});
+
+describe('cursors', () => {
+  const ordering = 'fills.executedAt.desc';
+
+  it('round-trip the position of a fill', () => {
+    const fill = { executedAt: new Date('2026-03-02T09:00:00.120Z'), id: ID.toLowerCase() };
+    expect(parseCursor(cursorOf(fill))).toEqual(fill);
+    expect(parseCursor(undefined)).toBeUndefined();
+    expect(parseCursor(null)).toBeUndefined();
+  });
+
+  it.each([
+    ['a year', ['2030', ID]],
+    ['a time without milliseconds', ['2026-03-02T09:00:00Z', ID]],
+    ['an impossible date', ['2026-02-30T09:00:00.000Z', ID]],
+    ['not a time', ['yesterday', ID]],
+    ['an id that is not a UUID', ['2026-03-02T09:00:00.000Z', 'x']],
+  ])('refuse a cursor edited to hold %s with BAD_USER_INPUT on after', (_case, keys) => {
+    expect(() => parseCursor(encodeCursor(ordering, keys))).toThrow(
+      expect.objectContaining({
+        message: 'after is not a cursor issued for this list and ordering',
+        extensions: expect.objectContaining({ code: 'BAD_USER_INPUT', argumentName: 'after' }),
+      }),
+    );
+  });
+
+  it('refuse a cursor of another list', () => {
+    expect(() => parseCursor(encodeCursor('strategies:created_at_desc', ['2026-03-02T09:00:00.000Z', ID]))).toThrow(/after is not a cursor/);
+  });
+});
