@@ -29,4 +29,4 @@ WORKDIR /app
 COPY --from=build /app /app
 USER node
 EXPOSE 4000 4001 4002 4003 4004
-CMD ["npx", "tsx", "gateway/src/main.ts"]
+CMD ["node", "--import", "tsx", "gateway/src/main.ts"]

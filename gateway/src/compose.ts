@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { composeServices } from '@apollo/composition';
 import { DEFAULT_PORTS, SERVICE_NAMES } from '@ots/shared/config';
 import { buildSchema, findBreakingChanges, lexicographicSortSchema, parse, printSchema, type GraphQLSchema } from 'graphql';
@@ -35,19 +35,32 @@ export function breakingChanges(published: string, current: GraphQLSchema): stri
   return findBreakingChanges(buildSchema(published), current).map((change) => `${change.type}: ${change.description}`);
 }
 
+/** Composes, refuses a breaking change of the published API, and writes both files. */
+export function composeAndWrite(): void {
+  const { supergraphSdl, apiSchema } = composeSupergraph();
+  if (existsSync(PUBLISHED_API_FILE)) {
+    const breaking = breakingChanges(readFileSync(PUBLISHED_API_FILE, 'utf8'), apiSchema);
+    if (breaking.length > 0) {
+      throw new Error(
+        `the composed API breaks the published one (mark a field @deprecated first, remove it in a later release):\n${breaking.map((line) => `- ${line}`).join('\n')}`,
+      );
+    }
+  }
+  writeIfChanged(SUPERGRAPH_FILE, supergraphSdl);
+  writeIfChanged(PUBLISHED_API_FILE, `${printSchema(apiSchema)}\n`);
+}
+
+/** Replaces the file in one step, so a process starting meanwhile never reads half of it. */
+function writeIfChanged(file: URL, content: string): void {
+  if (existsSync(file) && readFileSync(file, 'utf8') === content) return;
+  const temporary = new URL(`${file.href}.${process.pid}.tmp`);
+  writeFileSync(temporary, content);
+  renameSync(temporary, file);
+}
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   try {
-    const { supergraphSdl, apiSchema } = composeSupergraph();
-    if (existsSync(PUBLISHED_API_FILE)) {
-      const breaking = breakingChanges(readFileSync(PUBLISHED_API_FILE, 'utf8'), apiSchema);
-      if (breaking.length > 0) {
-        throw new Error(
-          `the composed API breaks the published one (mark a field @deprecated first, remove it in a later release):\n${breaking.map((line) => `- ${line}`).join('\n')}`,
-        );
-      }
-    }
-    writeFileSync(SUPERGRAPH_FILE, supergraphSdl);
-    writeFileSync(PUBLISHED_API_FILE, `${printSchema(apiSchema)}\n`);
+    composeAndWrite();
     console.log(`composed ${SERVICE_NAMES.length} subgraphs into gateway/supergraph.graphql`);
   } catch (error) {
     console.error((error as Error).message);

@@ -1,20 +1,45 @@
 import type { ApolloServerPlugin } from '@apollo/server';
-import { Kind, type OperationDefinitionNode } from 'graphql';
+import { Kind, parse, type ConstDirectiveNode, type OperationDefinitionNode } from 'graphql';
+
+/** Which subgraph resolves each root field (`Query.viewer` → `accounts`), read from the supergraph. */
+export function rootFieldOwners(supergraphSdl: string): Map<string, string> {
+  const document = parse(supergraphSdl);
+  const graphNames = new Map<string, string>();
+  const owners = new Map<string, string>();
+  const argument = (directive: ConstDirectiveNode, name: string) => directive.arguments?.find((arg) => arg.name.value === name)?.value;
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.ENUM_TYPE_DEFINITION && definition.name.value === 'join__Graph') {
+      for (const value of definition.values ?? []) {
+        const name = value.directives?.find((d) => d.name.value === 'join__graph');
+        const text = name && argument(name, 'name');
+        if (text?.kind === Kind.STRING) graphNames.set(value.name.value, text.value);
+      }
+    }
+  }
+  for (const definition of document.definitions) {
+    if (definition.kind !== Kind.OBJECT_TYPE_DEFINITION || !['Query', 'Mutation'].includes(definition.name.value)) continue;
+    for (const field of definition.fields ?? []) {
+      const join = field.directives?.find((d) => d.name.value === 'join__field');
+      const graph = join && argument(join, 'graph');
+      if (graph?.kind === Kind.ENUM) owners.set(`${definition.name.value}.${field.name.value}`, graphNames.get(graph.value) ?? graph.value);
+    }
+  }
+  return owners;
+}
 
 /**
  * Contract section 2: a top-level error names the operation in `path`. Errors raised before or
- * outside a field (a limit, a refused scalar, a subgraph that did not answer) have no path of their
- * own; they get the response key of each root field they left without data, or of the first root
- * field when the request was refused as a whole.
+ * outside a field have no path of their own: a subgraph that did not answer names the root fields it
+ * owns; a request refused as a whole (a limit, a bad value) names its first root field. The seed's
+ * response shape is kept too: a top-level failure carries `data: null` beside its errors.
  */
-export function errorPathsPlugin<Context extends object>(): ApolloServerPlugin<Context> {
+export function errorPathsPlugin(owners: Map<string, string>): ApolloServerPlugin<{ unavailableServices?: Set<string> }> {
   return {
     async requestDidStart() {
       return {
-        async willSendResponse({ response, operation, document, request }) {
+        async willSendResponse({ response, operation, document, request, contextValue }) {
           if (response.body.kind !== 'single') return;
           const result = response.body.singleResult;
-          // The seed's response shape: a top-level failure carries `data: null` beside its errors.
           if (result.errors && result.data === undefined) result.data = null;
           if (!result.errors?.some((error) => !error.path)) return;
           const selected =
@@ -23,16 +48,22 @@ export function errorPathsPlugin<Context extends object>(): ApolloServerPlugin<C
               (d): d is OperationDefinitionNode =>
                 d.kind === Kind.OPERATION_DEFINITION && (!request.operationName || d.name?.value === request.operationName),
             ) as OperationDefinitionNode | undefined);
-          const rootKeys = (selected?.selectionSet.selections ?? []).flatMap((selection) =>
-            selection.kind === Kind.FIELD ? [selection.alias?.value ?? selection.name.value] : [],
+          if (!selected) return;
+          const rootType = selected.operation === 'mutation' ? 'Mutation' : 'Query';
+          const rootFields = selected.selectionSet.selections.flatMap((selection) =>
+            selection.kind === Kind.FIELD ? [{ key: selection.alias?.value ?? selection.name.value, name: selection.name.value }] : [],
           );
-          if (rootKeys.length === 0) return;
+          if (rootFields.length === 0) return;
           const data = result.data as Record<string, unknown> | null | undefined;
-          // A request refused as a whole (a limit, a bad value) names the operation by its first root
-          // field; an execution that lost some fields names each of them.
-          const missing = data ? rootKeys.filter((key) => data[key] === null || data[key] === undefined) : [];
-          const targets = missing.length > 0 ? missing : [rootKeys[0]!];
-          result.errors = result.errors.flatMap((error) => (error.path ? [error] : targets.map((key) => ({ ...error, path: [key] }))));
+          const unavailable = contextValue.unavailableServices ?? new Set<string>();
+          const lostToOutage = rootFields
+            .filter(({ key, name }) => unavailable.has(owners.get(`${rootType}.${name}`) ?? '') && (data?.[key] === null || data?.[key] === undefined))
+            .map(({ key }) => key);
+          result.errors = result.errors.flatMap((error) => {
+            if (error.path) return [error];
+            const outage = error.extensions?.code === 'SERVICE_UNAVAILABLE' && lostToOutage.length > 0;
+            return (outage ? lostToOutage : [rootFields[0]!.key]).map((key) => ({ ...error, path: [key] }));
+          });
         },
       };
     },

@@ -123,15 +123,17 @@ function fieldDefinition(schema: GraphQLSchema, parent: GraphQLType, name: strin
 }
 
 /**
- * Estimated cost: each object a field returns costs 1, multiplied by the page size of the list it sits
- * in. Sized so that `listOrderSubmissions(first: 200)` with strategy and fills fits and a nested page
- * of pages (or many such lists) does not.
+ * Estimated cost: a field returning objects costs 1 plus what is selected below it; each item of a
+ * page (`nodes`, `edges` under a field with `first`) costs 1 plus its selection, per item of the page
+ * size; other lists multiply their selection by UNPAGED_LIST_SIZE. Sized so that
+ * `listOrderSubmissions(first: 200)` with strategy and fills fits, in the `nodes` or the `edges` form
+ * with `pageInfo`, and a nested page of pages (or several such pages) does not.
  */
 export function costLimit(maxCost: number): ValidationRule {
   return (context) => {
     const schema = context.getSchema();
     const fragments = fragmentsOf(context);
-    const cost = (selectionSet: SelectionSetNode | undefined, parent: GraphQLType, path: ReadonlySet<string>): number => {
+    const cost = (selectionSet: SelectionSetNode | undefined, parent: GraphQLType, path: ReadonlySet<string>, page?: number): number => {
       if (!selectionSet) return 0;
       let total = 0;
       for (const { field, typeCondition, fragmentPath } of fieldsOf(selectionSet, fragments, path)) {
@@ -141,9 +143,10 @@ export function costLimit(maxCost: number): ValidationRule {
         if (!definition) continue;
         const type = getNullableType(definition.type);
         if (!isCompositeType(getNamedType(type))) continue;
-        const page = pageArgument(field, definition);
-        const multiplier = page ?? (isListType(type) && field.name.value !== 'nodes' && field.name.value !== 'edges' ? UNPAGED_LIST_SIZE : 1);
-        total += 1 + multiplier * cost(field.selectionSet, getNamedType(type), fragmentPath);
+        const below = cost(field.selectionSet, getNamedType(type), fragmentPath, pageArgument(field, definition));
+        const isPageItems = page !== undefined && (field.name.value === 'nodes' || field.name.value === 'edges');
+        if (isPageItems) total += 1 + page * (1 + below);
+        else total += 1 + (isListType(type) ? UNPAGED_LIST_SIZE : 1) * below;
       }
       return total;
     };

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { ApolloGateway, RemoteGraphQLDataSource, type GraphQLDataSourceProcessOptions } from '@apollo/gateway';
 import { ApolloServer } from '@apollo/server';
-import type { Fetcher } from '@apollo/utils.fetcher';
+import type { Fetcher, FetcherResponse } from '@apollo/utils.fetcher';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -13,21 +13,23 @@ import { createLogger, type Logger } from '@ots/shared/logger';
 import { addHealthRoutes, createHttpApp, maskErrors, REQUEST_ID_HEADER, type RunningServer } from '@ots/shared/subgraph-server';
 import { decideKey, hashApiKey, isWellFormedApiKey } from '../../services/accounts/src/domain.ts';
 import type { ApiKeyStore } from '../../services/accounts/src/key-store.ts';
-import { errorPathsPlugin } from './error-paths.ts';
+import { errorPathsPlugin, rootFieldOwners } from './error-paths.ts';
 import { aliasLimit, costLimit, depthLimit } from './limits.ts';
 import { RateLimiter, SharedRateLimiter } from './rate-limit.ts';
 import { checkScalarInputs } from './scalar-check.ts';
-import { variantABody } from './unauthenticated.ts';
+import { rootResponseKeysOf, variantABody } from './unauthenticated.ts';
 
 // The gateway never reports usage or schema anywhere.
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
 
 export const SUPERGRAPH_PATH = new URL('../supergraph.graphql', import.meta.url);
 
-interface GatewayContext {
+export interface GatewayContext {
   caller: CallerIdentity;
   assertion: string;
   requestId: string;
+  /** Subgraphs that did not answer during this request. */
+  unavailableServices: Set<string>;
 }
 
 export interface GatewayOptions {
@@ -43,7 +45,15 @@ export interface GatewayOptions {
 const INVALID_KEY = { detail: 'Invalid or expired API key' };
 const ACCESS_DISABLED = { detail: 'API access is not enabled for this account' };
 
-/** Each subgraph fetch carries the signed assertion and the request id, and gives up after the subgraph timeout. */
+function unavailable(serviceName: string): GraphQLError {
+  return new GraphQLError(`The ${serviceName} service is temporarily unavailable`, { extensions: { code: 'SERVICE_UNAVAILABLE' } });
+}
+
+/**
+ * Each subgraph fetch carries the signed assertion and the request id, and gives up after the
+ * subgraph timeout. A subgraph that does not answer, or answers 5xx (e.g. while it stops), is
+ * reported as SERVICE_UNAVAILABLE and noted in the context, so its fields' errors name those fields.
+ */
 class AuthenticatedDataSource extends RemoteGraphQLDataSource<GatewayContext> {
   constructor(
     readonly serviceName: string,
@@ -56,9 +66,7 @@ class AuthenticatedDataSource extends RemoteGraphQLDataSource<GatewayContext> {
         try {
           return await fetch(input, { ...init, signal: AbortSignal.timeout(timeoutMs) });
         } catch {
-          throw new GraphQLError(`The ${serviceName} service is temporarily unavailable`, {
-            extensions: { code: 'SERVICE_UNAVAILABLE' },
-          });
+          throw unavailable(serviceName);
         }
       }) as unknown as Fetcher,
     });
@@ -67,6 +75,14 @@ class AuthenticatedDataSource extends RemoteGraphQLDataSource<GatewayContext> {
   override willSendRequest({ request, context }: GraphQLDataSourceProcessOptions<GatewayContext>) {
     request.http?.headers.set(ASSERTION_HEADER, context.assertion);
     request.http?.headers.set(REQUEST_ID_HEADER, context.requestId);
+  }
+
+  override async errorFromResponse(response: FetcherResponse) {
+    return response.status >= 500 ? unavailable(this.serviceName) : super.errorFromResponse(response);
+  }
+
+  override didEncounterError(error: Error, _request: unknown, _response?: unknown, context?: GatewayContext) {
+    if (error instanceof GraphQLError && error.extensions.code === 'SERVICE_UNAVAILABLE') context?.unavailableServices.add(this.serviceName);
   }
 }
 
@@ -78,7 +94,9 @@ function graphqlBody(request: FastifyRequest): { query?: unknown; operationName?
 export async function startGateway(options: GatewayOptions): Promise<RunningServer> {
   const { config, keyStore } = options;
   const logger = options.logger ?? createLogger('gateway', config.logLevel);
-  const app = createHttpApp(config, logger, config.tls);
+  const app = createHttpApp(config, logger, { tls: config.tls, adoptRequestId: false });
+  // Only JSON bodies are GraphQL requests here; Fastify would otherwise parse text/plain too.
+  app.removeContentTypeParser('text/plain');
   const limits = config.limits;
   const keyLimiter = new SharedRateLimiter(
     new RateLimiter(limits.rateLimitPerSecond, limits.rateLimitBurst, 'api-key'),
@@ -89,8 +107,9 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
   if (!config.assertionPrivateKey) throw new Error('the gateway needs ASSERTION_PRIVATE_KEY to sign assertions');
   const assertions = new AssertionIssuer(config.assertionPrivateKey, config.assertionTtlSeconds);
 
+  const supergraphSdl = readFileSync(SUPERGRAPH_PATH, 'utf8');
   const gateway = new ApolloGateway({
-    supergraphSdl: readFileSync(SUPERGRAPH_PATH, 'utf8'),
+    supergraphSdl,
     buildService: ({ name }) =>
       new AuthenticatedDataSource(name, config.subgraphUrls[name as ServiceName] ?? '', limits.subgraphTimeoutMs),
     logger,
@@ -100,13 +119,17 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
     gateway,
     formatError: maskErrors(logger),
     includeStacktraceInErrorResponses: false,
+    // The process's own signal handler drains and stops every server in order.
+    stopOnTerminationSignals: false,
+    // Introspection needs a valid key like any other request (contract section 5), in production too.
+    introspection: true,
     allowBatchedHttpRequests: false,
     parseOptions: { maxTokens: limits.tokens },
     validationRules: [depthLimit(limits.depth), aliasLimit(limits.aliases), costLimit(limits.cost)],
     plugins: [
       fastifyApolloDrainPlugin(app),
       ApolloServerPluginLandingPageDisabled(),
-      errorPathsPlugin<GatewayContext>(),
+      errorPathsPlugin(rootFieldOwners(supergraphSdl)),
       {
         async requestDidStart() {
           return {
@@ -133,20 +156,20 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
    * any key that is not a live, current key, 403 for an account without API access.
    */
   const authenticate = async (request: FastifyRequest, reply: FastifyReply) => {
-    if (config.production && !config.tls && request.protocol !== 'https') {
-      return reply.code(400).send({ detail: 'API keys are accepted over HTTPS only' });
-    }
     if (Array.isArray(request.body)) {
       return reply.code(400).send({ detail: 'Batched requests are not supported: send one operation per request' });
     }
     const body = graphqlBody(request);
     if (!body || typeof body.query !== 'string' || body.query.trim() === '') {
-      return reply.code(400).send({ detail: 'The body must be a JSON object with a string member "query"' });
+      return reply.code(400).send({
+        data: null,
+        errors: [{ message: 'The body must be a JSON object with a string member "query"', extensions: { code: 'BAD_REQUEST' } }],
+      });
     }
     const header = request.headers['x-api-key'];
     const apiKey = typeof header === 'string' ? header.trim() : '';
+    const operationName = typeof body.operationName === 'string' ? body.operationName : undefined;
     if (apiKey === '') {
-      const operationName = typeof body.operationName === 'string' ? body.operationName : undefined;
       try {
         return reply.code(200).send(variantABody(body.query, operationName, limits.tokens));
       } catch (error) {
@@ -155,19 +178,25 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
         return reply.code(400).send({ data: null, errors: [{ message, extensions: { code } }] });
       }
     }
+    if (config.production && !config.tls && request.protocol !== 'https') {
+      return reply.code(400).send({ detail: 'API keys are accepted over HTTPS only' });
+    }
 
     const address = request.ip;
-    if (failedAuthLimiter.isExhausted(address)) {
-      return tooManyRequests(reply, failedAuthLimiter.take(address).retryAfterSeconds);
-    }
     const refuse = (status: 401 | 403) => {
-      failedAuthLimiter.take(address);
+      const limited = failedAuthLimiter.take(address);
+      if (!limited.allowed) return tooManyRequests(reply, limited.retryAfterSeconds);
       if (status === 403) return reply.code(403).send(ACCESS_DISABLED);
       return reply.code(401).header('WWW-Authenticate', 'ApiKey header="X-API-Key"').send(INVALID_KEY);
     };
     if (!isWellFormedApiKey(apiKey)) return refuse(401);
 
-    const record = await keyStore.lookup(hashApiKey(config.apiKeyHmacSecret, apiKey));
+    // An address that keeps failing may not make the store read Postgres for every new guess; keys
+    // that the caches already know still pass, so a client sharing the address is not locked out.
+    const keyHash = hashApiKey(config.apiKeyHmacSecret, apiKey);
+    const exhausted = failedAuthLimiter.isExhausted(address);
+    const record = exhausted ? await keyStore.lookupCached(keyHash) : await keyStore.lookup(keyHash);
+    if (record === undefined) return tooManyRequests(reply, failedAuthLimiter.take(address).retryAfterSeconds);
     const decision = decideKey(record, Date.now());
     if (decision.kind === 'invalid') return refuse(401);
     if (decision.kind === 'access-disabled') return refuse(403);
@@ -182,6 +211,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
       caller,
       assertion: assertions.tokenFor(caller),
       requestId: String(request.id),
+      unavailableServices: new Set(),
     });
   };
 
@@ -189,7 +219,16 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
     reply.header(REQUEST_ID_HEADER, String(request.id));
     const timer = setTimeout(() => {
       if (!reply.sent) {
-        void reply.code(504).send({ data: null, errors: [{ message: 'The request timed out', extensions: { code: 'GATEWAY_TIMEOUT' } }] });
+        const body = graphqlBody(request);
+        const keys = typeof body?.query === 'string' ? rootResponseKeysOf(body.query, typeof body.operationName === 'string' ? body.operationName : undefined) : [];
+        void reply.code(504).send({
+          data: null,
+          errors: (keys.length > 0 ? keys : [undefined]).map((key) => ({
+            message: 'The request timed out',
+            ...(key ? { path: [key] } : {}),
+            extensions: { code: 'GATEWAY_TIMEOUT' },
+          })),
+        });
       }
     }, limits.gatewayTimeoutMs);
     reply.raw.once('close', () => clearTimeout(timer));

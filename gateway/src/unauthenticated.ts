@@ -34,21 +34,38 @@ function rootResponseKeys(selectionSet: SelectionSetNode, fragments: Map<string,
   return [...new Set(keys)];
 }
 
-/**
- * Variant A of contract section 5: the document is parsed but not validated against the schema, so an
- * unauthenticated client learns nothing of it. A syntax error is thrown as the usual GraphQL error.
- */
-export function variantABody(query: string, operationName: string | undefined, maxTokens: number) {
-  const document = parse(query, { maxTokens });
+function parsedRootKeys(query: string, operationName: string | undefined, maxTokens?: number): { keys: string[]; operation: OperationDefinitionNode } {
+  const document = parse(query, maxTokens === undefined ? undefined : { maxTokens });
   const operation = selectedOperation(document, operationName);
   const fragments = new Map(
     document.definitions
       .filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION)
       .map((fragment) => [fragment.name.value, fragment]),
   );
+  return { keys: rootResponseKeys(operation.selectionSet, fragments), operation };
+}
+
+/** The response keys of the selected operation's root fields; none when the document does not parse. */
+export function rootResponseKeysOf(query: string, operationName: string | undefined): string[] {
+  try {
+    return parsedRootKeys(query, operationName).keys;
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Variant A of contract section 5: the document is parsed but not validated against the schema, so an
+ * unauthenticated client learns nothing of it. A syntax error is thrown as the usual GraphQL error.
+ * A document whose root selects nothing resolvable (a spread of a missing fragment) still gets one
+ * error, named after the operation.
+ */
+export function variantABody(query: string, operationName: string | undefined, maxTokens: number) {
+  const { keys, operation } = parsedRootKeys(query, operationName, maxTokens);
+  const paths = keys.length > 0 ? keys : [operation.name?.value ?? operation.operation];
   return {
     data: null,
-    errors: rootResponseKeys(operation.selectionSet, fragments).map((key) => ({
+    errors: paths.map((key) => ({
       message: AUTHENTICATION_REQUIRED,
       path: [key],
       extensions: { code: 'UNAUTHENTICATED' },

@@ -328,7 +328,7 @@ describe('the key never reaches a response body', () => {
 describe('a second gateway over the same key store', () => {
   it('in production, a key sent over plain HTTP is refused; through a TLS-terminating proxy it is served', async () => {
     const gateway = await startGateway({
-      config: { ...stack.config, production: true, trustProxy: true },
+      config: { ...stack.config, production: true, trustProxy: ['loopback'] },
       keyStore: stack.running.keys.keyStore,
       logger: createLogger('production-gateway', 'silent'),
       port: 0,

@@ -108,6 +108,15 @@ describe('costLimit', () => {
     expect(errorsOf(`{ ${FULL_PAGE} }`, costLimit(limits.cost))).toEqual([]);
   });
 
+  it('the Relay form, edges with cursors and node plus pageInfo, fits too', () => {
+    const relay = `{ listOrderSubmissions(first: 200) { edges { cursor node { ${ORDER_FIELDS} strategy { id name } fills { id price } } } pageInfo { hasNextPage endCursor } } }`;
+    expect(errorsOf(relay, costLimit(limits.cost))).toEqual([]);
+  });
+
+  it('two such pages in one document do not fit', () => {
+    expect(errorsOf(`{ a: ${FULL_PAGE} b: ${FULL_PAGE} }`, costLimit(limits.cost))).toHaveLength(1);
+  });
+
   it('the same through edges and fragments fits too', () => {
     const viaEdges = `{ listOrderSubmissions(first: 200) { edges { cursor node { ...O } } } }
       fragment O on Order { ${ORDER_FIELDS} strategy { id name } fills { id price } }`;

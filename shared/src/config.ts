@@ -42,7 +42,11 @@ export interface Config {
   assertionTtlSeconds: number;
   limits: Limits;
   tls: { certFile: string; keyFile: string } | undefined;
-  trustProxy: boolean;
+  /**
+   * Whose X-Forwarded-* headers to believe: nobody's, or those of the proxies at these addresses
+   * (CIDRs or proxy-addr's names). The client address that failed authentications are limited by comes from them.
+   */
+  trustProxy: false | string[];
   logLevel: string;
   /** How often the fills sweeper retries fills left pending by a crash or timeout. */
   fillSweepIntervalMs: number;
@@ -74,6 +78,15 @@ function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
 function pem(raw: string): string {
   // Environment files often carry PEM blocks on one line with literal \n.
   return raw.includes('\\n') ? raw.replace(/\\n/g, '\n') : raw;
+}
+
+function parseTrustProxy(raw: string | undefined): false | string[] {
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  // Believing any hop (`true`) or a hop count lets a client write the X-Forwarded-For it is limited by.
+  if (raw === 'true' || /^\d+$/.test(raw)) {
+    throw new ConfigError('TRUST_PROXY takes the addresses of the proxies in front: CIDRs or loopback, uniquelocal, linklocal, comma-separated');
+  }
+  return raw.split(',').map((entry) => entry.trim()).filter(Boolean);
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -153,7 +166,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       subgraphTimeoutMs: int(env, 'SUBGRAPH_TIMEOUT_MS', 5_000),
     },
     tls: tlsCert && tlsKey ? { certFile: tlsCert, keyFile: tlsKey } : undefined,
-    trustProxy: env.TRUST_PROXY === 'true' || env.TRUST_PROXY === '1',
+    trustProxy: parseTrustProxy(env.TRUST_PROXY),
     logLevel: env.LOG_LEVEL ?? (env.NODE_ENV === 'test' ? 'warn' : 'info'),
     fillSweepIntervalMs: int(env, 'FILL_SWEEP_INTERVAL_MS', 5_000),
     fillSweepMinAgeMs: int(env, 'FILL_SWEEP_MIN_AGE_MS', 10_000),

@@ -76,20 +76,62 @@ export function maskErrors(log: Logger) {
   };
 }
 
-/** `tls` is given only to the gateway, which serves HTTPS itself when it has a certificate. */
-export function createHttpApp(config: Config, logger: Logger, tls?: { certFile: string; keyFile: string }): FastifyInstance {
-  const options = {
+export interface HttpAppOptions {
+  /** Only the gateway: it serves HTTPS itself when it has a certificate. */
+  tls?: { certFile: string; keyFile: string };
+  /**
+   * Subgraphs adopt the gateway's `x-request-id` so that one request has one id in every log; the
+   * gateway makes its own, since a client could otherwise choose what the logs correlate.
+   */
+  adoptRequestId: boolean;
+}
+
+/** How long a stopping server waits for requests in flight before it drops the remaining connections. */
+const DRAIN_DEADLINE_MS = 11_000;
+
+export function createHttpApp(config: Config, logger: Logger, options: HttpAppOptions): FastifyInstance {
+  const settings = {
     loggerInstance: logger,
     bodyLimit: config.limits.bodyBytes,
-    genReqId: (request: { headers: Record<string, string | string[] | undefined> }) => requestIdOf(request),
+    genReqId: options.adoptRequestId
+      ? (request: { headers: Record<string, string | string[] | undefined> }) => requestIdOf(request)
+      : () => randomUUID(),
     logController: new LogController({ disableRequestLogging: true }),
     trustProxy: config.trustProxy,
     return503OnClosing: true,
     forceCloseConnections: 'idle' as const,
   };
-  if (!tls) return Fastify(options);
   // The HTTPS server has the same request and reply API; only the transport differs.
-  return Fastify({ ...options, https: { cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile) } }) as unknown as FastifyInstance;
+  const https = options.tls ? { https: { cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) } } : {};
+  const app = Fastify({ ...settings, ...https } as typeof settings) as unknown as FastifyInstance;
+
+  // Whatever escapes a route (a database that is down during a key look-up, a bug) is logged with the
+  // request id and answered without its message, which could name a host or a query.
+  app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
+    const status = error.statusCode ?? 500;
+    if (status < 500) return reply.code(status).send({ detail: error.message });
+    request.log.error({ err: error }, 'request failed');
+    const unavailable = ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND'].includes(error.code ?? '') || /timeout/i.test(error.message);
+    return unavailable
+      ? reply.code(503).header('Retry-After', '1').send({ detail: 'The service is temporarily unavailable' })
+      : reply.code(500).send({ detail: 'Internal server error' });
+  });
+
+  // Draining: keep-alive connections are closed after their response once the server is stopping, so
+  // a stop waits for requests in flight, not for idle clients' keep-alive timeouts.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+    app.server.closeIdleConnections();
+    setTimeout(() => app.server.closeAllConnections(), DRAIN_DEADLINE_MS).unref();
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
+  });
+  app.addHook('onResponse', async () => {
+    if (closing) app.server.closeIdleConnections();
+  });
+  return app;
 }
 
 export function addHealthRoutes(app: FastifyInstance, isReady: () => Promise<boolean>): void {
@@ -106,11 +148,13 @@ export function addHealthRoutes(app: FastifyInstance, isReady: () => Promise<boo
  */
 export async function startSubgraphServer<Context extends BaseContext>(options: SubgraphOptions<Context>): Promise<RunningServer> {
   const { config, logger } = options;
-  const app = createHttpApp(config, logger);
+  const app = createHttpApp(config, logger, { adoptRequestId: true });
   const apollo = new ApolloServer<Context>({
     schema: buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers as GraphQLResolverMap<unknown> }]),
     formatError: maskErrors(logger),
     includeStacktraceInErrorResponses: false,
+    // The process's own signal handler drains and stops every server in order.
+    stopOnTerminationSignals: false,
     // Inline traces would hand per-field timings to whoever calls the subgraph.
     plugins: [fastifyApolloDrainPlugin(app), ApolloServerPluginInlineTraceDisabled()],
   });

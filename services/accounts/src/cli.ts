@@ -40,7 +40,8 @@ function parseArguments(argv: string[]): Parsed {
       const [name, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
       if (!VALUE_OPTIONS.has(name)) throw new UsageError(`unknown option ${name}`);
       const value = inline ?? argv[++i];
-      if (value === undefined || value === '') throw new UsageError(`${name} needs a value`);
+      // `--name --json` is a forgotten value, not an account named "--json".
+      if (value === undefined || value === '' || (inline === undefined && value.startsWith('--'))) throw new UsageError(`${name} needs a value`);
       options.set(name, value);
     } else words.push(arg);
   }
@@ -68,8 +69,17 @@ function duration(parsed: Parsed, name: string): number | undefined {
   const text = parsed.options.get(name);
   if (text === undefined) return undefined;
   const ms = parseDuration(text);
-  if (ms === undefined) throw new UsageError(`${name} takes a whole number and a unit (s, m, h or d), e.g. 90d; got "${text}"`);
+  if (ms === undefined) throw new UsageError(`${name} takes a whole number and a unit (s, m, h or d) up to 36500d, e.g. 90d; got "${text}"`);
+  if (name === '--expires-in' && ms === 0) throw new UsageError('--expires-in must be longer than 0s: the key would be expired already');
   return ms;
+}
+
+const MAX_LABEL_LENGTH = 100;
+
+function label(parsed: Parsed): string | null {
+  const name = parsed.options.get('--name');
+  if (name !== undefined && name.length > MAX_LABEL_LENGTH) throw new UsageError(`--name must be at most ${MAX_LABEL_LENGTH} characters`);
+  return name ?? null;
 }
 
 function keyView(key: ApiKeyRow) {
@@ -111,10 +121,10 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
     },
   },
   'key create': {
-    check: (p) => (allowOnly(p, ['--account', '--name', '--expires-in'], 0), required(p, '--account'), duration(p, '--expires-in'), undefined),
+    check: (p) => (allowOnly(p, ['--account', '--name', '--expires-in'], 0), required(p, '--account'), label(p), duration(p, '--expires-in'), undefined),
     run: async (p, m) => {
       const { key, apiKey } = await keys.createKey(m, required(p, '--account'), {
-        name: p.options.get('--name') ?? null,
+        name: label(p),
         expiresInMs: duration(p, '--expires-in') ?? null,
       });
       return {

@@ -64,12 +64,15 @@ export function displayPrefixOf(key: string): string {
 
 const DURATION = /^(\d{1,9})([smhd])$/;
 const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+/** A key lives at most a century: longer is a typo, and a date beyond it would not be stored. */
+export const MAX_DURATION_MS = 36_500 * UNIT_MS.d;
 
-/** `30s`, `15m`, `12h`, `90d`: a whole number and a unit. Undefined when the text is not one. */
+/** `30s`, `15m`, `12h`, `90d`: a whole number and a unit, at most 36500d. Undefined when the text is not one. */
 export function parseDuration(text: string): number | undefined {
   const match = DURATION.exec(text);
   if (!match) return undefined;
-  return Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
+  const ms = Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
+  return ms <= MAX_DURATION_MS ? ms : undefined;
 }
 
 export const DEFAULT_ROLL_GRACE_MS = 24 * 3_600_000;
@@ -91,7 +94,8 @@ export type KeyDecision =
 /** Contract section 5: unknown, revoked and expired keys are invalid (401); a disabled account is 403. */
 export function decideKey(record: KeyRecord | null, now: number): KeyDecision {
   if (!record) return { kind: 'invalid' };
-  if (record.revokedAt !== null && record.revokedAt <= now) return { kind: 'invalid' };
+  // Revocation is always immediate; comparing its time with this clock would let a clock behind the database's accept a revoked key.
+  if (record.revokedAt !== null) return { kind: 'invalid' };
   if (record.expiresAt !== null && record.expiresAt <= now) return { kind: 'invalid' };
   if (!record.apiAccessEnabled) return { kind: 'access-disabled' };
   return { kind: 'authenticated', accountId: record.accountId, apiKeyId: record.keyId };

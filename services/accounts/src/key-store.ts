@@ -104,6 +104,15 @@ export class ApiKeyStore {
     return loading;
   }
 
+  /** What the caches (in-process, then Redis) know of the key, without reading Postgres; undefined when neither knows it. */
+  async lookupCached(keyHash: Buffer, now = Date.now()): Promise<KeyRecord | null | undefined> {
+    const hex = keyHash.toString('hex');
+    const cached = this.local.get(hex);
+    if (cached && cached.until > now) return cached.record;
+    if (this.generation === undefined) return undefined;
+    return this.readRedis(hex, this.generation);
+  }
+
   private async load(keyHash: Buffer, hex: string): Promise<KeyRecord | null> {
     if (this.generation === undefined) await this.refreshGeneration();
     // Captured before reading Postgres: a change committed meanwhile bumps past it, so what is

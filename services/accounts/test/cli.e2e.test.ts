@@ -265,7 +265,7 @@ describe('every command, with --json and without', () => {
 });
 
 describe('the admin CLI refuses bad calls: non-zero exit, one line on stderr, nothing changed', () => {
-  it('a bad command, missing arguments, a bad duration, unknown ids, and rolling a revoked key', async () => {
+  it('a bad command, missing or swallowed arguments, bad or out-of-range durations, an over-long label, unknown ids, and rolling a revoked key', async () => {
     const untouched = await stack.createAccountWithKey('Untouched');
     const revoked = await stack.createAccountWithKey('Already revoked');
     await revokeKey(stack.management, revoked.apiKeyId);
@@ -277,6 +277,10 @@ describe('the admin CLI refuses bad calls: non-zero exit, one line on stderr, no
       ['key', 'revoke', unknown, '--json'],
       ['account', 'disable-api', unknown, '--json'],
       ['key', 'roll', revoked.apiKeyId, '--json'],
+      ['account', 'create', '--name', '--json'],
+      ['key', 'create', '--account', untouched.accountId, '--expires-in', '99999999d', '--json'],
+      ['key', 'create', '--account', untouched.accountId, '--expires-in', '0s', '--json'],
+      ['key', 'create', '--account', untouched.accountId, '--name', 'x'.repeat(101), '--json'],
     ];
     const before = await snapshot();
     const results = await Promise.all(calls.map((args) => cli(...args)));

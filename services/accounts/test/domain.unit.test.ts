@@ -159,11 +159,12 @@ describe('parseDuration', () => {
     ['24h', DEFAULT_ROLL_GRACE_MS],
     ['90d', 90 * 86_400_000],
     ['1d', 86_400_000],
+    ['36500d', 36_500 * 86_400_000],
   ])('%s is %i ms', (text, ms) => {
     expect(parseDuration(text)).toBe(ms);
   });
 
-  it.each(['5x', '', 's', '30', '30S', '1.5h', '-1s', '+1s', ' 30s', '30s ', '30 s', '1h30m', '90days', 'd90', '1e3s'])('%j is not a duration', (text) => {
+  it.each(['5x', '', 's', '30', '30S', '1.5h', '-1s', '+1s', ' 30s', '30s ', '30 s', '1h30m', '90days', 'd90', '1e3s', '36501d', '99999999d'])('%j is not a duration', (text) => {
     expect(parseDuration(text)).toBeUndefined();
   });
 
@@ -180,6 +181,8 @@ describe('decideKey', () => {
     ['an unknown key', null, { kind: 'invalid' }],
     ['a revoked key', { ...live, revokedAt: now - 1 }, { kind: 'invalid' }],
     ['a key revoked exactly now', { ...live, revokedAt: now }, { kind: 'invalid' }],
+    // The revocation time comes from the database's clock; a gateway clock behind it must not revive the key.
+    ['a key revoked "in the future" of a gateway whose clock is behind', { ...live, revokedAt: now + 60_000 }, { kind: 'invalid' }],
     ['an expired key', { ...live, expiresAt: now - 1 }, { kind: 'invalid' }],
     ['a key expiring exactly now', { ...live, expiresAt: now }, { kind: 'invalid' }],
     ['a revoked key of a disabled account', { ...live, revokedAt: now - 1, apiAccessEnabled: false }, { kind: 'invalid' }],
