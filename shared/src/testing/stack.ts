@@ -65,8 +65,16 @@ export async function startStack(options: StackOptions = {}): Promise<TestStack>
     REDIS_KEY_PREFIX: `test:${randomBytes(4).toString('hex')}:`,
     ...options.env,
   });
-  await migrateAll(database.url);
-  const running = await launchStack(config, { freePorts: true });
+  let running: RunningStack;
+  try {
+    await migrateAll(database.url);
+    running = await launchStack(config, { freePorts: true });
+  } catch (error) {
+    // A stack that could not start leaves no database behind.
+    await redisProxy?.cut();
+    await database.drop();
+    throw error;
+  }
   const management: KeyManagement = { db: running.keys.db, config, keyStore: running.keys.keyStore };
 
   const post = async (body: string, headers: Record<string, string>, url = running.gateway.url): Promise<HttpResult> => {
