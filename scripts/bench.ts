@@ -82,6 +82,36 @@ const unauthenticated = await timeEach(1_000, () =>
 );
 report('gateway Variant A (no key)', unauthenticated);
 
+// Orders: writes, and keyset paging, whose page N should cost what page 1 costs.
+const ORDER_COUNT = 2_000;
+let submitted = 0;
+const submitTimes: number[] = [];
+await Promise.all(
+  Array.from({ length: 8 }, async () => {
+    while (submitted < ORDER_COUNT) {
+      submitted += 1;
+      const started = process.hrtime.bigint();
+      await graphql('mutation ($input: SubmitOrderInput!) { submitOrder(input: $input) { orderSubmission { id } error { code } } }', {
+        input: { symbol: 'AAPL', side: 'BUY', type: 'LIMIT', quantity: '10', limitPrice: '187.25' },
+      });
+      submitTimes.push(Number(process.hrtime.bigint() - started) / 1e6);
+    }
+  }),
+);
+report('submitOrder (8 concurrent clients)', submitTimes.sort((a, b) => a - b));
+
+const pageQuery = 'query ($after: String) { listOrderSubmissions(first: 50, after: $after) { nodes { id status quantity } pageInfo { endCursor } } }';
+let cursor: string | undefined;
+for (let page = 0; page < 39; page += 1) {
+  const body = (await graphql(pageQuery, { after: cursor })) as { data: { listOrderSubmissions: { pageInfo: { endCursor: string } } } };
+  cursor = body.data.listOrderSubmissions.pageInfo.endCursor;
+}
+const firstPage = await timeEach(300, () => graphql(pageQuery));
+const fortiethPage = await timeEach(300, () => graphql(pageQuery, { after: cursor }));
+report('listOrderSubmissions(first: 50), page 1', firstPage);
+report('listOrderSubmissions(first: 50), page 40', fortiethPage);
+console.log(`  ratio: page 40 costs ${(percentile(fortiethPage, 50) / percentile(firstPage, 50)).toFixed(2)}× page 1\n`);
+
 const concurrency = 16;
 const perWorker = 250;
 const rssBefore = process.memoryUsage().rss;
