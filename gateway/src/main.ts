@@ -7,6 +7,10 @@ import { openKeyStore } from '../../services/accounts/src/key-store.ts';
 import { startGateway } from './server.ts';
 
 const config = loadConfigOrExit();
+if (!config.assertionPrivateKey) {
+  process.stderr.write('the gateway signs assertions: set ASSERTION_PRIVATE_KEY\n');
+  process.exit(1);
+}
 const logger = createLogger('gateway', config.logLevel);
 const keys = openKeyStore(config, logger, { listen: true });
 const gateway = await startGateway({
