@@ -72,7 +72,14 @@ export async function runServiceProcess<DB, Context extends BaseContext>(
   definition: ServiceDefinition<DB, Context>,
   config: Config,
 ): Promise<void> {
-  const server = await runService(definition, { config });
+  let server: RunningServer;
+  try {
+    server = await runService(definition, { config });
+  } catch (error) {
+    // A missing setting or a taken port is one line for the operator, not a stack trace.
+    process.stderr.write(`${definition.name} cannot start: ${(error as Error).message}\n`);
+    process.exit(1);
+  }
   const stop = async () => {
     await server.close();
     process.exit(0);
