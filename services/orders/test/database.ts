@@ -1,4 +1,4 @@
-import { inject } from 'vitest';
+import { afterAll, inject } from 'vitest';
 import { createDatabase } from '@ots/shared/db';
 import { newId } from '@ots/shared/ids';
 import { migrateService } from '@ots/shared/service';
@@ -25,6 +25,16 @@ export async function openOrdersDatabase(): Promise<OrdersTestDatabase> {
       await database.drop();
     },
   };
+}
+
+/**
+ * The calling test file's own orders database, open while its tests are collected and closed after
+ * the last of them. Await it at the top level of the file.
+ */
+export async function useOrdersDatabase(): Promise<OrdersTestDatabase> {
+  const database = await openOrdersDatabase();
+  afterAll(() => database.close());
+  return database;
 }
 
 /** A made-up account id: the orders schema keeps no account table, it only scopes by the id. */

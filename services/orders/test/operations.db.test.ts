@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Decimal } from '@ots/shared/decimal';
 import { newId } from '@ots/shared/ids';
@@ -11,25 +11,16 @@ import {
   submitOrder,
   type FillRequest,
 } from '../src/operations.ts';
-import { findOrder, markCancelled, stampWrite, type OrderRow, type OrdersDb } from '../src/repository.ts';
+import { findOrder, markCancelled, stampWrite, type OrderRow } from '../src/repository.ts';
 import type { StrategyLookup } from '../src/strategy-lookup.ts';
-import { openOrdersDatabase, someAccount, type OrdersTestDatabase } from './database.ts';
+import { someAccount, useOrdersDatabase } from './database.ts';
 
 /**
  * The use cases against a real Postgres, without a server: concurrency, locking and the write
  * clock are properties of the SQL, so they are tested where they can be forced.
  */
 
-let database: OrdersTestDatabase;
-let db: OrdersDb;
-
-beforeAll(async () => {
-  database = await openOrdersDatabase();
-  db = database.db;
-});
-afterAll(async () => {
-  await database.close();
-});
+const { db } = await useOrdersDatabase();
 
 const d = (value: string) => new Decimal(value);
 

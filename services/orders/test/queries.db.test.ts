@@ -1,32 +1,24 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Kysely, PostgresDialect, type CompiledQuery, type KyselyPlugin } from 'kysely';
-import pg from 'pg';
+import type { KyselyPlugin } from 'kysely';
 import { loadConfig } from '@ots/shared/config';
 import { Decimal } from '@ots/shared/decimal';
 import { newId } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
+import { expectAccountIndexesOnly, openPlanExplainer, type PlanExplainer } from '@ots/shared/testing/plans';
 import type { OrderFilter, OrderSubmissionOrder } from '../src/listing.ts';
 import { submitOrder } from '../src/operations.ts';
 import * as repository from '../src/repository.ts';
 import type { OrderRow, OrdersDatabase, OrdersDb } from '../src/repository.ts';
 import { ordersService } from '../src/service.ts';
-import { openOrdersDatabase, type OrdersTestDatabase } from './database.ts';
+import { useOrdersDatabase } from './database.ts';
 
 /**
  * What the SQL costs: the plans of every listing (no sequential scan, only indexes that lead with
  * the account) and the number of queries the per-request loaders issue.
  */
 
-let database: OrdersTestDatabase;
-let db: OrdersDb;
-
-beforeAll(async () => {
-  database = await openOrdersDatabase();
-  db = database.db;
-});
-afterAll(async () => {
-  await database.close();
-});
+const database = await useOrdersDatabase();
+const { db } = database;
 
 const log = createLogger('orders-test', 'silent');
 
@@ -104,26 +96,15 @@ describe('per-request loaders', () => {
   });
 });
 
-type PlanNode = { 'Node Type': string; 'Index Name'?: string; 'Relation Name'?: string; Plans?: PlanNode[] };
-
-function planNodes(node: PlanNode): PlanNode[] {
-  return [node, ...(node.Plans ?? []).flatMap(planNodes)];
-}
-
 describe('query plans on a table of many accounts', () => {
   const accountId = '00000000-0000-4000-8000-000000000007';
   const strategyId = '00000000-0000-4000-8000-000000000703';
-  let explainer: Kysely<OrdersDatabase>;
-  let pool: pg.Pool;
-  let captured: CompiledQuery[] = [];
+  let explainer: PlanExplainer<OrdersDatabase>;
 
   beforeAll(async () => {
-    // A pool without the services' 5 s statement timeout: the bulk insert below may take longer on a busy machine.
-    pool = new pg.Pool({ connectionString: database.url, max: 2 });
-    // pool.end() resolves before its clients have closed; the forced drop may then cut them off.
-    pool.on('error', () => undefined);
+    explainer = openPlanExplainer<OrdersDatabase>(database.url, 'orders');
     // 60,000 orders of 300 accounts, 5 strategies and 20 symbols each, a third of them cancelled.
-    await pool.query(`
+    await explainer.pool.query(`
       insert into orders.order_submissions
         (id, account_id, client_order_id, strategy_id, symbol, side, type, time_in_force, quantity,
          status, submitted_at, updated_at, cancelled_at)
@@ -141,45 +122,11 @@ describe('query plans on a table of many accounts', () => {
         case when g % 3 = 0 then timestamptz '2026-01-01' + g * interval '1 second' end
       from generate_series(1, 60000) as g
     `);
-    await pool.query('analyze orders.order_submissions');
-    // A handle of its own that records the statements the repository sends, to explain them as sent.
-    explainer = new Kysely<OrdersDatabase>({
-      dialect: new PostgresDialect({ pool }),
-      log: (event) => {
-        if (event.level === 'query') captured.push(event.query);
-      },
-    }).withSchema('orders');
+    await explainer.pool.query('analyze orders.order_submissions');
   });
   afterAll(async () => {
-    await explainer.destroy();
+    await explainer.close();
   });
-
-  async function plansOf(run: (handle: OrdersDb) => Promise<unknown>): Promise<PlanNode[]> {
-    captured = [];
-    await run(explainer);
-    expect(captured).toHaveLength(1);
-    const query = captured[0]!;
-    const client = await pool.connect();
-    try {
-      await client.query('set enable_seqscan = on');
-      const result = await client.query(`explain (format json) ${query.sql}`, [...query.parameters]);
-      const plan = (result.rows[0] as { 'QUERY PLAN': [{ Plan: PlanNode }] })['QUERY PLAN'][0].Plan;
-      if (process.env.SHOW_PLANS) console.log(JSON.stringify(plan, ['Node Type', 'Index Name', 'Relation Name', 'Index Cond', 'Filter', 'Plans'], 1));
-      return planNodes(plan);
-    } finally {
-      client.release();
-    }
-  }
-
-  /** Every access to the table goes through an index, and every index used leads with account_id. */
-  function expectAccountIndexesOnly(nodes: PlanNode[]) {
-    const tableAccess = nodes.filter((node) => node['Relation Name'] === 'order_submissions').map((node) => node['Node Type']);
-    expect(tableAccess.length).toBeGreaterThan(0);
-    for (const access of tableAccess) expect(['Index Scan', 'Index Only Scan', 'Bitmap Heap Scan']).toContain(access);
-    const indexes = nodes.flatMap((node) => (node['Index Name'] ? [node['Index Name']] : []));
-    expect(indexes.length).toBeGreaterThan(0);
-    for (const index of indexes) expect(index).toMatch(/^order_submissions_account_/);
-  }
 
   const filters: [string, OrderFilter][] = [
     ['no filter', {}],
@@ -207,14 +154,14 @@ describe('query plans on a table of many accounts', () => {
     it.each(filters)(`listOrderSubmissions ${orderBy} by %s reads only the account's index entries`, async (_name, filter) => {
       const after = { at: new Date('2026-01-01T10:00:00Z'), id: '00000000-0000-4000-8000-000000000000' };
       for (const page of [{ filter, orderBy, after: undefined, limit: 51 }, { filter, orderBy, after, limit: 51 }]) {
-        expectAccountIndexesOnly(await plansOf((handle) => repository.listOrders(handle, accountId, page)));
+        expectAccountIndexesOnly(await explainer.plansOf((handle) => repository.listOrders(handle, accountId, page)), 'order_submissions');
       }
     });
   }
 
   it('Strategy.orderSubmissions for a batch of strategies uses the account-and-strategy index', async () => {
     const strategies = [0, 1, 2, 3, 4].map((i) => `00000000-0000-4000-8000-0000000007${String(i).padStart(2, '0')}`);
-    const nodes = await plansOf((handle) =>
+    const nodes = await explainer.plansOf((handle) =>
       repository.listOrdersOfStrategies(handle, accountId, strategies, { filter: {}, orderBy: 'SUBMITTED_AT_DESC', after: undefined, limit: 51 }),
     );
     expect(nodes.map((node) => node['Node Type'])).not.toContain('Seq Scan');
@@ -224,8 +171,8 @@ describe('query plans on a table of many accounts', () => {
   });
 
   it('look-ups by id and clientOrderId use an index, never a scan', async () => {
-    const byIds = await plansOf((handle) => repository.findOrders(handle, accountId, [newId(), newId()]));
-    const byClientId = await plansOf((handle) => repository.findOrderByClientOrderId(handle, accountId, 'c-307'));
+    const byIds = await explainer.plansOf((handle) => repository.findOrders(handle, accountId, [newId(), newId()]));
+    const byClientId = await explainer.plansOf((handle) => repository.findOrderByClientOrderId(handle, accountId, 'c-307'));
     for (const nodes of [byIds, byClientId]) {
       expect(nodes.map((node) => node['Node Type'])).not.toContain('Seq Scan');
       expect(nodes.some((node) => node['Index Name'])).toBe(true);

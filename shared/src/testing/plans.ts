@@ -1,0 +1,81 @@
+import { Kysely, PostgresDialect, type CompiledQuery } from 'kysely';
+import pg from 'pg';
+import { expect } from 'vitest';
+
+/**
+ * Query-plan tests: what a repository function costs on a table of many accounts. The statements it
+ * sends are recorded and explained exactly as sent, so the plans are those of the SQL that runs,
+ * parameters included, not of a hand-written copy. SHOW_PLANS=1 prints them.
+ */
+
+/** One node of an `EXPLAIN (FORMAT JSON)` plan: the fields the assertions read. */
+export type PlanNode = { 'Node Type': string; 'Index Name'?: string; 'Relation Name'?: string; Plans?: PlanNode[] };
+
+/** The tree as a list, root first: an access to the table may sit at any depth of the plan. */
+function planNodes(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(planNodes)];
+}
+
+export interface PlanExplainer<DB> {
+  /** For seeding the table: without the services' 5 s statement timeout, which a bulk insert may exceed on a busy machine. */
+  pool: pg.Pool;
+  /** A handle on the schema that records every statement sent through it. */
+  db: Kysely<DB>;
+  /** Runs `run` on `db`, expects it to send exactly one statement, and returns the nodes of that statement's plan. */
+  plansOf(run: (db: Kysely<DB>) => Promise<unknown>): Promise<PlanNode[]>;
+  /** Ends the pool. */
+  close(): Promise<void>;
+}
+
+/** A pool of its own on the test database at `url`, and a recording handle on `schema` over it. */
+export function openPlanExplainer<DB>(url: string, schema: string): PlanExplainer<DB> {
+  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  // pool.end() resolves before its clients have closed; the forced drop may then cut them off.
+  pool.on('error', () => undefined);
+  let captured: CompiledQuery[] = [];
+  const db = new Kysely<DB>({
+    dialect: new PostgresDialect({ pool }),
+    log: (event) => {
+      if (event.level === 'query') captured.push(event.query);
+    },
+  }).withSchema(schema);
+
+  return {
+    pool,
+    db,
+    async plansOf(run) {
+      captured = [];
+      await run(db);
+      expect(captured).toHaveLength(1);
+      const query = captured[0]!;
+      const client = await pool.connect();
+      try {
+        // An index in the plan proves something only if the planner was free to scan the table instead.
+        await client.query('set enable_seqscan = on');
+        const result = await client.query(`explain (format json) ${query.sql}`, [...query.parameters]);
+        const plan = (result.rows[0] as { 'QUERY PLAN': [{ Plan: PlanNode }] })['QUERY PLAN'][0].Plan;
+        if (process.env.SHOW_PLANS) console.log(JSON.stringify(plan, ['Node Type', 'Index Name', 'Relation Name', 'Index Cond', 'Filter', 'Plans'], 1));
+        return planNodes(plan);
+      } finally {
+        client.release();
+      }
+    },
+    close: () => db.destroy(),
+  };
+}
+
+/**
+ * Asserts that every access to `table` goes through an index and that every index in the plan is
+ * one of the table's account indexes (`<table>_account_…`, which lead with account_id): the query
+ * then reads only the caller's entries, however many accounts the table holds. Returns the indexes
+ * used, for tests that also expect a particular one.
+ */
+export function expectAccountIndexesOnly(nodes: PlanNode[], table: string): string[] {
+  const tableAccess = nodes.filter((node) => node['Relation Name'] === table).map((node) => node['Node Type']);
+  expect(tableAccess.length).toBeGreaterThan(0);
+  for (const access of tableAccess) expect(['Index Scan', 'Index Only Scan', 'Bitmap Heap Scan']).toContain(access);
+  const indexes = nodes.flatMap((node) => (node['Index Name'] ? [node['Index Name']] : []));
+  expect(indexes.length).toBeGreaterThan(0);
+  for (const index of indexes) expect(index).toMatch(new RegExp(`^${table}_account_`));
+  return indexes;
+}
