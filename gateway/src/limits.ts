@@ -9,7 +9,6 @@ import {
   type FieldNode,
   type FragmentDefinitionNode,
   type GraphQLField,
-  type GraphQLSchema,
   type GraphQLType,
   type SelectionSetNode,
   type ValidationContext,
@@ -116,7 +115,7 @@ function pageArgument(field: FieldNode, definition: GraphQLField<unknown, unknow
   return given.value.kind === Kind.INT ? Math.min(Number(given.value.value), MAX_PAGE) : MAX_PAGE;
 }
 
-function fieldDefinition(schema: GraphQLSchema, parent: GraphQLType, name: string): GraphQLField<unknown, unknown> | undefined {
+function fieldDefinition(parent: GraphQLType, name: string): GraphQLField<unknown, unknown> | undefined {
   const named = getNamedType(parent);
   if (isObjectType(named) || isInterfaceType(named)) return named.getFields()[name];
   return undefined;
@@ -139,7 +138,7 @@ export function costLimit(maxCost: number): ValidationRule {
       for (const { field, typeCondition, fragmentPath } of fieldsOf(selectionSet, fragments, path)) {
         if (isIntrospection(field)) continue;
         const owner = typeCondition ? (schema.getType(typeCondition) ?? parent) : parent;
-        const definition = fieldDefinition(schema, owner, field.name.value);
+        const definition = fieldDefinition(owner, field.name.value);
         if (!definition) continue;
         const type = getNullableType(definition.type);
         if (!isCompositeType(getNamedType(type))) continue;
