@@ -1,7 +1,6 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 export const LIVE_PREFIX = 'svc_live_';
-export const SANDBOX_PREFIX = 'svc_sandbox_';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 /** 32 base62 characters carry 190.5 bits (contract: at least 190). */
