@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { loadConfigOrExit } from '@ots/shared/config';
 import { ensureDevDatabase, type DevDatabase } from '@ots/shared/dev-database';
 import { createLogger } from '@ots/shared/logger';
+import { stopOnSignals } from '@ots/shared/service';
 import { decideKey, hashApiKey } from '../services/accounts/src/domain.ts';
 import { createAccount, createKey } from '../services/accounts/src/key-management.ts';
 import { hasAnyAccount } from '../services/accounts/src/repository.ts';
@@ -73,14 +74,8 @@ if (key) {
   console.log('Create a key with: npm run admin -- account create --name NAME, then npm run admin -- key create --account ACCOUNT_ID\n');
 }
 
-let stopping = false;
-const stop = async () => {
-  if (stopping) return;
-  stopping = true;
+stopOnSignals(async () => {
   logger.info('draining in-flight requests and stopping');
   await stack.close();
   await devDatabase?.stop();
-  process.exit(0);
-};
-process.once('SIGTERM', () => void stop());
-process.once('SIGINT', () => void stop());
+});

@@ -59,10 +59,14 @@ export function errorPathsPlugin(owners: Map<string, string>): ApolloServerPlugi
           const lostToOutage = rootFields
             .filter(({ key, name }) => unavailable.has(owners.get(`${rootType}.${name}`) ?? '') && (data?.[key] === null || data?.[key] === undefined))
             .map(({ key }) => key);
+          // A nested field of the service that failed (e.g. a strategy's orderSubmissions) nulls the root
+          // field above it; the error names that root field.
+          const nullRoots = data ? rootFields.filter(({ key }) => data[key] === null).map(({ key }) => key) : [];
+          const outageTargets = lostToOutage.length > 0 ? lostToOutage : nullRoots;
           result.errors = result.errors.flatMap((error) => {
             if (error.path) return [error];
-            const outage = error.extensions?.code === 'SERVICE_UNAVAILABLE' && lostToOutage.length > 0;
-            return (outage ? lostToOutage : [rootFields[0]!.key]).map((key) => ({ ...error, path: [key] }));
+            const outage = error.extensions?.code === 'SERVICE_UNAVAILABLE' && outageTargets.length > 0;
+            return (outage ? outageTargets : [rootFields[0]!.key]).map((key) => ({ ...error, path: [key] }));
           });
         },
       };

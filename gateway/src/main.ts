@@ -2,6 +2,7 @@ import { isDatabaseReachable } from '@ots/shared/db';
 import { loadConfigOrExit } from '@ots/shared/config';
 import { createLogger } from '@ots/shared/logger';
 import { isRedisReachable } from '@ots/shared/redis';
+import { stopOnSignals } from '@ots/shared/service';
 import type { Kysely } from 'kysely';
 import { openKeyStore } from '../../services/accounts/src/key-store.ts';
 import { startGateway } from './server.ts';
@@ -21,10 +22,7 @@ const gateway = await startGateway({
   isReady: async () => (await isDatabaseReachable(keys.db as Kysely<unknown>)) && (await isRedisReachable(keys.redis)),
 });
 
-const stop = async () => {
+stopOnSignals(async () => {
   await gateway.close();
   await keys.close();
-  process.exit(0);
-};
-process.once('SIGTERM', () => void stop());
-process.once('SIGINT', () => void stop());
+});

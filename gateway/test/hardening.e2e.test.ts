@@ -108,6 +108,26 @@ describe('Variant A corners', () => {
   });
 });
 
+describe('an outage below a root field', () => {
+  it("orders down: a strategy's orderSubmissions cannot be null, so the strategy is, and the error names it", async () => {
+    const { apiKey: owner } = await stack.createAccountWithKey('Outage below the root');
+    const created = await stack.graphql(owner, 'mutation { createStrategy(input: { name: "Momentum" }) { strategy { id } } }');
+    const strategyId = created.body.data.createStrategy.strategy.id;
+    await stack.stopService('orders');
+    try {
+      const result = await stack.graphql(owner, `{ viewer { account { id } } strategy(id: "${strategyId}") { name orderSubmissions { nodes { id } } } }`);
+      expect(result.body.data.viewer.account.id).toBeTruthy();
+      expect(result.body.data.strategy).toBeNull();
+      expect(result.body.errors.map((error: { path: string[]; extensions: { code: string } }) => [error.path, error.extensions.code])).toEqual([
+        [['strategy'], 'SERVICE_UNAVAILABLE'],
+      ]);
+    } finally {
+      await stack.startService('orders');
+    }
+  });
+});
+
+// Last: it leaves this address over its failure limit, so keys new to the caches get 429 afterwards.
 describe('failed authentications per client address', () => {
   it('an address over its limit gets 429 for new guesses, while a key the caches know still works from it', async () => {
     const { apiKey: known } = await stack.createAccountWithKey('Shares an address');

