@@ -43,13 +43,6 @@ export class RateLimiter {
     };
   }
 
-  /** Only looks: used to refuse an address that has already failed too often, before any look-up. */
-  isExhausted(key: string, now = Date.now()): boolean {
-    const bucket = this.buckets.get(key);
-    if (!bucket) return false;
-    return Math.min(this.burst, bucket.tokens + ((now - bucket.at) / 1000) * this.perSecond) < 1;
-  }
-
   /** IETF httpapi-ratelimit-headers: `RateLimit-Policy` names the quota, `RateLimit` the state. */
   headers(state: { remaining: number; resetSeconds: number }): Record<string, string> {
     const window = Math.ceil(this.burst / this.perSecond);

@@ -23,6 +23,8 @@ export interface Limits {
   rateLimitBurst: number;
   failedAuthPerSecond: number;
   failedAuthBurst: number;
+  /** Key look-ups that miss the caches and read Postgres at once, per gateway instance. */
+  keyLookupConcurrency: number;
   gatewayTimeoutMs: number;
   subgraphTimeoutMs: number;
 }
@@ -231,6 +233,8 @@ const environmentSchema = z.object({
   RATE_LIMIT_BURST: positive(100),
   FAILED_AUTH_PER_SECOND: positive(5),
   FAILED_AUTH_BURST: positive(30),
+  // The gateway's key store has a pool of 10 connections; more would queue in the pool, out of turn.
+  KEY_LOOKUP_CONCURRENCY: wholeNumber(4, 1, 10, 'a whole number'),
   GATEWAY_TIMEOUT_MS: milliseconds(10_000),
   SUBGRAPH_TIMEOUT_MS: milliseconds(5_000),
   FILL_SWEEP_INTERVAL_MS: milliseconds(5_000),
@@ -315,6 +319,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       rateLimitBurst: e.RATE_LIMIT_BURST,
       failedAuthPerSecond: e.FAILED_AUTH_PER_SECOND,
       failedAuthBurst: e.FAILED_AUTH_BURST,
+      keyLookupConcurrency: e.KEY_LOOKUP_CONCURRENCY,
       gatewayTimeoutMs: e.GATEWAY_TIMEOUT_MS,
       subgraphTimeoutMs: e.SUBGRAPH_TIMEOUT_MS,
     },

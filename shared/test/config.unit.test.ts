@@ -28,6 +28,7 @@ describe('configuration', () => {
       rateLimitBurst: 100,
       failedAuthPerSecond: 5,
       failedAuthBurst: 30,
+      keyLookupConcurrency: 4,
       gatewayTimeoutMs: 10_000,
       subgraphTimeoutMs: 5_000,
     });
