@@ -16,6 +16,8 @@ export interface DemoKeyOptions {
   keep: boolean;
   /** Production never gets a demo key. */
   production: boolean;
+  /** Whether stdout is a terminal. When it is not (a log file, a collector), a key kept in `file` is not printed. */
+  terminal: boolean;
   file?: string;
 }
 
@@ -34,7 +36,8 @@ function keep(file: string, apiKey: string): void {
  * What `npm start` says about the demo key. A first run on an empty development database creates a
  * demo account and key and prints the key, this once, to the terminal (never to a log line). Later
  * runs never print it: for the embedded database they name the owner-only file that keeps it, with a
- * curl line that reads it from there. Production never gets a demo key.
+ * curl line that reads it from there; so does a first run whose output is not a terminal. Production
+ * never gets a demo key.
  */
 export async function demoKeyNotice(options: DemoKeyOptions): Promise<string> {
   const { management, endpoint } = options;
@@ -43,10 +46,15 @@ export async function demoKeyNotice(options: DemoKeyOptions): Promise<string> {
   const createYourOwn = 'Create a key with: npm run admin -- account create --name NAME, then npm run admin -- key create --account ACCOUNT_ID\n';
   if (options.production) return createYourOwn;
 
+  const fromFile = (why: string) =>
+    `Demo API key: kept in ${shownFile}, readable only by you (${why})\n\nTry it:\n${curl(endpoint, `"X-API-Key: $(cat ${shownFile})"`)}\n`;
+
   if (!(await hasAnyAccount(management.db))) {
     const account = await createAccount(management, 'Demo account');
     const { apiKey } = await createKey(management, account.id, { name: 'demo' });
     if (options.keep) keep(file, apiKey);
+    if (options.keep && !options.terminal) return fromFile('not printed: the output is not a terminal');
+    // Without a file to keep it in, the key is printed even to a non-terminal: it would be lost otherwise.
     const where = options.keep ? `It is kept in ${shownFile}, readable only by you` : 'It is not kept anywhere: copy it now';
     return `Demo API key: ${apiKey}\n(shown on this first run only. ${where}.)\n\nTry it:\n${curl(endpoint, `'X-API-Key: ${apiKey}'`)}\n`;
   }
@@ -56,9 +64,7 @@ export async function demoKeyNotice(options: DemoKeyOptions): Promise<string> {
     chmodSync(file, 0o600);
     const kept = readFileSync(file, 'utf8').trim();
     const record = await management.keyStore.lookup(hashApiKey(management.config.apiKeyHmacSecret, kept));
-    if (decideKey(record, Date.now()).kind === 'authenticated') {
-      return `Demo API key: kept in ${shownFile}, readable only by you (printed on the first run only)\n\nTry it:\n${curl(endpoint, `"X-API-Key: $(cat ${shownFile})"`)}\n`;
-    }
+    if (decideKey(record, Date.now()).kind === 'authenticated') return fromFile('printed on the first run only');
   }
   return createYourOwn;
 }

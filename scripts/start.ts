@@ -38,7 +38,9 @@ try {
 const endpoint = stack.gateway.url;
 console.log(`\nOrder Trading GraphQL Service is running at ${endpoint}`);
 const management = { db: stack.keys.db, config, keyStore: stack.keys.keyStore };
-console.log(await demoKeyNotice({ management, endpoint, keep: devDatabase !== undefined, production: config.production }));
+console.log(
+  await demoKeyNotice({ management, endpoint, keep: devDatabase !== undefined, production: config.production, terminal: process.stdout.isTTY === true }),
+);
 
 stopOnSignals(async () => {
   logger.info('draining in-flight requests and stopping');

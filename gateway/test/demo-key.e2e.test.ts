@@ -13,7 +13,7 @@ let file: string;
 async function fresh(): Promise<DemoKeyOptions> {
   await stack?.close();
   stack = await startStack();
-  return { management: stack.management, endpoint: stack.gatewayUrl, keep: true, production: false, file };
+  return { management: stack.management, endpoint: stack.gatewayUrl, keep: true, production: false, terminal: true, file };
 }
 
 const keyIn = (text: string) => /svc_live_\w+/.exec(text)?.[0];
@@ -53,6 +53,17 @@ describe('the demo key', () => {
     writeFileSync(file, 'svc_live_stale\n', { mode: 0o644 });
     const apiKey = keyIn(await demoKeyNotice(options))!;
     expect(readFileSync(file, 'utf8')).toBe(`${apiKey}\n`);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+  });
+
+  it('embedded database, output not a terminal (a log file): not printed even on the first run, only kept and named', async () => {
+    const options = { ...(await fresh()), terminal: false };
+    const first = await demoKeyNotice(options);
+    expect(keyIn(first)).toBeUndefined();
+    expect(first).toContain('readable only by you (not printed: the output is not a terminal)');
+    expect(first).toMatch(/-H "X-API-Key: \$\(cat \S*demo-api-key\)"/);
+    const apiKey = readFileSync(file, 'utf8').trim();
+    expect(await viewer(apiKey)).toEqual({ data: { viewer: { account: { name: 'Demo account' } } } });
     expect(statSync(file).mode & 0o777).toBe(0o600);
   });
 
