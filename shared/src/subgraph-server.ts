@@ -12,6 +12,7 @@ import { ASSERTION_HEADER, AssertionVerifier, type CallerIdentity } from './asse
 import type { Config } from './config.ts';
 import { CLIENT_SAFE_CODES, MASKED_MESSAGE } from './errors.ts';
 import type { Logger } from './logger.ts';
+import { refuseControlCharacters } from './string-inputs.ts';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 
@@ -150,7 +151,7 @@ export async function startSubgraphServer<Context extends BaseContext>(options: 
   const { config, logger } = options;
   const app = createHttpApp(config, logger, { adoptRequestId: true });
   const apollo = new ApolloServer<Context>({
-    schema: buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers as GraphQLResolverMap<unknown> }]),
+    schema: refuseControlCharacters(buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers as GraphQLResolverMap<unknown> }])),
     formatError: maskErrors(logger),
     includeStacktraceInErrorResponses: false,
     // The process's own signal handler drains and stops every server in order.
