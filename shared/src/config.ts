@@ -80,26 +80,35 @@ const MAX_INTEGER = 2_147_483_647;
 // Every variable is a string or unset; an empty one counts as unset, as in most shells' `VAR= cmd`.
 const unset = (raw: unknown) => (raw === '' ? undefined : raw);
 
-/**
- * A whole number in [min, max]. The message quotes the value: none of these is a secret.
- * `what` names the kind for the message ("a port", "a duration in milliseconds").
- */
-function wholeNumber(fallback: number, min: number, max: number, what: string) {
+/** Reports a problem with the variable being read; the message follows its name. */
+type Problem = (message: string) => typeof z.NEVER;
+
+/** An optional variable, turned into its value by `read`, which calls `problem` when it cannot. */
+function variable<T>(read: (raw: string | undefined, problem: Problem) => T) {
   return z.preprocess(
     unset,
     z
       .string()
       .optional()
-      .transform((raw, context) => {
-        if (raw === undefined) return fallback;
-        const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
-        if (!(value >= min && value <= max)) {
-          context.addIssue({ code: 'custom', message: `must be ${what} from ${min} to ${max}, got "${raw}"` });
+      .transform((raw, context) =>
+        read(raw, (message) => {
+          context.addIssue({ code: 'custom', message });
           return z.NEVER;
-        }
-        return value;
-      }),
+        }),
+      ),
   );
+}
+
+/**
+ * A whole number in [min, max]. The message quotes the value: none of these is a secret.
+ * `what` names the kind for the message ("a port number", "a duration in milliseconds").
+ */
+function wholeNumber(fallback: number, min: number, max: number, what: string) {
+  return variable((raw, problem) => {
+    if (raw === undefined) return fallback;
+    const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+    return value >= min && value <= max ? value : problem(`must be ${what} from ${min} to ${max}, got "${raw}"`);
+  });
 }
 const port = (fallback: number) => wholeNumber(fallback, 1, 65_535, 'a port number');
 const positive = (fallback: number) => wholeNumber(fallback, 1, MAX_INTEGER, 'a whole number');
@@ -108,14 +117,8 @@ const milliseconds = (fallback: number) => wholeNumber(fallback, 1, MAX_TIMER_MS
 /** A URL of one of `protocols`. Not quoted back: a database or Redis URL may hold a password. */
 function url(protocols: readonly string[]) {
   const expected = protocols.map((protocol) => `${protocol}//`).join(' or ');
-  return z.preprocess(
-    unset,
-    z
-      .string()
-      .optional()
-      .refine((raw) => raw === undefined || (URL.canParse(raw) && protocols.includes(new URL(raw).protocol)), {
-        message: `must be a URL starting ${expected}`,
-      }),
+  return variable((raw, problem) =>
+    raw === undefined || (URL.canParse(raw) && protocols.includes(new URL(raw).protocol)) ? raw : problem(`must be a URL starting ${expected}`),
   );
 }
 
@@ -126,45 +129,28 @@ function pem(raw: string): string {
 
 function ed25519Key(kind: 'private' | 'public') {
   const message = kind === 'private' ? 'must be an Ed25519 private key in PKCS#8 PEM' : 'must be an Ed25519 public key in SPKI PEM';
-  return z.preprocess(
-    unset,
-    z
-      .string()
-      .optional()
-      .transform((raw, context) => {
-        if (raw === undefined) return undefined;
-        try {
-          const key = kind === 'private' ? createPrivateKey(pem(raw)) : createPublicKey(pem(raw));
-          if (key.asymmetricKeyType === 'ed25519') return key;
-        } catch {
-          // Reported below without the key material.
-        }
-        context.addIssue({ code: 'custom', message });
-        return z.NEVER;
-      }),
-  );
+  return variable((raw, problem) => {
+    if (raw === undefined) return undefined;
+    try {
+      const key = kind === 'private' ? createPrivateKey(pem(raw)) : createPublicKey(pem(raw));
+      if (key.asymmetricKeyType === 'ed25519') return key;
+    } catch {
+      // Reported below, without the key material.
+    }
+    return problem(message);
+  });
 }
 
-function readableFile() {
-  return z.preprocess(
-    unset,
-    z
-      .string()
-      .optional()
-      .refine(
-        (path) => {
-          if (path === undefined) return true;
-          try {
-            accessSync(path, constants.R_OK);
-            return true;
-          } catch {
-            return false;
-          }
-        },
-        { message: 'must name a file this process can read' },
-      ),
-  );
-}
+const readableFile = () =>
+  variable((path, problem) => {
+    if (path === undefined) return undefined;
+    try {
+      accessSync(path, constants.R_OK);
+      return path;
+    } catch {
+      return problem('must name a file this process can read');
+    }
+  });
 
 const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
 const proxyAddress = z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()]);
@@ -173,25 +159,15 @@ const proxyAddress = z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()]);
  * `false`, or the addresses of the proxies in front. Believing any hop (`true`) or a hop count would
  * let a client write the X-Forwarded-For it is limited by, so neither is accepted.
  */
-const trustProxy = z.preprocess(
-  unset,
-  z
-    .string()
-    .optional()
-    .transform((raw, context): false | string[] => {
-      if (raw === undefined || raw === 'false') return false;
-      const entries = raw.split(',').map((entry) => entry.trim()).filter(Boolean);
-      const bad = entries.filter((entry) => !PROXY_NAMES.has(entry) && !proxyAddress.safeParse(entry).success);
-      if (raw === 'true' || /^\d+$/.test(raw) || entries.length === 0 || bad.length > 0) {
-        context.addIssue({
-          code: 'custom',
-          message: `takes the addresses of the proxies in front: IPs, CIDRs or loopback, uniquelocal, linklocal, comma-separated, got "${raw}"`,
-        });
-        return z.NEVER;
-      }
-      return entries;
-    }),
-);
+const trustProxy = variable((raw, problem): false | string[] => {
+  if (raw === undefined || raw === 'false') return false;
+  const entries = raw.split(',').map((entry) => entry.trim()).filter(Boolean);
+  const bad = entries.filter((entry) => !PROXY_NAMES.has(entry) && !proxyAddress.safeParse(entry).success);
+  if (raw === 'true' || /^\d+$/.test(raw) || entries.length === 0 || bad.length > 0) {
+    return problem(`takes the addresses of the proxies in front: IPs, CIDRs or loopback, uniquelocal, linklocal, comma-separated, got "${raw}"`);
+  }
+  return entries;
+});
 
 /** Every variable of the README's configuration table, with its range; checked together, reported together. */
 const environmentSchema = z.object({

@@ -107,6 +107,9 @@ describe('configuration', () => {
         ASSERTION_PUBLIC_KEY: other.publicKey.export({ format: 'pem', type: 'spki' }).toString(),
       }),
     ).toEqual(['ASSERTION_PUBLIC_KEY is not the public half of ASSERTION_PRIVATE_KEY: subgraphs would refuse every assertion']);
+    // The one-line form of environment files, with literal \n, is the same key.
+    const oneLine = one.privateKey.export({ format: 'pem', type: 'pkcs8' }).toString().replace(/\n/g, '\\n');
+    expect(loadConfig({ ASSERTION_PRIVATE_KEY: oneLine }).assertionPublicKey.equals(one.publicKey)).toBe(true);
     expect(problemsOf({ TLS_CERT_FILE: '/etc/hostname' })).toEqual(['TLS_CERT_FILE and TLS_KEY_FILE go together: set both or neither']);
     expect(problemsOf({ NODE_ENV: 'production' })).toEqual([
       'NODE_ENV=production refuses development defaults; set API_KEY_HMAC_SECRET, ASSERTION_PUBLIC_KEY, DATABASE_URL',
