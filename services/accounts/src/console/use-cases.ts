@@ -325,14 +325,14 @@ export async function revokeKey(deps: ConsoleDeps, session: Session, keyId: stri
 export const LOG_PAGE_SIZE = 50;
 
 function encodeLogCursor(event: SecurityEventRow): string {
-  return Buffer.from(JSON.stringify([event.occurred_at.toISOString(), event.id])).toString('base64url');
+  return Buffer.from(JSON.stringify([event.occurred_at.toISOString(), event.seq])).toString('base64url');
 }
 
-function decodeLogCursor(cursor: string): { occurredAt: Date; id: string } | undefined {
+function decodeLogCursor(cursor: string): { occurredAt: Date; seq: string } | undefined {
   try {
-    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (typeof at !== 'string' || typeof id !== 'string' || !isUuid(id) || Number.isNaN(Date.parse(at))) return undefined;
-    return { occurredAt: new Date(at), id };
+    const [at, seq] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (typeof at !== 'string' || typeof seq !== 'string' || !/^\d{1,18}$/.test(seq) || Number.isNaN(Date.parse(at))) return undefined;
+    return { occurredAt: new Date(at), seq };
   } catch {
     return undefined;
   }
