@@ -154,10 +154,13 @@ export async function resetOwnerPassword(deps: ConsoleDeps, ownerId: string) {
   });
 }
 
-/** The demo owner's link for `npm start`: a new one while the owner has not set a password (an old link cannot be shown again). */
-export async function demoOwnerLink(deps: ConsoleDeps, accountId: string, email: string): Promise<string | undefined> {
+/**
+ * `npm start`'s demo owner: invited with the demo account when `newAccountId` is given, and given a
+ * fresh link on later runs while no password was set (a link is stored hashed, so it cannot be shown again).
+ */
+export async function demoOwnerLink(deps: ConsoleDeps, email: string, newAccountId?: string): Promise<string | undefined> {
   const owner = await repository.findOwnerByEmail(deps.db, normalizeEmail(email));
-  if (!owner) return (await inviteOwner(deps, accountId, email)).setPasswordUrl;
+  if (!owner) return newAccountId ? (await inviteOwner(deps, newAccountId, email)).setPasswordUrl : undefined;
   if (owner.password_hash !== null) return undefined;
   return issueSetPasswordLink(deps, deps.db, { accountId: owner.account_id, ownerId: owner.id });
 }
