@@ -39,12 +39,18 @@ function keep(file: string, apiKey: string): void {
  * curl line that reads it from there; so does a first run whose output is not a terminal. Production
  * never gets a demo key.
  */
-export async function demoKeyNotice(options: DemoKeyOptions): Promise<string> {
+export interface DemoKeyNotice {
+  text: string;
+  /** The demo account this run created, if it did: `npm start` invites the demo owner to it. */
+  createdAccountId?: string;
+}
+
+export async function demoKeyNotice(options: DemoKeyOptions): Promise<DemoKeyNotice> {
   const { management, endpoint } = options;
   const file = options.file ?? DEMO_KEY_FILE;
   const shownFile = relative(process.cwd(), file);
   const createYourOwn = 'Create a key with: npm run admin -- account create --name NAME, then npm run admin -- key create --account ACCOUNT_ID\n';
-  if (options.production) return createYourOwn;
+  if (options.production) return { text: createYourOwn };
 
   const fromFile = (why: string) =>
     `Demo API key: kept in ${shownFile}, readable only by you (${why})\n\nTry it:\n${curl(endpoint, `"X-API-Key: $(cat ${shownFile})"`)}\n`;
@@ -53,10 +59,11 @@ export async function demoKeyNotice(options: DemoKeyOptions): Promise<string> {
     const account = await createAccount(management, 'Demo account');
     const { apiKey } = await createKey(management, account.id, { name: 'demo' });
     if (options.keep) keep(file, apiKey);
-    if (options.keep && !options.terminal) return fromFile('not printed: the output is not a terminal');
+    if (options.keep && !options.terminal) return { text: fromFile('not printed: the output is not a terminal'), createdAccountId: account.id };
     // Without a file to keep it in, the key is printed even to a non-terminal: it would be lost otherwise.
     const where = options.keep ? `It is kept in ${shownFile}, readable only by you` : 'It is not kept anywhere: copy it now';
-    return `Demo API key: ${apiKey}\n(shown on this first run only. ${where}.)\n\nTry it:\n${curl(endpoint, `'X-API-Key: ${apiKey}'`)}\n`;
+    const text = `Demo API key: ${apiKey}\n(shown on this first run only. ${where}.)\n\nTry it:\n${curl(endpoint, `'X-API-Key: ${apiKey}'`)}\n`;
+    return { text, createdAccountId: account.id };
   }
 
   if (options.keep && existsSync(file)) {
@@ -64,7 +71,7 @@ export async function demoKeyNotice(options: DemoKeyOptions): Promise<string> {
     chmodSync(file, 0o600);
     const kept = readFileSync(file, 'utf8').trim();
     const record = await management.keyStore.lookup(hashApiKey(management.config.apiKeyHmacSecret, kept));
-    if (decideKey(record, Date.now()).kind === 'authenticated') return fromFile('printed on the first run only');
+    if (decideKey(record, Date.now()).kind === 'authenticated') return { text: fromFile('printed on the first run only') };
   }
-  return createYourOwn;
+  return { text: createYourOwn };
 }

@@ -2,6 +2,7 @@ import { loadConfigOrExit } from '@ots/shared/config';
 import { ensureDevDatabase, type DevDatabase } from '@ots/shared/dev-database';
 import { createLogger } from '@ots/shared/logger';
 import { stopOnSignals } from '@ots/shared/service';
+import { demoOwnerLink } from '../services/accounts/src/console/use-cases.ts';
 import { composeAndWrite } from '../gateway/src/compose.ts';
 import { demoKeyNotice } from './demo-key.ts';
 import { launchStack, migrateAll, type RunningStack } from './stack.ts';
@@ -38,9 +39,12 @@ try {
 const endpoint = stack.gateway.url;
 console.log(`\nOrder Trading GraphQL Service is running at ${endpoint}`);
 const management = { db: stack.keys.db, config, keyStore: stack.keys.keyStore };
-console.log(
-  await demoKeyNotice({ management, endpoint, keep: devDatabase !== undefined, production: config.production, terminal: process.stdout.isTTY === true }),
-);
+const demo = await demoKeyNotice({ management, endpoint, keep: devDatabase !== undefined, production: config.production, terminal: process.stdout.isTTY === true });
+console.log(demo.text);
+const consoleDeps = { db: stack.keys.db, keys: management, consoleBaseUrl: config.consoleBaseUrl, now: Date.now };
+const demoLink = config.production ? undefined : await demoOwnerLink(consoleDeps, 'demo@example.com', demo.createdAccountId);
+console.log(`Console: ${config.consoleBaseUrl}/`);
+if (demoLink) console.log(`Demo owner demo@example.com: set a password (one-time link, valid 24 hours) and you are signed in:\n  ${demoLink}\n`);
 
 stopOnSignals(async () => {
   logger.info('draining in-flight requests and stopping');

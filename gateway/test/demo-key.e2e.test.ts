@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startStack, type TestStack } from '@ots/shared/testing/stack';
-import { demoKeyNotice, type DemoKeyOptions } from '../../scripts/demo-key.ts';
+import { demoKeyNotice as demoKeyNoticeOf, type DemoKeyOptions } from '../../scripts/demo-key.ts';
+
+const demoKeyNotice = async (options: DemoKeyOptions) => (await demoKeyNoticeOf(options)).text;
 
 /** `npm start`'s demo key: printed on the first run only, kept (embedded database) only where its owner alone can read it. */
 let stack: TestStack | undefined;

@@ -56,6 +56,8 @@ export interface Config {
   fillSweepIntervalMs: number;
   /** A pending fill younger than this belongs to a request still in flight; the sweeper leaves it alone. */
   fillSweepMinAgeMs: number;
+  /** Where people reach the console (set-password links, the allowed Origin); no trailing slash. */
+  consoleBaseUrl: string;
 }
 
 export class ConfigError extends Error {}
@@ -215,6 +217,14 @@ const environmentSchema = z.object({
   SUBGRAPH_TIMEOUT_MS: milliseconds(5_000),
   FILL_SWEEP_INTERVAL_MS: milliseconds(5_000),
   FILL_SWEEP_MIN_AGE_MS: milliseconds(10_000),
+  CONSOLE_BASE_URL: variable((raw, problem) => {
+    if (raw === undefined) return undefined;
+    const parsed = URL.canParse(raw) ? new URL(raw) : undefined;
+    if (!parsed || !['http:', 'https:'].includes(parsed.protocol) || parsed.search || parsed.hash) {
+      return problem('must be an http(s) URL without query or fragment');
+    }
+    return parsed.toString().replace(/\/+$/, '');
+  }),
   EMBEDDED_POSTGRES_PORT: port(54_329),
   LOG_LEVEL: z.preprocess(unset, z.enum(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` }).optional()),
 });
@@ -304,6 +314,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL ?? (e.NODE_ENV === 'test' ? 'warn' : 'info'),
     fillSweepIntervalMs: e.FILL_SWEEP_INTERVAL_MS,
     fillSweepMinAgeMs: e.FILL_SWEEP_MIN_AGE_MS,
+    consoleBaseUrl:
+      e.CONSOLE_BASE_URL ?? `${e.TLS_CERT_FILE ? 'https' : 'http'}://${['0.0.0.0', '::'].includes(e.HOST) ? '127.0.0.1' : e.HOST}:${ports.gateway}`,
   };
 }
 
