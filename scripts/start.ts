@@ -5,6 +5,7 @@ import { loadConfigOrExit } from '@ots/shared/config';
 import { ensureDevDatabase, type DevDatabase } from '@ots/shared/dev-database';
 import { createLogger } from '@ots/shared/logger';
 import { stopOnSignals } from '@ots/shared/service';
+import { startProcessTelemetry, type ProcessTelemetry } from '@ots/shared/telemetry';
 import { decideKey, hashApiKey } from '../services/accounts/src/domain.ts';
 import { createAccount, createKey } from '../services/accounts/src/key-management.ts';
 import { hasAnyAccount } from '../services/accounts/src/repository.ts';
@@ -28,7 +29,9 @@ const logger = createLogger('ots', config.logLevel);
 
 let devDatabase: DevDatabase | undefined;
 let stack: RunningStack;
+let telemetry: ProcessTelemetry;
 try {
+  telemetry = await startProcessTelemetry(config, logger);
   if (!config.databaseUrl) {
     devDatabase = await ensureDevDatabase(logger);
     config = { ...config, databaseUrl: devDatabase.url };
@@ -78,4 +81,5 @@ stopOnSignals(async () => {
   logger.info('draining in-flight requests and stopping');
   await stack.close();
   await devDatabase?.stop();
-});
+  await telemetry.close();
+}, logger);

@@ -11,6 +11,8 @@ import { ASSERTION_HEADER, AssertionIssuer, type CallerIdentity } from '@ots/sha
 import type { Config, ServiceName } from '@ots/shared/config';
 import { createLogger, type Logger } from '@ots/shared/logger';
 import { addHealthRoutes, createHttpApp, maskErrors, REQUEST_ID_HEADER, type RunningServer } from '@ots/shared/subgraph-server';
+import { timedSubgraphFetch } from '@ots/shared/metrics';
+import { observeContext, requestLogPlugin } from '@ots/shared/request-log';
 import { decideKey, hashApiKey, isWellFormedApiKey } from '../../services/accounts/src/domain.ts';
 import type { ApiKeyStore } from '../../services/accounts/src/key-store.ts';
 import { errorPathsPlugin, rootFieldOwners } from './error-paths.ts';
@@ -64,7 +66,7 @@ class AuthenticatedDataSource extends RemoteGraphQLDataSource<GatewayContext> {
       url,
       fetcher: (async (input: string, init?: RequestInit) => {
         try {
-          return await fetch(input, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+          return await timedSubgraphFetch('gateway', serviceName, () => fetch(input, { ...init, signal: AbortSignal.timeout(timeoutMs) }));
         } catch {
           throw unavailable(serviceName);
         }
@@ -94,7 +96,7 @@ function graphqlBody(request: FastifyRequest): { query?: unknown; operationName?
 export async function startGateway(options: GatewayOptions): Promise<RunningServer> {
   const { config, keyStore } = options;
   const logger = options.logger ?? createLogger('gateway', config.logLevel);
-  const app = createHttpApp(config, logger, { tls: config.tls, adoptRequestId: false });
+  const app = createHttpApp(config, logger, { service: 'gateway', tls: config.tls, adoptRequestId: false });
   // Only JSON bodies are GraphQL requests here; Fastify would otherwise parse text/plain too.
   app.removeContentTypeParser('text/plain');
   const limits = config.limits;
@@ -130,6 +132,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
       fastifyApolloDrainPlugin(app),
       ApolloServerPluginLandingPageDisabled(),
       errorPathsPlugin(rootFieldOwners(supergraphSdl)),
+      requestLogPlugin(),
       {
         async requestDidStart() {
           return {
@@ -242,7 +245,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
       context: async (request) => {
         const identity = identities.get(request);
         if (!identity) throw new GraphQLError('Authentication required', { extensions: { code: 'UNAUTHENTICATED' } });
-        return identity;
+        return observeContext(request, identity);
       },
     });
   });

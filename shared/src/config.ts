@@ -52,6 +52,8 @@ export interface Config {
   fillSweepIntervalMs: number;
   /** A pending fill younger than this belongs to a request still in flight; the sweeper leaves it alone. */
   fillSweepMinAgeMs: number;
+  /** Each process serves its Prometheus metrics on this port, apart from the public one. */
+  metricsPort: number;
 }
 
 export class ConfigError extends Error {}
@@ -170,6 +172,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.LOG_LEVEL ?? (env.NODE_ENV === 'test' ? 'warn' : 'info'),
     fillSweepIntervalMs: int(env, 'FILL_SWEEP_INTERVAL_MS', 5_000),
     fillSweepMinAgeMs: int(env, 'FILL_SWEEP_MIN_AGE_MS', 10_000),
+    metricsPort: int(env, 'METRICS_PORT', 9464),
   };
 }
 
