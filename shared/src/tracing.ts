@@ -1,6 +1,69 @@
-/** Set by startTracing; read by stopTracing, which may live in another copy of this module. */
+import type { Sampler, SpanExporter } from '@opentelemetry/sdk-trace-base';
+
+/**
+ * OpenTelemetry tracing. Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set: then `tracing-preload.ts`
+ * (loaded with `node --import`, before the modules it instruments) starts it, and spans go out by
+ * OTLP as the standard OTEL_* variables say. Incoming and outgoing HTTP carry W3C `traceparent`,
+ * so one client request is one trace across the gateway and every subgraph it reaches. Metrics
+ * and logs stay with prom-client and pino: the SDK exports traces only.
+ *
+ * Nothing here imports the SDK until tracing starts, so a process without tracing loads none of it.
+ */
+export interface TracingOptions {
+  serviceName: string;
+  /** Default: OTLP, as OTEL_EXPORTER_OTLP_* configure it. Tests pass an in-memory exporter. */
+  exporter?: SpanExporter;
+}
+
+/** Set by startTracing; read by stopTracing, which may run in another copy of this module (the preload's). */
 const STOP = Symbol.for('ots.tracing.stop');
 type WithStop = { [STOP]?: () => Promise<void> };
+
+/** Requests that are not work: probes and scrapes would crowd out the traces that matter. */
+const UNTRACED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+export async function startTracing(options: TracingOptions): Promise<void> {
+  const [{ SpanKind }, { NodeSDK }, { ParentBasedSampler, SamplingDecision, SimpleSpanProcessor }, http, undici, pg, ioredis, graphql] = await Promise.all([
+    import('@opentelemetry/api'),
+    import('@opentelemetry/sdk-node'),
+    import('@opentelemetry/sdk-trace-base'),
+    import('@opentelemetry/instrumentation-http'),
+    import('@opentelemetry/instrumentation-undici'),
+    import('@opentelemetry/instrumentation-pg'),
+    import('@opentelemetry/instrumentation-ioredis'),
+    import('@opentelemetry/instrumentation-graphql'),
+  ]);
+  // A trace starts where work comes in: a request, or a call the fills sweeper makes. Schema parsing
+  // at start-up and other spans outside of any request are not traces anyone looks for.
+  const requestRoots: Sampler = {
+    shouldSample: (_context, _traceId, _name, kind) => ({
+      decision: kind === SpanKind.SERVER || kind === SpanKind.CLIENT ? SamplingDecision.RECORD_AND_SAMPLED : SamplingDecision.NOT_RECORD,
+    }),
+    toString: () => 'RequestRoots',
+  };
+  const sdk = new NodeSDK({
+    serviceName: options.serviceName,
+    // OTEL_TRACES_SAMPLER (e.g. a ratio for busy sites) replaces this one.
+    ...(process.env.OTEL_TRACES_SAMPLER ? {} : { sampler: new ParentBasedSampler({ root: requestRoots }) }),
+    ...(options.exporter ? { spanProcessors: [new SimpleSpanProcessor(options.exporter)] } : {}),
+    metricReaders: [],
+    logRecordProcessors: [],
+    instrumentations: [
+      new http.HttpInstrumentation({
+        ignoreIncomingRequestHook: (request) => UNTRACED_PATHS.has((request.url ?? '').split('?')[0] ?? ''),
+      }),
+      // fetch: the gateway's subgraph fetches and the calls between subgraphs.
+      new undici.UndiciInstrumentation(),
+      // Only within a request or the sweeper: pool housekeeping and key-cache polling make no traces of their own.
+      new pg.PgInstrumentation({ requireParentSpan: true }),
+      new ioredis.IORedisInstrumentation({ requireParentSpan: true }),
+      // Resolvers that only read a property are left out; the spans that remain show where time went.
+      new graphql.GraphQLInstrumentation({ ignoreTrivialResolveSpans: true, mergeItems: true }),
+    ],
+  });
+  sdk.start();
+  (globalThis as WithStop)[STOP] = () => sdk.shutdown();
+}
 
 /** Sends the spans still buffered and stops tracing; nothing when tracing is off. */
 export async function stopTracing(): Promise<void> {
