@@ -3,9 +3,11 @@ import type { Sampler, SpanExporter } from '@opentelemetry/sdk-trace-base';
 /**
  * OpenTelemetry tracing. Off unless OTEL_EXPORTER_OTLP_ENDPOINT is set: then `tracing-preload.ts`
  * (loaded with `node --import`, before the modules it instruments) starts it, and spans go out by
- * OTLP as the standard OTEL_* variables say. Incoming and outgoing HTTP carry W3C `traceparent`,
+ * OTLP (http/protobuf) as the standard OTEL_EXPORTER_OTLP_* variables say. Incoming and outgoing HTTP carry W3C `traceparent`,
  * so one client request is one trace across the gateway and every subgraph it reaches. Metrics
- * and logs stay with prom-client and pino: the SDK exports traces only.
+ * and logs stay with prom-client and pino, so this sets up the SDK's tracing part (what
+ * @opentelemetry/sdk-node would set up for traces) without sdk-node itself, whose exporters of every
+ * signal and protocol would add 140 MB to the production image for nothing it uses.
  *
  * Nothing here imports the SDK until tracing starts, so a process without tracing loads none of it.
  */
@@ -23,31 +25,43 @@ type WithStop = { [STOP]?: () => Promise<void> };
 const UNTRACED_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 export async function startTracing(options: TracingOptions): Promise<void> {
-  const [{ SpanKind }, { NodeSDK }, { ParentBasedSampler, SamplingDecision, SimpleSpanProcessor }, http, undici, pg, ioredis, graphql] = await Promise.all([
-    import('@opentelemetry/api'),
-    import('@opentelemetry/sdk-node'),
-    import('@opentelemetry/sdk-trace-base'),
-    import('@opentelemetry/instrumentation-http'),
-    import('@opentelemetry/instrumentation-undici'),
-    import('@opentelemetry/instrumentation-pg'),
-    import('@opentelemetry/instrumentation-ioredis'),
-    import('@opentelemetry/instrumentation-graphql'),
-  ]);
+  const [{ SpanKind }, { registerInstrumentations }, resources, { ATTR_SERVICE_NAME }, traceBase, { NodeTracerProvider }, { OTLPTraceExporter }, http, undici, pg, ioredis, graphql] =
+    await Promise.all([
+      import('@opentelemetry/api'),
+      import('@opentelemetry/instrumentation'),
+      import('@opentelemetry/resources'),
+      import('@opentelemetry/semantic-conventions'),
+      import('@opentelemetry/sdk-trace-base'),
+      import('@opentelemetry/sdk-trace-node'),
+      import('@opentelemetry/exporter-trace-otlp-proto'),
+      import('@opentelemetry/instrumentation-http'),
+      import('@opentelemetry/instrumentation-undici'),
+      import('@opentelemetry/instrumentation-pg'),
+      import('@opentelemetry/instrumentation-ioredis'),
+      import('@opentelemetry/instrumentation-graphql'),
+    ]);
   // A trace starts where work comes in: a request, or a call the fills sweeper makes. Schema parsing
   // at start-up and other spans outside of any request are not traces anyone looks for.
   const requestRoots: Sampler = {
     shouldSample: (_context, _traceId, _name, kind) => ({
-      decision: kind === SpanKind.SERVER || kind === SpanKind.CLIENT ? SamplingDecision.RECORD_AND_SAMPLED : SamplingDecision.NOT_RECORD,
+      decision: kind === SpanKind.SERVER || kind === SpanKind.CLIENT ? traceBase.SamplingDecision.RECORD_AND_SAMPLED : traceBase.SamplingDecision.NOT_RECORD,
     }),
     toString: () => 'RequestRoots',
   };
-  const sdk = new NodeSDK({
-    serviceName: options.serviceName,
-    // OTEL_TRACES_SAMPLER (e.g. a ratio for busy sites) replaces this one.
-    ...(process.env.OTEL_TRACES_SAMPLER ? {} : { sampler: new ParentBasedSampler({ root: requestRoots }) }),
-    ...(options.exporter ? { spanProcessors: [new SimpleSpanProcessor(options.exporter)] } : {}),
-    metricReaders: [],
-    logRecordProcessors: [],
+  const provider = new NodeTracerProvider({
+    resource: resources
+      .resourceFromAttributes({ [ATTR_SERVICE_NAME]: options.serviceName })
+      .merge(resources.detectResources({ detectors: [resources.processDetector, resources.hostDetector, resources.envDetector] })),
+    // OTEL_TRACES_SAMPLER (e.g. a ratio for a busy site) replaces this one.
+    ...(process.env.OTEL_TRACES_SAMPLER ? {} : { sampler: new traceBase.ParentBasedSampler({ root: requestRoots }) }),
+    spanProcessors: [
+      options.exporter ? new traceBase.SimpleSpanProcessor(options.exporter) : new traceBase.BatchSpanProcessor(new OTLPTraceExporter()),
+    ],
+  });
+  // The async-hooks context manager and the W3C traceparent/tracestate propagator.
+  provider.register();
+  const unregister = registerInstrumentations({
+    tracerProvider: provider,
     instrumentations: [
       new http.HttpInstrumentation({
         ignoreIncomingRequestHook: (request) => UNTRACED_PATHS.has((request.url ?? '').split('?')[0] ?? ''),
@@ -61,8 +75,10 @@ export async function startTracing(options: TracingOptions): Promise<void> {
       new graphql.GraphQLInstrumentation({ ignoreTrivialResolveSpans: true, mergeItems: true }),
     ],
   });
-  sdk.start();
-  (globalThis as WithStop)[STOP] = () => sdk.shutdown();
+  (globalThis as WithStop)[STOP] = async () => {
+    unregister();
+    await provider.shutdown();
+  };
 }
 
 /** Sends the spans still buffered and stops tracing; nothing when tracing is off. */
