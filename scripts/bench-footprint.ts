@@ -1,6 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { loadConfig } from '@ots/shared/config';
@@ -9,6 +8,7 @@ import { createLogger } from '@ots/shared/logger';
 import { runService } from '@ots/shared/service';
 import type { RunningServer } from '@ots/shared/subgraph-server';
 import { Scrape } from '@ots/shared/testing/metrics';
+import { freePort } from '@ots/shared/testing/ports';
 import { createAccount, createKey } from '../services/accounts/src/key-management.ts';
 import { openKeyStore } from '../services/accounts/src/key-store.ts';
 import { migrateAll } from './stack.ts';
@@ -35,14 +35,6 @@ await admin.connect();
 await admin.query(`create database ${databaseName}`);
 const databaseUrl = Object.assign(new URL(serverUrl), { pathname: `/${databaseName}` }).toString();
 const config = { ...base, databaseUrl, redisKeyPrefix: `bench:${databaseName}:` };
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 await migrateAll(databaseUrl);
 const subgraphs: RunningServer[] = [];

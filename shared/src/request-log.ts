@@ -110,10 +110,9 @@ export function observeRequests(app: FastifyInstance, options: RequestLogOptions
     const observation = observationOf(request);
     const status = reply.statusCode;
     const durationMs = reply.elapsedTime;
-    const graphql = route === '/graphql';
     const outcome = outcomeOf(options.kind, status, observation);
     const resolvedName = observation.operationName;
-    if (graphql) {
+    if (route === '/graphql') {
       const labels = {
         service: options.service,
         operation: resolvedName === undefined ? NO_OPERATION : operationLabel(options.service, resolvedName),
@@ -123,7 +122,7 @@ export function observeRequests(app: FastifyInstance, options: RequestLogOptions
       requestDuration.observe(labels, durationMs / 1000);
     }
 
-    // The HTTP server span (when tracing is on) is named after the operation's server and name.
+    // The HTTP server span (when tracing is on) says which server this was, for which request and operation.
     const span = trace.getActiveSpan();
     span?.setAttributes({ 'ots.service': options.service, 'ots.request_id': String(request.id), ...(resolvedName ? { 'graphql.operation.name': resolvedName } : {}) });
     const line = {
