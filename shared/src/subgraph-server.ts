@@ -78,8 +78,8 @@ export function maskErrors(log: Logger) {
 }
 
 export interface HttpAppOptions {
-  /** `gateway` or the subgraph's name: the `service` of its request log lines and metrics. */
-  service: string;
+  /** The `service` of its request log lines and metrics: the subgraph's name; `gateway` when unset. */
+  service?: string;
   /** Only the gateway: it serves HTTPS itself when it has a certificate. */
   tls?: { certFile: string; keyFile: string };
   /**
@@ -107,7 +107,7 @@ export function createHttpApp(config: Config, logger: Logger, options: HttpAppOp
   // The HTTPS server has the same request and reply API; only the transport differs.
   const https = options.tls ? { https: { cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) } } : {};
   const app = Fastify({ ...settings, ...https } as typeof settings) as unknown as FastifyInstance;
-  observeRequests(app, { service: options.service, kind: options.adoptRequestId ? 'subgraph' : 'gateway' });
+  observeRequests(app, { service: options.service ?? 'gateway', kind: options.adoptRequestId ? 'subgraph' : 'gateway' });
 
   // Whatever escapes a route (a database that is down during a key look-up, a bug) is logged with the
   // request id and answered without its message, which could name a host or a query.
