@@ -96,7 +96,7 @@ function graphqlBody(request: FastifyRequest): { query?: unknown; operationName?
 export async function startGateway(options: GatewayOptions): Promise<RunningServer> {
   const { config, keyStore } = options;
   const logger = options.logger ?? createLogger('gateway', config.logLevel);
-  const app = createHttpApp(config, logger, { service: 'gateway', tls: config.tls, adoptRequestId: false });
+  const app = createHttpApp(config, logger, { tls: config.tls, adoptRequestId: false });
   // Only JSON bodies are GraphQL requests here; Fastify would otherwise parse text/plain too.
   app.removeContentTypeParser('text/plain');
   const limits = config.limits;
