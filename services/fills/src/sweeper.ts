@@ -2,7 +2,7 @@ import { randomUUID, type KeyObject } from 'node:crypto';
 import { signAssertion } from '@ots/shared/assertion';
 import type { Config } from '@ots/shared/config';
 import type { Logger } from '@ots/shared/logger';
-import { fillSweeperBacklog, fillSweeperOldestPendingSeconds, fillSweeperSettled } from '@ots/shared/metrics';
+import { fillSweeperMetrics } from '@ots/shared/metrics';
 import { settlePendingFill } from './recording.ts';
 import { findStalePendingFills, pendingFillsBacklog, type FillsDb } from './repository.ts';
 
@@ -45,14 +45,14 @@ export async function sweepPendingFills(deps: SweepDeps): Promise<SweepReport> {
     const result = await settlePendingFill({ db: deps.db, orders, log: deps.log }, fill);
     if (result.ok) {
       report.applied += 1;
-      fillSweeperSettled.inc({ result: 'applied' });
+      fillSweeperMetrics().settled.inc({ result: 'applied' });
       deps.log.info({ fillId: fill.id, accountId: fill.account_id }, 'recovery applied a pending fill');
     } else if (result.error.code === 'TEMPORARILY_UNAVAILABLE') {
       report.ordersUnavailable = true;
       break;
     } else {
       report.refused += 1;
-      fillSweeperSettled.inc({ result: 'refused' });
+      fillSweeperMetrics().settled.inc({ result: 'refused' });
       deps.log.info({ fillId: fill.id, accountId: fill.account_id, code: result.error.code }, 'recovery dropped a fill that orders refused');
     }
   }
@@ -72,8 +72,9 @@ export function startFillSweeper(deps: SweepDeps & { config: Pick<Config, 'fillS
 /** After each sweep: what is still pending, for the backlog metrics (alert when it grows or ages). */
 async function recordBacklog(db: FillsDb): Promise<void> {
   const backlog = await pendingFillsBacklog(db);
-  fillSweeperBacklog.set(backlog.count);
-  fillSweeperOldestPendingSeconds.set(backlog.oldestRecordedAt ? Math.max(0, (Date.now() - backlog.oldestRecordedAt.getTime()) / 1000) : 0);
+  const metrics = fillSweeperMetrics();
+  metrics.backlog.set(backlog.count);
+  metrics.oldestPendingSeconds.set(backlog.oldestRecordedAt ? Math.max(0, (Date.now() - backlog.oldestRecordedAt.getTime()) / 1000) : 0);
 }
 
 /**
