@@ -1,9 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { loadConfig } from '@ots/shared/config';
-import { ensureDevDatabase } from '@ots/shared/dev-database';
 import { createLogger } from '@ots/shared/logger';
 import { runService } from '@ots/shared/service';
 import type { RunningServer } from '@ots/shared/subgraph-server';
@@ -11,7 +8,7 @@ import { Scrape } from '@ots/shared/testing/metrics';
 import { freePort } from '@ots/shared/testing/ports';
 import { createAccount, createKey } from '../services/accounts/src/key-management.ts';
 import { openKeyStore } from '../services/accounts/src/key-store.ts';
-import { migrateAll } from './stack.ts';
+import { createBenchDatabase } from './bench-database.ts';
 import { allServices } from './services.ts';
 
 /**
@@ -26,17 +23,10 @@ const LOAD_REQUESTS = 2_000;
 const CONCURRENCY = 8;
 
 const logger = createLogger('bench', 'warn');
-const base = loadConfig({ ...process.env, LOG_LEVEL: 'warn' });
-const dev = base.databaseUrl ? undefined : await ensureDevDatabase(logger);
-const serverUrl = base.databaseUrl ?? dev!.url;
-const databaseName = `ots_footprint_${randomBytes(4).toString('hex')}`;
-const admin = new pg.Client({ connectionString: serverUrl });
-await admin.connect();
-await admin.query(`create database ${databaseName}`);
-const databaseUrl = Object.assign(new URL(serverUrl), { pathname: `/${databaseName}` }).toString();
-const config = { ...base, databaseUrl, redisKeyPrefix: `bench:${databaseName}:` };
+const database = await createBenchDatabase(loadConfig({ ...process.env, LOG_LEVEL: 'warn' }), logger, 'footprint');
+const { config } = database;
+const databaseUrl = config.databaseUrl!;
 
-await migrateAll(databaseUrl);
 const subgraphs: RunningServer[] = [];
 for (const service of allServices) subgraphs.push(await runService(service, { config, port: 0, logger }));
 const keys = openKeyStore(config, logger, { listen: false });
@@ -157,6 +147,4 @@ console.log(`  ratio compiled/tsx: start-up ${(js.startupMs / tsx.startupMs).toF
 
 await keys.close();
 for (const server of subgraphs.reverse()) await server.close();
-await admin.query(`drop database ${databaseName} with (force)`);
-await admin.end();
-await dev?.stop();
+await database.drop();

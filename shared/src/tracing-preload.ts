@@ -1,13 +1,14 @@
 /**
  * Loaded before the application (`node --import ./shared/src/tracing-preload.ts …`, as every npm
  * script, the Dockerfile and docker-compose.yml do), because instrumentation must hook a module
- * before its first import. Without OTEL_EXPORTER_OTLP_ENDPOINT it does nothing and loads nothing.
+ * before its first import. Without OTEL_EXPORTER_OTLP_ENDPOINT (or with the standard
+ * OTEL_SDK_DISABLED=true) it does nothing and loads nothing.
  */
 import { register } from 'node:module';
 
 const PROCESS_NAMES = /(gateway|accounts|orders|strategies|fills|events)\/src\/main\.[jt]s$/;
 
-if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT) {
+if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT && process.env.OTEL_SDK_DISABLED !== 'true') {
   // ES modules are hooked by import-in-the-middle, limited to the modules an instrumentation asks
   // for; CommonJS ones (pg, ioredis, graphql, as Node loads them) by require-in-the-middle.
   const { createAddHookMessageChannel } = await import('import-in-the-middle');
