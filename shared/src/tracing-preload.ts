@@ -1,6 +1,6 @@
 /**
- * Loaded before the application (`node --import ./shared/src/tracing-preload.ts …`, as every npm
- * script, the Dockerfile and docker-compose.yml do), because instrumentation must hook a module
+ * Loaded before the application (`node --import ./shared/src/tracing-preload.ts …`, as `npm start`,
+ * the Dockerfile and docker-compose.yml do), because instrumentation must hook a module
  * before its first import. Without OTEL_EXPORTER_OTLP_ENDPOINT (or with the standard
  * OTEL_SDK_DISABLED=true) it does nothing and loads nothing.
  */
