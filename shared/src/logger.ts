@@ -27,7 +27,7 @@ function destination(fd: 1 | 2): DestinationStream {
   const stream = fd === 1 ? process.stdout : process.stderr;
   if (!stream.isTTY) return pino.destination({ fd, sync: true });
   const pretty = require('pino-pretty') as typeof PinoPretty;
-  return pretty({ destination: fd, sync: true, colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
+  return pretty({ destination: fd, sync: true, colorize: true, singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
 }
 
 /** `toStderr` keeps stdout for a command's own output (the admin CLI's JSON). */
