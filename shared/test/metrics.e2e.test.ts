@@ -95,7 +95,21 @@ describe('metrics', () => {
     expect(await change(submit, 'ots_subgraph_fetch_duration_seconds_count', { caller: 'orders', subgraph: 'strategies' })).toBe(1);
   });
 
+  it('count failed subgraph fetches per subgraph, with the reason', async () => {
+    const client = await stack.createAccountWithKey();
+    await stack.stopService('accounts');
+    try {
+      const unreachable = () => stack.graphql(client.apiKey, 'query Outage { viewer { account { id } } }');
+      expect(await change(unreachable, 'ots_subgraph_fetch_errors_total', { caller: 'gateway', subgraph: 'accounts', reason: 'unreachable' })).toBe(1);
+      expect(await change(unreachable, 'ots_requests_total', { service: 'gateway', operation: 'Outage', outcome: 'graphql_error' })).toBe(1);
+    } finally {
+      await stack.startService('accounts');
+    }
+  });
+
   it('show the Postgres pools of every service', async () => {
+    // A request that reads the accounts schema: its pool holds a connection afterwards.
+    await viewerAs(await stack.createAccountWithKey());
     const scraped: Scrape = await scrape(metricsUrl);
     for (const pool of ['accounts', 'orders', 'strategies', 'fills', 'api-key-store']) {
       expect(scraped.value('ots_db_pool_max_connections', { pool })).toBe(10);
