@@ -3,6 +3,7 @@ import { ensureDevDatabase, type DevDatabase } from '@ots/shared/dev-database';
 import { createLogger } from '@ots/shared/logger';
 import { stopOnSignals } from '@ots/shared/service';
 import { demoOwnerLink } from '../services/accounts/src/console/use-cases.ts';
+import { startProcessTelemetry, type ProcessTelemetry } from '@ots/shared/telemetry';
 import { composeAndWrite } from '../gateway/src/compose.ts';
 import { demoKeyNotice } from './demo-key.ts';
 import { launchStack, migrateAll, type RunningStack } from './stack.ts';
@@ -22,7 +23,9 @@ const logger = createLogger('ots', config.logLevel);
 
 let devDatabase: DevDatabase | undefined;
 let stack: RunningStack;
+let telemetry: ProcessTelemetry;
 try {
+  telemetry = await startProcessTelemetry(config, logger);
   if (!config.databaseUrl) {
     devDatabase = await ensureDevDatabase(logger);
     config = { ...config, databaseUrl: devDatabase.url };
@@ -50,4 +53,5 @@ stopOnSignals(async () => {
   logger.info('draining in-flight requests and stopping');
   await stack.close();
   await devDatabase?.stop();
-});
+  await telemetry.close();
+}, logger);

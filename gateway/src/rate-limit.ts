@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { rateLimitRefusals } from '@ots/shared/metrics';
 
 export interface RateState {
   allowed: boolean;
@@ -29,6 +30,7 @@ export class RateLimiter {
     bucket.at = now;
     const allowed = bucket.tokens >= 1;
     if (allowed) bucket.tokens -= 1;
+    else rateLimitRefusals.inc({ limit: this.policyName });
     this.buckets.set(key, bucket);
     return this.stateOf(bucket.tokens, allowed);
   }
@@ -101,6 +103,7 @@ export class SharedRateLimiter {
         this.local.perSecond,
         this.local.burst,
       )) as [number, string];
+      if (allowed !== 1) rateLimitRefusals.inc({ limit: this.local.policyName });
       return this.local.stateOf(Number(tokens), allowed === 1);
     } catch {
       return this.local.take(key);

@@ -11,6 +11,8 @@ import { ASSERTION_HEADER, AssertionIssuer, type CallerIdentity } from '@ots/sha
 import type { Config, ServiceName } from '@ots/shared/config';
 import { createLogger, type Logger } from '@ots/shared/logger';
 import { addHealthRoutes, createHttpApp, maskErrors, REQUEST_ID_HEADER, type RunningServer } from '@ots/shared/subgraph-server';
+import { timedSubgraphFetch } from '@ots/shared/metrics';
+import { observeContext, requestLogPlugin } from '@ots/shared/request-log';
 import { decideKey, hashApiKey, isWellFormedApiKey } from '../../services/accounts/src/domain.ts';
 import type { ApiKeyStore } from '../../services/accounts/src/key-store.ts';
 import { registerConsole } from '../../services/accounts/src/console/http.ts';
@@ -68,7 +70,7 @@ class AuthenticatedDataSource extends RemoteGraphQLDataSource<GatewayContext> {
       url,
       fetcher: (async (input: string, init?: RequestInit) => {
         try {
-          return await fetch(input, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+          return await timedSubgraphFetch('gateway', serviceName, () => fetch(input, { ...init, signal: AbortSignal.timeout(timeoutMs) }));
         } catch {
           throw unavailable(serviceName);
         }
@@ -135,6 +137,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
       fastifyApolloDrainPlugin(app),
       ApolloServerPluginLandingPageDisabled(),
       errorPathsPlugin(rootFieldOwners(supergraphSdl)),
+      requestLogPlugin(),
       {
         async requestDidStart() {
           return {
@@ -244,7 +247,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
       context: async (request) => {
         const identity = identities.get(request);
         if (!identity) throw new GraphQLError('Authentication required', { extensions: { code: 'UNAUTHENTICATED' } });
-        return identity;
+        return observeContext(request, identity);
       },
     });
   });

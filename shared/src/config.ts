@@ -58,6 +58,8 @@ export interface Config {
   fillSweepMinAgeMs: number;
   /** Where people reach the console (set-password links, the allowed Origin); no trailing slash. */
   consoleBaseUrl: string;
+  /** Each process serves its Prometheus metrics on this port, apart from the public one. */
+  metricsPort: number;
 }
 
 export class ConfigError extends Error {}
@@ -217,6 +219,7 @@ const environmentSchema = z.object({
   SUBGRAPH_TIMEOUT_MS: milliseconds(5_000),
   FILL_SWEEP_INTERVAL_MS: milliseconds(5_000),
   FILL_SWEEP_MIN_AGE_MS: milliseconds(10_000),
+  METRICS_PORT: port(9464),
   CONSOLE_BASE_URL: variable((raw, problem) => {
     if (raw === undefined) return undefined;
     const parsed = URL.canParse(raw) ? new URL(raw) : undefined;
@@ -316,6 +319,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     fillSweepMinAgeMs: e.FILL_SWEEP_MIN_AGE_MS,
     consoleBaseUrl:
       e.CONSOLE_BASE_URL ?? `${e.TLS_CERT_FILE ? 'https' : 'http'}://${['0.0.0.0', '::'].includes(e.HOST) ? '127.0.0.1' : e.HOST}:${ports.gateway}`,
+    metricsPort: e.METRICS_PORT,
   };
 }
 
