@@ -35,7 +35,7 @@ export function timeLeftMs(link: OrdersLink, now: number = Date.now()): number {
  * with, plus the strategy id the fill copies.
  */
 export const PROVIDED_ORDER_FIELDS =
-  'clientOrderId symbol side type timeInForce quantity limitPrice stopPrice status filledQuantity remainingQuantity averageFillPrice submittedAt updatedAt cancelledAt';
+  'clientOrderId symbol side type timeInForce quantity limitPrice stopPrice status filledQuantity remainingQuantity averageFillPrice submittedAt updatedAt cancelledAt replacedAt';
 
 const APPLY_FILL_MUTATION = `mutation FillsApplyFill($input: ApplyFillInput!) {
   applyFill(input: $input) { outcome orderSubmission { id ${PROVIDED_ORDER_FIELDS} strategy { id } } }

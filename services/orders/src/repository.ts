@@ -25,6 +25,11 @@ export interface OrdersDatabase {
     submitted_at: Date;
     updated_at: Date;
     cancelled_at: Date | null;
+    replaced_at: Date | null;
+    /** On a replaced order: the order that replaced it. */
+    replaced_by: string | null;
+    /** On a replacement: the order it replaced. */
+    replaces_id: string | null;
     /** The writer's transaction id (`xid8`, as a decimal string), set by a trigger on every write. */
     commit_xid: Generated<string>;
   };
@@ -108,7 +113,7 @@ export async function isFillApplied(db: OrdersDb, accountId: string, fillId: str
  * decides, so concurrent identical submissions create one order. Undefined means that one exists.
  * One statement, no lock but the new row's: submissions of an account never wait for each other.
  */
-export async function insertOrder(db: OrdersDb, accountId: string, draft: OrderDraft): Promise<OrderRow | undefined> {
+export async function insertOrder(db: OrdersDb, accountId: string, draft: OrderDraft, replacesId: string | null = null): Promise<OrderRow | undefined> {
   return db
     .insertInto('order_submissions')
     .values({
@@ -126,6 +131,7 @@ export async function insertOrder(db: OrdersDb, accountId: string, draft: OrderD
       status: 'SUBMITTED',
       filled_quantity: '0',
       fill_notional: '0',
+      replaces_id: replacesId,
       // The statement's start (no lock to wait for): one value for both.
       submitted_at: sql<Date>`now()`,
       updated_at: sql<Date>`now()`,
@@ -142,6 +148,51 @@ export async function markCancelled(db: OrdersDb, accountId: string, id: string)
     .where('order_submissions.id', '=', id)
     .returningAll('order_submissions')
     .executeTakeFirstOrThrow();
+}
+
+export async function markReplaced(db: OrdersDb, accountId: string, id: string, replacedBy: string): Promise<OrderRow> {
+  return stampedUpdate(db)
+    .set({ status: 'REPLACED', replaced_at: changeStamp, replaced_by: replacedBy, updated_at: changeStamp })
+    .where('order_submissions.account_id', '=', accountId)
+    .where('order_submissions.id', '=', id)
+    .returningAll('order_submissions')
+    .executeTakeFirstOrThrow();
+}
+
+export interface OpenOrderFilter {
+  symbol?: string;
+  side?: OrderSide;
+  strategyId?: string;
+}
+
+/** The account's orders in `statuses` that match, oldest first (cancel-all's candidates). */
+export async function findOrdersInStatuses(
+  db: OrdersDb,
+  accountId: string,
+  statuses: readonly OrderStatus[],
+  filter: OpenOrderFilter,
+  limit: number,
+): Promise<OrderRow[]> {
+  let query = db.selectFrom('order_submissions').selectAll().where('account_id', '=', accountId).where('status', 'in', statuses);
+  if (filter.symbol !== undefined) query = query.where('symbol', '=', filter.symbol);
+  if (filter.side !== undefined) query = query.where('side', '=', filter.side);
+  if (filter.strategyId !== undefined) query = query.where('strategy_id', '=', filter.strategyId);
+  return query.orderBy('submitted_at', 'asc').orderBy('id', 'asc').limit(limit).execute();
+}
+
+/**
+ * Cancels one order if it is still in one of `statuses`, in one statement: atomic on its own, and
+ * it takes only that order's lock. An order that left them meanwhile (filled, cancelled, replaced)
+ * is re-checked after the lock wait and skipped: undefined.
+ */
+export async function cancelIfIn(db: OrdersDb, accountId: string, id: string, statuses: readonly OrderStatus[]): Promise<OrderRow | undefined> {
+  return stampedUpdate(db)
+    .set({ status: 'CANCELLED', cancelled_at: changeStamp, updated_at: changeStamp })
+    .where('order_submissions.account_id', '=', accountId)
+    .where('order_submissions.id', '=', id)
+    .where('order_submissions.status', 'in', statuses)
+    .returningAll('order_submissions')
+    .executeTakeFirst();
 }
 
 export interface FillApplication {
@@ -170,6 +221,8 @@ export async function recordFillApplication(db: OrdersDb, accountId: string, fil
       status: next.status,
       filled_quantity: wire(next.filledQuantity),
       fill_notional: next.fillNotional.toFixed(),
+      // A late fill that completes a cancelled order clears its cancelledAt.
+      cancelled_at: next.cancelledAt,
       updated_at: changeStamp,
     })
     .where('order_submissions.account_id', '=', accountId)
