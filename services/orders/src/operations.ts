@@ -228,10 +228,17 @@ export async function replaceOrderSubmission(
     const replaced = await repository.markReplaced(trx, accountId, orderId, order.id);
     return ok({ order, replaced });
   });
-  if (outcome !== 'clientOrderIdTaken') return outcome;
-  const winner = await repository.findOrderByClientOrderId(db, accountId, draft.clientOrderId!);
-  if (!winner) throw new Error('insert conflicted on clientOrderId but no order holds it');
-  return retriedReplacement(winner);
+  if (outcome === 'clientOrderIdTaken') {
+    const winner = await repository.findOrderByClientOrderId(db, accountId, draft.clientOrderId!);
+    if (!winner) throw new Error('insert conflicted on clientOrderId but no order holds it');
+    return retriedReplacement(winner);
+  }
+  // A concurrent retry of this replace committed while we waited for the lock: answer as its retry.
+  if (!outcome.ok && outcome.error.code === 'ORDER_NOT_REPLACEABLE' && draft.clientOrderId !== null) {
+    const winner = await repository.findOrderByClientOrderId(db, accountId, draft.clientOrderId);
+    if (winner) return retriedReplacement(winner);
+  }
+  return outcome;
 }
 
 /** cancelOrderSubmissions' filter as GraphQL hands it over. */
