@@ -135,8 +135,8 @@ const OPERATIONS: readonly Operation[] = ['submitOrder', 'cancelOrderSubmission'
 
 export async function runWriteBench(options: WriteBenchOptions): Promise<void> {
   const { send, apiKeys, serviceOfPort } = options;
-  const rounds = options.rounds ?? 3;
-  const perClient = options.requestsPerClient ?? 40;
+  const rounds = options.rounds ?? 8;
+  const perClient = options.requestsPerClient ?? 20;
   if (apiKeys.length < CLIENTS) throw new Error(`the write bench needs ${CLIENTS} accounts`);
   // Fill orders big enough for every fill of the run: one per client and scenario, so clients never contend on a row.
   const fillQuantity = String(rounds * perClient + 100);

@@ -7,7 +7,9 @@ import type { StrategyStatus, SubmitOrderInput } from '../src/domain.ts';
 import {
   applyFill,
   cancelOrderSubmission,
+  cancelOrderSubmissions,
   listOrderSubmissions,
+  replaceOrderSubmission,
   submitOrder,
   type FillRequest,
 } from '../src/operations.ts';
@@ -350,9 +352,15 @@ async function syncFrom(accountId: string, cursor: string | null) {
 }
 
 describe('writes of one account run side by side', () => {
-  it('a write of one order does not wait for a long transaction on another order of the same account', async () => {
+  it('a write of one order (submit, cancel, fill, replace, cancel-all of other orders) does not wait for a long transaction on another order of the same account', async () => {
     const accountId = someAccount();
-    const [held, other, toFill] = [await submitted(accountId), await submitted(accountId), await submitted(accountId)];
+    const [held, other, toFill, toReplace] = [
+      await submitted(accountId),
+      await submitted(accountId),
+      await submitted(accountId),
+      await submitted(accountId),
+    ];
+    const elsewhere = await submitted(accountId, limitOrder({ symbol: 'MSFT' }));
     const open = await db.startTransaction().execute();
     await markCancelled(open, accountId, held.id);
     try {
@@ -360,12 +368,16 @@ describe('writes of one account run side by side', () => {
         submitted(accountId),
         cancelOrderSubmission({ db, accountId }, other.id),
         applyFill({ db, accountId }, fill(toFill.id, '1', '10')),
+        replaceOrderSubmission({ db, accountId }, toReplace.id, { quantity: d('3') }),
+        cancelOrderSubmissions({ db, accountId }, { symbol: 'MSFT' }),
       ]);
       const outcome = await Promise.race([writes, sleep(3_000).then(() => 'still waiting' as const)]);
       expect(outcome).not.toBe('still waiting');
-      const [, cancelled, filled] = outcome as Awaited<typeof writes>;
+      const [, cancelled, filled, replaced, cancelAll] = outcome as Awaited<typeof writes>;
       expect(cancelled).toMatchObject({ ok: true, value: { status: 'CANCELLED' } });
       expect(filled.outcome).toBe('APPLIED');
+      expect(replaced).toMatchObject({ ok: true, value: { replaced: { status: 'REPLACED' } } });
+      expect(cancelAll.cancelled.map((row) => row.id)).toEqual([elsewhere.id]);
     } finally {
       await open.rollback().execute();
     }
@@ -419,7 +431,7 @@ describe('the incremental sync (UPDATED_AT_ASC, paged by commit order)', () => {
       .toEqual(second.updated_at > first.updated_at ? [second.id] : []);
   });
 
-  it('lets a reader syncing in a loop during concurrent orders, cancels and fills with random delays inside their transactions end with exactly the final state, never a version out of order', async () => {
+  it('lets a reader syncing in a loop during concurrent orders, cancels, fills, replaces and a cancel-all with random delays inside their transactions end with exactly the final state, never a version out of order', async () => {
     const accountId = someAccount();
     const slowDb = withRandomDelays(8);
     const scope = { db: slowDb, accountId };
@@ -428,7 +440,9 @@ describe('the incremental sync (UPDATED_AT_ASC, paged by commit order)', () => {
       for (let step = 1; step <= 18; step += 1) {
         const target = orders[(worker * 5 + step) % orders.length]!;
         if (step % 7 === 0) await cancelOrderSubmission(scope, target.id);
-        else if (step % 4 === 0) await submitOrder({ ...scope, lookupStrategy: strategies().lookup }, limitOrder({ quantity: d('6') }));
+        else if (step % 9 === 0) await replaceOrderSubmission(scope, target.id, { quantity: d('6') });
+        else if (step === 17 && worker === 0) await cancelOrderSubmissions(scope, { side: 'SELL' });
+        else if (step % 4 === 0) await submitOrder({ ...scope, lookupStrategy: strategies().lookup }, limitOrder({ quantity: d('6'), side: step % 8 === 0 ? 'SELL' : 'BUY' }));
         else await applyFill(scope, fill(target.id, '1', `${10 + worker}.5`));
       }
     };
