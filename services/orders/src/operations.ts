@@ -120,14 +120,24 @@ export async function submitOrder(
   return retried(winner, draft, clientOrderId!);
 }
 
+/**
+ * Cancels and fills read the order, decide by the transition table, and write only if the order is
+ * still the version they read (compare-and-set on `commit_xid`): two statements, no transaction
+ * block, and the order's row lock held only while the write runs. A failed comparison means a
+ * concurrent write of the same order committed; the next attempt decides on its result. Each
+ * failure is another write's success, so attempts are bounded by the writes racing for one order.
+ */
+const MAX_WRITE_ATTEMPTS = 100;
+
 function orderNotFound(id: string): Result<never> {
   return fail('NOT_FOUND', notFoundInAccount('order submission', id), 'id');
 }
 
+/** Read, decide, then a compare-and-set write: retried on the fresh version if a concurrent write got in between. */
 export async function cancelOrderSubmission({ db, accountId }: OrdersScope, id: string): Promise<Result<OrderRow>> {
   if (!isUuid(id)) return orderNotFound(id);
-  return db.transaction().execute(async (trx) => {
-    const order = await repository.lockOrder(trx, accountId, id);
+  for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt += 1) {
+    const order = await repository.findOrder(db, accountId, id);
     if (!order) return orderNotFound(id);
     const decision = decideCancel(order.status, order.id);
     switch (decision.kind) {
@@ -135,10 +145,13 @@ export async function cancelOrderSubmission({ db, accountId }: OrdersScope, id: 
         return ok(order);
       case 'refused':
         return { ok: false, error: decision.error };
-      case 'cancel':
-        return ok(await repository.markCancelled(trx, accountId, id));
+      case 'cancel': {
+        const cancelled = await repository.markCancelled(db, accountId, id, order.commit_xid);
+        if (cancelled) return ok(cancelled);
+      }
     }
-  });
+  }
+  throw new Error(`order ${id} changed ${MAX_WRITE_ATTEMPTS} times while a cancel was decided`);
 }
 
 export interface FillRequest extends Omit<FillToApply, 'executedAt'> {
@@ -162,19 +175,21 @@ export interface FillResult {
 export async function applyFill({ db, accountId }: OrdersScope, fill: FillRequest): Promise<FillResult> {
   if (!isUuid(fill.orderSubmissionId)) return { outcome: 'NOT_FOUND', order: null };
   const orderId = fill.orderSubmissionId.toLowerCase();
-  return db.transaction().execute(async (trx) => {
-    const order = await repository.lockOrder(trx, accountId, orderId);
-    const alreadyApplied = order !== undefined && (await repository.isFillApplied(trx, accountId, fill.fillId, orderId));
-    const decision = decideFill(order && fillStateOf(order), alreadyApplied, { ...fill, executedAt: fill.executedAt ?? null });
-    if (decision.outcome !== 'APPLIED') return { outcome: decision.outcome, order: order ?? null };
+  for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt += 1) {
+    const found = await repository.findOrderForFill(db, accountId, orderId, fill.fillId);
+    const decision = decideFill(found && fillStateOf(found.order), found?.fillApplied ?? false, { ...fill, executedAt: fill.executedAt ?? null });
+    // A refusal read on a consistent version is final: an order never regains quantity or reopens.
+    if (decision.outcome !== 'APPLIED') return { outcome: decision.outcome, order: found?.order ?? null };
     const updated = await repository.recordFillApplication(
-      trx,
+      db,
       accountId,
       { fillId: fill.fillId, orderId, quantity: fill.quantity, price: fill.price },
       decision.next,
+      found!.order.commit_xid,
     );
-    return { outcome: 'APPLIED', order: updated };
-  });
+    if (updated) return { outcome: 'APPLIED', order: updated };
+  }
+  throw new Error(`order ${orderId} changed ${MAX_WRITE_ATTEMPTS} times while fill ${fill.fillId} was decided`);
 }
 
 export interface Replacement {

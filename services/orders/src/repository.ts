@@ -93,19 +93,37 @@ export async function lockOrder(db: OrdersDb, accountId: string, id: string): Pr
 }
 
 /**
- * Whether this fill id has been applied to the order. Asked after locking the order, in a statement
- * of its own: a subquery of the locking statement would read the snapshot taken before the lock
- * wait, and miss an application committed by the transaction it waited for.
+ * The order, and whether this fill id has been applied to it, read in one statement: one snapshot,
+ * so the two agree. No lock: the write that follows only succeeds if the order is still this
+ * version (see `recordFillApplication`).
  */
-export async function isFillApplied(db: OrdersDb, accountId: string, fillId: string, orderId: string): Promise<boolean> {
+export async function findOrderForFill(
+  db: OrdersDb,
+  accountId: string,
+  id: string,
+  fillId: string,
+): Promise<{ order: OrderRow; fillApplied: boolean } | undefined> {
   const row = await db
-    .selectFrom('fill_applications')
-    .select('fill_id')
-    .where('account_id', '=', accountId)
-    .where('fill_id', '=', fillId)
-    .where('order_submission_id', '=', orderId)
+    .selectFrom('order_submissions')
+    .selectAll('order_submissions')
+    .select((eb) =>
+      eb
+        .exists(
+          eb
+            .selectFrom('fill_applications')
+            .select('fill_applications.fill_id')
+            .where('fill_applications.account_id', '=', accountId)
+            .where('fill_applications.fill_id', '=', fillId)
+            .whereRef('fill_applications.order_submission_id', '=', 'order_submissions.id'),
+        )
+        .as('fill_applied'),
+    )
+    .where('order_submissions.account_id', '=', accountId)
+    .where('order_submissions.id', '=', id)
     .executeTakeFirst();
-  return row !== undefined;
+  if (!row) return undefined;
+  const { fill_applied: fillApplied, ...order } = row;
+  return { order, fillApplied: Boolean(fillApplied) };
 }
 
 /**
@@ -141,13 +159,19 @@ export async function insertOrder(db: OrdersDb, accountId: string, draft: OrderD
     .executeTakeFirst();
 }
 
-export async function markCancelled(db: OrdersDb, accountId: string, id: string): Promise<OrderRow> {
-  return stampedUpdate(db)
+/**
+ * Cancels the order if it is still the version read (`commit_xid`; any version when absent): a
+ * compare-and-set, so the decision made on that version holds. Undefined: it changed meanwhile.
+ * Takes the order's row lock for the statement only; a concurrent writer of the same order is
+ * waited for, then its new version fails the comparison.
+ */
+export async function markCancelled(db: OrdersDb, accountId: string, id: string, version?: string): Promise<OrderRow | undefined> {
+  let update = stampedUpdate(db)
     .set({ status: 'CANCELLED', cancelled_at: changeStamp, updated_at: changeStamp })
     .where('order_submissions.account_id', '=', accountId)
-    .where('order_submissions.id', '=', id)
-    .returningAll('order_submissions')
-    .executeTakeFirstOrThrow();
+    .where('order_submissions.id', '=', id);
+  if (version !== undefined) update = update.where('order_submissions.commit_xid', '=', version);
+  return update.returningAll('order_submissions').executeTakeFirst();
 }
 
 export async function markReplaced(db: OrdersDb, accountId: string, id: string, replacedBy: string): Promise<OrderRow> {
@@ -202,33 +226,56 @@ export interface FillApplication {
   price: Decimal;
 }
 
-/** Records the fill as applied and writes the order's new fill state: one statement. */
-export async function recordFillApplication(db: OrdersDb, accountId: string, fill: FillApplication, next: FillState): Promise<OrderRow> {
+/**
+ * Writes the order's new fill state and records the application, in one statement, if the order is
+ * still the version the decision was made on (`commit_xid`): a compare-and-set. The application is
+ * inserted only when the update happened. Undefined: the order changed meanwhile, nothing written.
+ */
+export async function recordFillApplication(
+  db: OrdersDb,
+  accountId: string,
+  fill: FillApplication,
+  next: FillState,
+  version: string,
+): Promise<OrderRow | undefined> {
   return db
-    .with('application', (trx) =>
-      trx.insertInto('fill_applications').values({
-        account_id: accountId,
-        fill_id: fill.fillId,
-        order_submission_id: fill.orderId,
-        quantity: wire(fill.quantity),
-        price: wire(fill.price),
-        applied_at: sql<Date>`clock_timestamp()`,
-      }),
+    .with('updated', (qb) =>
+      qb
+        .updateTable('order_submissions')
+        .from(sql`(select clock_timestamp()::timestamptz(3) as now)`.as('clock'))
+        .set({
+          status: next.status,
+          filled_quantity: wire(next.filledQuantity),
+          fill_notional: next.fillNotional.toFixed(),
+          // A late fill that completes a cancelled order clears its cancelledAt.
+          cancelled_at: next.cancelledAt,
+          updated_at: changeStamp,
+        })
+        .where('order_submissions.account_id', '=', accountId)
+        .where('order_submissions.id', '=', fill.orderId)
+        .where('order_submissions.commit_xid', '=', version)
+        .returningAll('order_submissions'),
     )
-    .updateTable('order_submissions')
-    .from(sql`(select clock_timestamp()::timestamptz(3) as now)`.as('clock'))
-    .set({
-      status: next.status,
-      filled_quantity: wire(next.filledQuantity),
-      fill_notional: next.fillNotional.toFixed(),
-      // A late fill that completes a cancelled order clears its cancelledAt.
-      cancelled_at: next.cancelledAt,
-      updated_at: changeStamp,
-    })
-    .where('order_submissions.account_id', '=', accountId)
-    .where('order_submissions.id', '=', fill.orderId)
-    .returningAll('order_submissions')
-    .executeTakeFirstOrThrow();
+    .with('application', (qb) =>
+      qb
+        .insertInto('fill_applications')
+        .columns(['account_id', 'fill_id', 'order_submission_id', 'quantity', 'price', 'applied_at'])
+        .expression((eb) =>
+          eb
+            .selectFrom('updated')
+            .select([
+              'updated.account_id',
+              sql<string>`${fill.fillId}::text`.as('fill_id'),
+              'updated.id',
+              sql<string>`${wire(fill.quantity)}::numeric`.as('quantity'),
+              sql<string>`${wire(fill.price)}::numeric`.as('price'),
+              'updated.updated_at',
+            ]),
+        ),
+    )
+    .selectFrom('updated')
+    .selectAll()
+    .executeTakeFirst();
 }
 
 export interface OrderPage {

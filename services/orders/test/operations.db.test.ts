@@ -406,7 +406,7 @@ describe('the incremental sync (UPDATED_AT_ASC, paged by commit order)', () => {
     await expect.poll(async () => (start = await syncFrom(accountId, null)).rows.map((row) => row.id)).toEqual([slow.id, fast.id]);
 
     const open = await db.startTransaction().execute();
-    const slowCancel = await markCancelled(open, accountId, slow.id);
+    const slowCancel = (await markCancelled(open, accountId, slow.id))!;
     const fastCancel = await cancelOrderSubmission({ db, accountId }, fast.id);
     if (!fastCancel.ok) throw new Error(fastCancel.error.message);
     // The fast cancel committed, but handing it out now would let the slow one land behind the cursor.
