@@ -36,8 +36,9 @@ import type { OrderPage, OrderRow, OrdersDb } from './repository.ts';
 import type { StrategyLookup } from './strategy-lookup.ts';
 
 /**
- * The orders use cases: each runs the domain rules against the caller's rows, inside the
- * transaction and locks that make it safe under concurrency.
+ * The orders use cases: each runs the domain rules against the caller's rows, and writes so that
+ * it is safe under concurrency (a unique index, a compare-and-set, or a row lock), taking only the
+ * locks of the rows it changes.
  */
 export interface OrdersScope {
   db: OrdersDb;

@@ -81,7 +81,7 @@ export async function findOrderByClientOrderId(db: OrdersDb, accountId: string, 
     .executeTakeFirst();
 }
 
-/** Locks the order for the rest of the transaction; cancels and fills of one order are applied one at a time. */
+/** Locks the order for the rest of the transaction: a replace decides on it and writes both orders as one unit. */
 export async function lockOrder(db: OrdersDb, accountId: string, id: string): Promise<OrderRow | undefined> {
   return db
     .selectFrom('order_submissions')
