@@ -18,7 +18,7 @@ import {
 export type OrderSide = 'BUY' | 'SELL';
 export type OrderType = 'MARKET' | 'LIMIT' | 'STOP' | 'STOP_LIMIT';
 export type TimeInForce = 'DAY' | 'GTC' | 'IOC' | 'FOK';
-export type OrderStatus = 'SUBMITTED' | 'PARTIALLY_FILLED' | 'FILLED' | 'CANCELLED';
+export type OrderStatus = 'SUBMITTED' | 'PARTIALLY_FILLED' | 'FILLED' | 'CANCELLED' | 'REPLACED';
 export type StrategyStatus = 'ACTIVE' | 'PAUSED' | 'ARCHIVED';
 
 export const DEFAULT_TIME_IN_FORCE: TimeInForce = 'DAY';
@@ -130,6 +130,34 @@ export function validateSubmission(input: SubmitOrderInput): Result<OrderDraft> 
   });
 }
 
+/** replaceOrderSubmission's input once the scalars have parsed it: every member defaults to the old order's value. */
+export interface ReplaceOrderInput {
+  quantity?: Decimal | null;
+  limitPrice?: Decimal | null;
+  stopPrice?: Decimal | null;
+  timeInForce?: TimeInForce | null;
+  clientOrderId?: string | null;
+}
+
+/**
+ * The replacement of `old`: symbol, side, type and strategy inherited, the rest from the input or
+ * else the old order, under submitOrder's rules (a limit price on a MARKET order is refused as
+ * there). The clientOrderId is never inherited: it names one order.
+ */
+export function validateReplacement(old: OrderDraft, input: ReplaceOrderInput): Result<OrderDraft> {
+  return validateSubmission({
+    clientOrderId: input.clientOrderId ?? null,
+    strategyId: old.strategyId,
+    symbol: old.symbol,
+    side: old.side,
+    type: old.type,
+    timeInForce: input.timeInForce ?? old.timeInForce,
+    quantity: input.quantity ?? old.quantity,
+    limitPrice: input.limitPrice ?? old.limitPrice,
+    stopPrice: input.stopPrice ?? old.stopPrice,
+  });
+}
+
 function sameDecimal(a: Decimal | null, b: Decimal | null): boolean {
   return a === null || b === null ? a === b : a.eq(b);
 }
@@ -173,43 +201,107 @@ export function strategyUnavailable(): PayloadError {
   );
 }
 
-export type CancelDecision = { kind: 'cancel' } | { kind: 'unchanged' } | { kind: 'refused'; error: PayloadError };
-
 /**
- * SUBMITTED and PARTIALLY_FILLED orders cancel (keeping their fills); a cancelled one is returned as
- * is; FILLED is final. `id` is the order's, which the refusal names (its `field` is the `id` argument).
+ * The order state machine (contract section 3) as one table: for each status, what a cancel, a
+ * replace and a fill do. Every decision below reads it, and so do the unit tests; nothing else
+ * (no SQL, no other subgraph) keeps a copy of a transition.
+ *
+ * - cancel: `to` the new status, `unchanged` (answered with the order as it is), or `refused`.
+ * - replace: `to` the new status of the old order, or `refused`.
+ * - fill: `refused`, or which fills it takes — `any` while open, or only those `executedAtOrBefore`
+ *   the instant the cancel or replace took effect (a venue's "too late to cancel": a late fill) —
+ *   and the status after a fill that leaves quantity open (`partial`) or completes it (`complete`).
  */
-export function decideCancel(status: OrderStatus, id: string): CancelDecision {
-  switch (status) {
-    case 'SUBMITTED':
-    case 'PARTIALLY_FILLED':
-      return { kind: 'cancel' };
-    case 'CANCELLED':
-      return { kind: 'unchanged' };
-    case 'FILLED':
-      return {
-        kind: 'refused',
-        error: payloadError(
-          'ORDER_NOT_CANCELLABLE',
-          wrongState('Order submission', id, status, 'only SUBMITTED or PARTIALLY_FILLED orders can be cancelled'),
-          'id',
-        ),
-      };
-  }
+export const ORDER_TRANSITIONS = {
+  SUBMITTED: {
+    cancel: { to: 'CANCELLED' },
+    replace: { to: 'REPLACED' },
+    fill: { takes: 'any', partial: 'PARTIALLY_FILLED', complete: 'FILLED' },
+  },
+  PARTIALLY_FILLED: {
+    cancel: { to: 'CANCELLED' },
+    replace: { to: 'REPLACED' },
+    fill: { takes: 'any', partial: 'PARTIALLY_FILLED', complete: 'FILLED' },
+  },
+  FILLED: { cancel: 'refused', replace: 'refused', fill: 'refused' },
+  // A late fill that completes a cancelled order shows the cancel never took effect: FILLED, cancelledAt cleared.
+  CANCELLED: {
+    cancel: 'unchanged',
+    replace: 'refused',
+    fill: { takes: 'executedAtOrBefore', closedAt: 'cancelledAt', partial: 'CANCELLED', complete: 'FILLED' },
+  },
+  // The replacement carries on the order; the replaced one keeps its late fills and stays REPLACED.
+  REPLACED: {
+    cancel: 'refused',
+    replace: 'refused',
+    fill: { takes: 'executedAtOrBefore', closedAt: 'replacedAt', partial: 'REPLACED', complete: 'REPLACED' },
+  },
+} as const satisfies Record<OrderStatus, OrderTransitions>;
+
+interface OrderTransitions {
+  cancel: { to: OrderStatus } | 'unchanged' | 'refused';
+  replace: { to: OrderStatus } | 'refused';
+  fill:
+    | 'refused'
+    | { takes: 'any'; partial: OrderStatus; complete: OrderStatus }
+    | { takes: 'executedAtOrBefore'; closedAt: 'cancelledAt' | 'replacedAt'; partial: OrderStatus; complete: OrderStatus };
 }
 
-/** The part of an order that fills change. */
+/** The statuses a cancel changes: what cancel-all looks for (the open ones). */
+export const CANCELLABLE_STATUSES: readonly OrderStatus[] = (Object.keys(ORDER_TRANSITIONS) as OrderStatus[]).filter(
+  (status) => typeof ORDER_TRANSITIONS[status].cancel === 'object',
+);
+
+/** "only SUBMITTED or PARTIALLY_FILLED orders can …", from the table. */
+function onlyStatusesThat(action: 'cancel' | 'replace', verb: string): string {
+  const statuses = (Object.keys(ORDER_TRANSITIONS) as OrderStatus[]).filter((status) => typeof ORDER_TRANSITIONS[status][action] === 'object');
+  return `only ${statuses.join(' or ')} orders can be ${verb}`;
+}
+
+export type CancelDecision = { kind: 'cancel'; to: OrderStatus } | { kind: 'unchanged' } | { kind: 'refused'; error: PayloadError };
+
+/** `id` is the order's, which the refusal names (its `field` is the `id` argument). */
+export function decideCancel(status: OrderStatus, id: string): CancelDecision {
+  const rule = ORDER_TRANSITIONS[status].cancel;
+  if (rule === 'unchanged') return { kind: 'unchanged' };
+  if (rule === 'refused') {
+    return {
+      kind: 'refused',
+      error: payloadError('ORDER_NOT_CANCELLABLE', wrongState('Order submission', id, status, onlyStatusesThat('cancel', 'cancelled')), 'id'),
+    };
+  }
+  return { kind: 'cancel', to: rule.to };
+}
+
+export type ReplaceDecision = { kind: 'replace'; to: OrderStatus } | { kind: 'refused'; error: PayloadError };
+
+export function decideReplace(status: OrderStatus, id: string): ReplaceDecision {
+  const rule = ORDER_TRANSITIONS[status].replace;
+  if (rule === 'refused') {
+    return {
+      kind: 'refused',
+      error: payloadError('ORDER_NOT_REPLACEABLE', wrongState('Order submission', id, status, onlyStatusesThat('replace', 'replaced')), 'id'),
+    };
+  }
+  return { kind: 'replace', to: rule.to };
+}
+
+/** The part of an order that fills read and change. */
 export interface FillState {
   status: OrderStatus;
   quantity: Decimal;
   filledQuantity: Decimal;
   /** Exact sum of quantity × price over the applied fills. */
   fillNotional: Decimal;
+  cancelledAt: Date | null;
+  replacedAt: Date | null;
 }
 
 export interface FillToApply {
   quantity: Decimal;
   price: Decimal;
+  /** When the venue executed it; null: now, after any cancel or replace (never a late fill). */
+  executedAt: Date | null;
 }
 
 export type FillDecision =
@@ -217,39 +309,53 @@ export type FillDecision =
   | { outcome: 'ALREADY_APPLIED' | 'NOT_FOUND' | 'NOT_FILLABLE' | 'EXCEEDS_REMAINING' };
 
 /** A fill's own values must be positive before it can be weighed against an order; the message says which is not. */
-export function checkFill(fill: FillToApply): string | undefined {
+export function checkFill(fill: Pick<FillToApply, 'quantity' | 'price'>): string | undefined {
   if (fill.quantity.lte(0)) return mustBeGreaterThanZero('quantity');
   if (fill.price.lte(0)) return mustBeGreaterThanZero('price');
   return undefined;
 }
 
 /**
- * Applies one fill to an order. The already-applied check comes first so that a retry of a fill is
- * answered ALREADY_APPLIED whatever has happened to the order since (it may be FILLED by now).
+ * Applies one fill to an order, by the table. The already-applied check comes first so that a retry
+ * of a fill is answered ALREADY_APPLIED whatever has happened to the order since (it may be FILLED
+ * by now). A fill is never applied beyond the quantity, late or not.
  */
 export function decideFill(order: FillState | undefined, alreadyApplied: boolean, fill: FillToApply): FillDecision {
   if (alreadyApplied) return { outcome: 'ALREADY_APPLIED' };
   if (!order) return { outcome: 'NOT_FOUND' };
-  if (order.status !== 'SUBMITTED' && order.status !== 'PARTIALLY_FILLED') return { outcome: 'NOT_FILLABLE' };
+  const rule = ORDER_TRANSITIONS[order.status].fill;
+  if (rule === 'refused') return { outcome: 'NOT_FILLABLE' };
+  if (rule.takes === 'executedAtOrBefore') {
+    const closedAt = order[rule.closedAt];
+    if (closedAt === null || fill.executedAt === null || fill.executedAt.getTime() > closedAt.getTime()) return { outcome: 'NOT_FILLABLE' };
+  }
   const filledQuantity = order.filledQuantity.plus(fill.quantity);
   if (filledQuantity.gt(order.quantity)) return { outcome: 'EXCEEDS_REMAINING' };
+  const status = filledQuantity.eq(order.quantity) ? rule.complete : rule.partial;
   return {
     outcome: 'APPLIED',
     next: {
-      status: filledQuantity.eq(order.quantity) ? 'FILLED' : 'PARTIALLY_FILLED',
+      status,
       quantity: order.quantity,
       filledQuantity,
       fillNotional: order.fillNotional.plus(fill.quantity.times(fill.price)),
+      // Only a CANCELLED order has a cancelledAt; one a late fill completed was never cancelled.
+      cancelledAt: status === 'CANCELLED' ? order.cancelledAt : null,
+      replacedAt: order.replacedAt,
     },
   };
 }
 
-/** quantity − filledQuantity while the order is open; nothing remains once it is cancelled or filled. */
+/** quantity − filledQuantity while the order is open; nothing remains once it is cancelled, replaced or filled. */
 export function remainingQuantity(order: Pick<FillState, 'status' | 'quantity' | 'filledQuantity'>): Decimal {
-  if (order.status === 'CANCELLED' || order.status === 'FILLED') return new Decimal(0);
-  return order.quantity.minus(order.filledQuantity);
+  return isOpen(order.status) ? order.quantity.minus(order.filledQuantity) : new Decimal(0);
 }
 
+/** Open: takes any fill (SUBMITTED, PARTIALLY_FILLED). */
+export function isOpen(status: OrderStatus): boolean {
+  const rule = ORDER_TRANSITIONS[status].fill;
+  return rule !== 'refused' && rule.takes === 'any';
+}
 /** Quantity-weighted mean of the fill prices, from the exact notional, rounded only here. */
 export function averageFillPrice(order: Pick<FillState, 'filledQuantity' | 'fillNotional'>): Decimal | null {
   if (order.filledQuantity.isZero()) return null;

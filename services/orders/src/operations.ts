@@ -6,17 +6,22 @@ import { loaderOfGroups } from '@ots/shared/loaders';
 import { pageSize, toConnection, type Connection } from '@ots/shared/pagination';
 import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
 import {
+  CANCELLABLE_STATUSES,
   checkStrategyStatus,
   decideCancel,
   decideFill,
+  decideReplace,
   duplicateClientOrderId,
   isSameSubmission,
   strategyUnavailable,
+  validateReplacement,
   validateSubmission,
   type FillDecision,
   type FillState,
   type FillToApply,
   type OrderDraft,
+  type OrderSide,
+  type ReplaceOrderInput,
   type SubmitOrderInput,
 } from './domain.ts';
 import {
@@ -31,8 +36,9 @@ import type { OrderPage, OrderRow, OrdersDb } from './repository.ts';
 import type { StrategyLookup } from './strategy-lookup.ts';
 
 /**
- * The orders use cases: each runs the domain rules against the caller's rows, inside the
- * transaction and locks that make it safe under concurrency.
+ * The orders use cases: each runs the domain rules against the caller's rows, and writes so that
+ * it is safe under concurrency (a unique index, a compare-and-set, or a row lock), taking only the
+ * locks of the rows it changes.
  */
 export interface OrdersScope {
   db: OrdersDb;
@@ -63,6 +69,8 @@ export function fillStateOf(row: OrderRow): FillState {
     quantity: new Decimal(row.quantity),
     filledQuantity: new Decimal(row.filled_quantity),
     fillNotional: new Decimal(row.fill_notional),
+    cancelledAt: row.cancelled_at,
+    replacedAt: row.replaced_at,
   };
 }
 
@@ -105,10 +113,7 @@ export async function submitOrder(
     const strategy = await checkStrategy(scope.lookupStrategy, draft.strategyId);
     if (!strategy.ok) return strategy;
   }
-  const inserted = await db.transaction().execute(async (trx) => {
-    const stamp = await repository.stampWrite(trx, accountId);
-    return repository.insertOrder(trx, accountId, draft, stamp);
-  });
+  const inserted = await repository.insertOrder(db, accountId, draft);
   if (inserted) return ok(inserted);
   // Only a clientOrderId can conflict (NULLs never do): a concurrent submission with it committed first.
   const winner = await repository.findOrderByClientOrderId(db, accountId, clientOrderId!);
@@ -116,14 +121,24 @@ export async function submitOrder(
   return retried(winner, draft, clientOrderId!);
 }
 
+/**
+ * Cancels and fills read the order, decide by the transition table, and write only if the order is
+ * still the version they read (compare-and-set on `commit_xid`): two statements, no transaction
+ * block, and the order's row lock held only while the write runs. A failed comparison means a
+ * concurrent write of the same order committed; the next attempt decides on its result. Each
+ * failure is another write's success, so attempts are bounded by the writes racing for one order.
+ */
+const MAX_WRITE_ATTEMPTS = 100;
+
 function orderNotFound(id: string): Result<never> {
   return fail('NOT_FOUND', notFoundInAccount('order submission', id), 'id');
 }
 
+/** Read, decide, then a compare-and-set write: retried on the fresh version if a concurrent write got in between. */
 export async function cancelOrderSubmission({ db, accountId }: OrdersScope, id: string): Promise<Result<OrderRow>> {
   if (!isUuid(id)) return orderNotFound(id);
-  return db.transaction().execute(async (trx) => {
-    const order = await repository.lockOrder(trx, accountId, id);
+  for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt += 1) {
+    const order = await repository.findOrder(db, accountId, id);
     if (!order) return orderNotFound(id);
     const decision = decideCancel(order.status, order.id);
     switch (decision.kind) {
@@ -131,15 +146,20 @@ export async function cancelOrderSubmission({ db, accountId }: OrdersScope, id: 
         return ok(order);
       case 'refused':
         return { ok: false, error: decision.error };
-      case 'cancel':
-        return ok(await repository.markCancelled(trx, accountId, id, await repository.stampWrite(trx, accountId)));
+      case 'cancel': {
+        const cancelled = await repository.markCancelled(db, accountId, id, order.commit_xid);
+        if (cancelled) return ok(cancelled);
+      }
     }
-  });
+  }
+  throw new Error(`order ${id} changed ${MAX_WRITE_ATTEMPTS} times while a cancel was decided`);
 }
 
-export interface FillRequest extends FillToApply {
+export interface FillRequest extends Omit<FillToApply, 'executedAt'> {
   fillId: string;
   orderSubmissionId: string;
+  /** When the venue executed the fill; absent: now (after any cancel or replace, so never a late fill). */
+  executedAt?: Date | null;
 }
 
 export interface FillResult {
@@ -156,21 +176,124 @@ export interface FillResult {
 export async function applyFill({ db, accountId }: OrdersScope, fill: FillRequest): Promise<FillResult> {
   if (!isUuid(fill.orderSubmissionId)) return { outcome: 'NOT_FOUND', order: null };
   const orderId = fill.orderSubmissionId.toLowerCase();
-  return db.transaction().execute(async (trx) => {
-    const order = await repository.lockOrder(trx, accountId, orderId);
-    const alreadyApplied = await repository.isFillApplied(trx, accountId, fill.fillId, orderId);
-    const decision = decideFill(order && fillStateOf(order), alreadyApplied, fill);
-    if (decision.outcome !== 'APPLIED') return { outcome: decision.outcome, order: order ?? null };
-    const stamp = await repository.stampWrite(trx, accountId);
+  for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt += 1) {
+    const found = await repository.findOrderForFill(db, accountId, orderId, fill.fillId);
+    const decision = decideFill(found && fillStateOf(found.order), found?.fillApplied ?? false, { ...fill, executedAt: fill.executedAt ?? null });
+    // A refusal read on a consistent version is final: an order never regains quantity or reopens.
+    if (decision.outcome !== 'APPLIED') return { outcome: decision.outcome, order: found?.order ?? null };
     const updated = await repository.recordFillApplication(
-      trx,
+      db,
       accountId,
       { fillId: fill.fillId, orderId, quantity: fill.quantity, price: fill.price },
       decision.next,
-      stamp,
+      found!.order.commit_xid,
     );
-    return { outcome: 'APPLIED', order: updated };
+    if (updated) return { outcome: 'APPLIED', order: updated };
+  }
+  throw new Error(`order ${orderId} changed ${MAX_WRITE_ATTEMPTS} times while fill ${fill.fillId} was decided`);
+}
+
+export interface Replacement {
+  /** The new order. */
+  order: OrderRow;
+  /** The order it replaced, now REPLACED. */
+  replaced: OrderRow;
+}
+
+/**
+ * FIX cancel/replace: checks in this order — the old order exists (NOT_FOUND), the input under
+ * submitOrder's rules with the old order's values as defaults (VALIDATION_FAILED), a reused
+ * clientOrderId (a retry of this very replace returns its result, anything else is
+ * DUPLICATE_CLIENT_ORDER_ID), then, under the old order's lock, the state (ORDER_NOT_REPLACEABLE).
+ * One transaction inserts the new order and marks the old one REPLACED: both or neither. It locks
+ * the old order's row and writes the new one: nothing else of the account waits. The strategy is
+ * not asked: a replace starts no exposure under a new strategy.
+ */
+export async function replaceOrderSubmission(
+  { db, accountId }: OrdersScope,
+  id: string,
+  input: ReplaceOrderInput,
+): Promise<Result<Replacement>> {
+  if (!isUuid(id)) return orderNotFound(id);
+  const orderId = id.toLowerCase();
+  const old = await repository.findOrder(db, accountId, orderId);
+  if (!old) return orderNotFound(id);
+  const validated = validateReplacement(draftOf(old), input);
+  if (!validated.ok) return validated;
+  const draft = validated.value;
+
+  const retriedReplacement = async (existing: OrderRow): Promise<Result<Replacement>> => {
+    if (existing.replaces_id !== orderId || !isSameSubmission(draftOf(existing), draft)) {
+      return { ok: false, error: duplicateClientOrderId(draft.clientOrderId!) };
+    }
+    return ok({ order: existing, replaced: (await repository.findOrder(db, accountId, orderId))! });
+  };
+  if (draft.clientOrderId !== null) {
+    const existing = await repository.findOrderByClientOrderId(db, accountId, draft.clientOrderId);
+    if (existing) return retriedReplacement(existing);
+  }
+
+  const outcome = await db.transaction().execute(async (trx): Promise<Result<Replacement> | 'clientOrderIdTaken'> => {
+    const locked = await repository.lockOrder(trx, accountId, orderId);
+    if (!locked) return orderNotFound(id);
+    const decision = decideReplace(locked.status, locked.id);
+    if (decision.kind === 'refused') return { ok: false, error: decision.error };
+    const order = await repository.insertOrder(trx, accountId, draft, orderId);
+    // Only the clientOrderId can conflict: a concurrent request took it; nothing of ours is kept.
+    if (!order) return 'clientOrderIdTaken';
+    const replaced = await repository.markReplaced(trx, accountId, orderId, order.id);
+    return ok({ order, replaced });
   });
+  if (outcome === 'clientOrderIdTaken') {
+    const winner = await repository.findOrderByClientOrderId(db, accountId, draft.clientOrderId!);
+    if (!winner) throw new Error('insert conflicted on clientOrderId but no order holds it');
+    return retriedReplacement(winner);
+  }
+  // A concurrent retry of this replace committed while we waited for the lock: answer as its retry.
+  if (!outcome.ok && outcome.error.code === 'ORDER_NOT_REPLACEABLE' && draft.clientOrderId !== null) {
+    const winner = await repository.findOrderByClientOrderId(db, accountId, draft.clientOrderId);
+    if (winner) return retriedReplacement(winner);
+  }
+  return outcome;
+}
+
+/** cancelOrderSubmissions' filter as GraphQL hands it over. */
+export interface CancelOrdersFilterInput {
+  symbol?: string | null;
+  side?: OrderSide | null;
+  strategyId?: string | null;
+}
+
+/** The most one cancelOrderSubmissions call cancels (contract section 4). */
+export const CANCEL_ALL_LIMIT = 500;
+
+export interface CancelAllResult {
+  cancelled: OrderRow[];
+  hasMore: boolean;
+}
+
+/**
+ * Cancel-all: the caller's open orders that match, oldest first, at most 500 per call. Each order
+ * is cancelled by a statement of its own (atomic on its own, one row lock at a time, so a fill of
+ * another order never waits for the batch); one that a fill, cancel or replace took out of the open
+ * statuses meanwhile is skipped. `hasMore`: open matching orders beyond this call's 500 remain.
+ */
+export async function cancelOrderSubmissions({ db, accountId }: OrdersScope, input: CancelOrdersFilterInput | null | undefined): Promise<CancelAllResult> {
+  const filter: repository.OpenOrderFilter = {};
+  if (input?.symbol !== null && input?.symbol !== undefined) filter.symbol = input.symbol.toUpperCase();
+  if (input?.side) filter.side = input.side;
+  if (input?.strategyId !== null && input?.strategyId !== undefined) {
+    // An id that is not a UUID names no strategy: no order matches.
+    if (!isUuid(input.strategyId)) return { cancelled: [], hasMore: false };
+    filter.strategyId = input.strategyId.toLowerCase();
+  }
+  const candidates = await repository.findOrdersInStatuses(db, accountId, CANCELLABLE_STATUSES, filter, CANCEL_ALL_LIMIT + 1);
+  const cancelled: OrderRow[] = [];
+  for (const candidate of candidates.slice(0, CANCEL_ALL_LIMIT)) {
+    const row = await repository.cancelIfIn(db, accountId, candidate.id, CANCELLABLE_STATUSES);
+    if (row) cancelled.push(row);
+  }
+  return { cancelled, hasMore: candidates.length > CANCEL_ALL_LIMIT };
 }
 
 export interface ListArguments {

@@ -4,10 +4,13 @@ import { isUuid } from '@ots/shared/ids';
 import type { Connection } from '@ots/shared/pagination';
 import { DateTimeScalar, DecimalScalar } from '@ots/shared/scalars';
 import type { BaseContext } from '@ots/shared/subgraph-server';
-import { averageFillPrice, checkFill, remainingQuantity, type SubmitOrderInput } from './domain.ts';
+import { averageFillPrice, checkFill, remainingQuantity, type ReplaceOrderInput, type SubmitOrderInput } from './domain.ts';
 import {
   applyFill,
   cancelOrderSubmission,
+  cancelOrderSubmissions,
+  replaceOrderSubmission,
+  type CancelOrdersFilterInput,
   fillStateOf,
   listOrderSubmissions,
   submitOrder,
@@ -47,6 +50,9 @@ function orderView(row: OrderRow) {
     submittedAt: row.submitted_at,
     updatedAt: row.updated_at,
     cancelledAt: row.cancelled_at,
+    replacedAt: row.replaced_at,
+    replacedBy: row.replaced_by,
+    replacesOrderSubmission: row.replaces_id,
   };
 }
 
@@ -69,8 +75,10 @@ function loadOrder(context: OrdersContext, id: string) {
 }
 
 interface ApplyFillArguments {
-  input: { fillId: string; orderSubmissionId: string; quantity: Decimal; price: Decimal };
+  input: { fillId: string; orderSubmissionId: string; quantity: Decimal; price: Decimal; executedAt?: Date | null };
 }
+
+type OrderView = ReturnType<typeof orderView>;
 
 export const resolvers = {
   Decimal: DecimalScalar,
@@ -87,6 +95,16 @@ export const resolvers = {
       ),
     cancelOrderSubmission: async (_: unknown, { id }: { id: string }, context: OrdersContext) =>
       orderPayload(await cancelOrderSubmission({ db: context.db, accountId: context.caller.accountId }, id)),
+    replaceOrderSubmission: async (_: unknown, { id, input }: { id: string; input: ReplaceOrderInput }, context: OrdersContext) => {
+      const result = await replaceOrderSubmission({ db: context.db, accountId: context.caller.accountId }, id, input);
+      return result.ok
+        ? { orderSubmission: orderView(result.value.order), replacedOrderSubmission: orderView(result.value.replaced), error: null }
+        : { orderSubmission: null, replacedOrderSubmission: null, error: result.error };
+    },
+    cancelOrderSubmissions: async (_: unknown, { filter }: { filter?: CancelOrdersFilterInput | null }, context: OrdersContext) => {
+      const result = await cancelOrderSubmissions({ db: context.db, accountId: context.caller.accountId }, filter);
+      return { cancelledCount: result.cancelled.length, orderSubmissions: result.cancelled.map(orderView), hasMore: result.hasMore, error: null };
+    },
     applyFill: async (_: unknown, { input }: ApplyFillArguments, context: OrdersContext) => {
       const refused = checkFill(input);
       if (refused) throw badUserInput(refused, 'input');
@@ -96,6 +114,9 @@ export const resolvers = {
   },
   OrderSubmission: {
     __resolveReference: (reference: { id: string }, context: OrdersContext) => loadOrder(context, reference.id),
+    replacedBy: (order: OrderView, _: unknown, context: OrdersContext) => order.replacedBy && loadOrder(context, order.replacedBy),
+    replacesOrderSubmission: (order: OrderView, _: unknown, context: OrdersContext) =>
+      order.replacesOrderSubmission && loadOrder(context, order.replacesOrderSubmission),
   },
   Strategy: {
     __resolveReference: (reference: { id: string }) => ({ id: reference.id }),

@@ -3,9 +3,13 @@ import { Decimal, formatDecimal } from '@ots/shared/decimal';
 import {
   averageFillPrice,
   checkFill,
+  CANCELLABLE_STATUSES,
   checkStrategyStatus,
   decideCancel,
   decideFill,
+  decideReplace,
+  ORDER_TRANSITIONS,
+  validateReplacement,
   isSameSubmission,
   remainingQuantity,
   strategyUnavailable,
@@ -172,13 +176,50 @@ describe('checkStrategyStatus', () => {
   });
 });
 
-describe('state transitions', () => {
-  it('cancel: SUBMITTED and PARTIALLY_FILLED cancel, CANCELLED stays as it is, FILLED is refused', () => {
-    const id = '0190f5a2-0000-7000-8000-00000000000a';
-    expect(decideCancel('SUBMITTED', id)).toEqual({ kind: 'cancel' });
-    expect(decideCancel('PARTIALLY_FILLED', id)).toEqual({ kind: 'cancel' });
-    expect(decideCancel('CANCELLED', id)).toEqual({ kind: 'unchanged' });
-    // A state conflict names the id of the object in the wrong state.
+describe('the transition table (contract section 3)', () => {
+  const id = '0190f5a2-0000-7000-8000-00000000000a';
+  const cancelledAt = new Date('2026-11-21T14:05:00.004Z');
+  const replacedAt = new Date('2026-11-21T14:06:00.500Z');
+  const before = new Date(cancelledAt.getTime() - 60_000);
+  const at = (date: Date, deltaMs: number) => new Date(date.getTime() + deltaMs);
+
+  const order = (status: OrderStatus, filled = '0', notional = '0'): FillState => ({
+    status,
+    quantity: d('10'),
+    filledQuantity: d(filled),
+    fillNotional: d(notional),
+    cancelledAt: status === 'CANCELLED' ? cancelledAt : null,
+    replacedAt: status === 'REPLACED' ? replacedAt : null,
+  });
+  const fill = (quantity: string, price = '100', executedAt = before) => ({ quantity: d(quantity), price: d(price), executedAt });
+
+  const statuses = Object.keys(ORDER_TRANSITIONS) as OrderStatus[];
+
+  it('covers every status of the contract, and the unit tests below read it rather than restate it', () => {
+    expect(statuses.sort()).toEqual(['CANCELLED', 'FILLED', 'PARTIALLY_FILLED', 'REPLACED', 'SUBMITTED']);
+    expect(CANCELLABLE_STATUSES).toEqual(['SUBMITTED', 'PARTIALLY_FILLED']);
+  });
+
+  // Which status accepts which action: the contract's diagram, one row per status.
+  it.each<[OrderStatus, string, string, string]>([
+    ['SUBMITTED', 'CANCELLED', 'REPLACED', 'any'],
+    ['PARTIALLY_FILLED', 'CANCELLED', 'REPLACED', 'any'],
+    ['FILLED', 'refused', 'refused', 'refused'],
+    ['CANCELLED', 'unchanged', 'refused', 'executed at or before cancelledAt'],
+    ['REPLACED', 'refused', 'refused', 'executed at or before replacedAt'],
+  ])('%s: cancel → %s, replace → %s, fill: %s', (status, cancel, replace, fills) => {
+    const cancelDecision = decideCancel(status, id);
+    expect(cancelDecision.kind === 'cancel' ? cancelDecision.to : cancelDecision.kind).toBe(cancel);
+    const replaceDecision = decideReplace(status, id);
+    expect(replaceDecision.kind === 'replace' ? replaceDecision.to : replaceDecision.kind).toBe(replace);
+    const filled = status === 'FILLED' ? '10' : '3';
+    const early = decideFill(order(status, filled), false, fill('1', '100', before)).outcome;
+    const late = decideFill(order(status, filled), false, fill('1', '100', at(replacedAt, 60_000))).outcome;
+    const description = { any: ['APPLIED', 'APPLIED'], refused: ['NOT_FILLABLE', 'NOT_FILLABLE'] }[fills] ?? ['APPLIED', 'NOT_FILLABLE'];
+    expect([early, late]).toEqual(description);
+  });
+
+  it('refusals name the order and the rule, with `field: id`', () => {
     expect(decideCancel('FILLED', id)).toEqual({
       kind: 'refused',
       error: {
@@ -187,20 +228,23 @@ describe('state transitions', () => {
         message: `Order submission ${id} is FILLED; only SUBMITTED or PARTIALLY_FILLED orders can be cancelled`,
       },
     });
+    expect(decideCancel('REPLACED', id)).toMatchObject({ kind: 'refused', error: { code: 'ORDER_NOT_CANCELLABLE', field: 'id' } });
+    for (const status of ['FILLED', 'CANCELLED', 'REPLACED'] as const) {
+      expect(decideReplace(status, id)).toEqual({
+        kind: 'refused',
+        error: {
+          code: 'ORDER_NOT_REPLACEABLE',
+          field: 'id',
+          message: `Order submission ${id} is ${status}; only SUBMITTED or PARTIALLY_FILLED orders can be replaced`,
+        },
+      });
+    }
   });
-
-  const order = (status: OrderStatus, filled = '0', notional = '0'): FillState => ({
-    status,
-    quantity: d('10'),
-    filledQuantity: d(filled),
-    fillNotional: d(notional),
-  });
-  const fill = (quantity: string, price = '100') => ({ quantity: d(quantity), price: d(price) });
 
   it('fill: SUBMITTED → PARTIALLY_FILLED for part of the quantity', () => {
     expect(decideFill(order('SUBMITTED'), false, fill('4', '2.5'))).toEqual({
       outcome: 'APPLIED',
-      next: { status: 'PARTIALLY_FILLED', quantity: d('10'), filledQuantity: d('4'), fillNotional: d('10') },
+      next: { status: 'PARTIALLY_FILLED', quantity: d('10'), filledQuantity: d('4'), fillNotional: d('10'), cancelledAt: null, replacedAt: null },
     });
   });
 
@@ -215,8 +259,46 @@ describe('state transitions', () => {
     expect(full).toMatchObject({ outcome: 'APPLIED', next: { status: 'FILLED', filledQuantity: d('10'), fillNotional: d('1006') } });
   });
 
-  it.each<OrderStatus>(['FILLED', 'CANCELLED'])('fill: %s is final, every fill is NOT_FILLABLE', (status) => {
-    expect(decideFill(order(status, status === 'FILLED' ? '10' : '3'), false, fill('1'))).toEqual({ outcome: 'NOT_FILLABLE' });
+  it('fill: FILLED takes no fill, whenever it was executed', () => {
+    expect(decideFill(order('FILLED', '10'), false, fill('1', '100', before))).toEqual({ outcome: 'NOT_FILLABLE' });
+  });
+
+  describe.each<['CANCELLED' | 'REPLACED', Date]>([
+    ['CANCELLED', cancelledAt],
+    ['REPLACED', replacedAt],
+  ])('late fills on a %s order', (status, closedAt) => {
+    it.each<[string, number, string]>([
+      ['equal to', 0, 'APPLIED'],
+      ['1 ms before', -1, 'APPLIED'],
+      ['1 ms after', 1, 'NOT_FILLABLE'],
+    ])('executedAt %s the instant it took effect → %s', (_edge, deltaMs, outcome) => {
+      expect(decideFill(order(status, '3', '300'), false, fill('2', '100', at(closedAt, deltaMs))).outcome).toBe(outcome);
+    });
+
+    it('is applied within the quantity: beyond the remaining quantity is EXCEEDS_REMAINING', () => {
+      expect(decideFill(order(status, '3', '300'), false, fill('7.0000000001', '100', closedAt))).toEqual({ outcome: 'EXCEEDS_REMAINING' });
+    });
+  });
+
+  it('late fill: a partial one leaves a CANCELLED order CANCELLED with its cancelledAt', () => {
+    expect(decideFill(order('CANCELLED', '3', '300'), false, fill('2', '100', cancelledAt))).toMatchObject({
+      outcome: 'APPLIED',
+      next: { status: 'CANCELLED', filledQuantity: d('5'), cancelledAt },
+    });
+  });
+
+  it('late fill: one that completes a CANCELLED order makes it FILLED with cancelledAt null (the cancel did not take effect)', () => {
+    expect(decideFill(order('CANCELLED', '3', '300'), false, fill('7', '100', cancelledAt))).toMatchObject({
+      outcome: 'APPLIED',
+      next: { status: 'FILLED', filledQuantity: d('10'), cancelledAt: null },
+    });
+  });
+
+  it('late fill: a REPLACED order stays REPLACED, even filled to its whole quantity', () => {
+    expect(decideFill(order('REPLACED', '3', '300'), false, fill('7', '100', replacedAt))).toMatchObject({
+      outcome: 'APPLIED',
+      next: { status: 'REPLACED', filledQuantity: d('10'), replacedAt },
+    });
   });
 
   it.each<OrderStatus>(['SUBMITTED', 'PARTIALLY_FILLED'])('fill: beyond the remaining quantity of a %s order is EXCEEDS_REMAINING', (status) => {
@@ -227,12 +309,12 @@ describe('state transitions', () => {
   });
 
   it('fill: an already applied fill is ALREADY_APPLIED whatever the order has become since', () => {
-    for (const status of ['SUBMITTED', 'PARTIALLY_FILLED', 'FILLED', 'CANCELLED'] as const) {
-      expect(decideFill(order(status), true, fill('100'))).toEqual({ outcome: 'ALREADY_APPLIED' });
+    for (const status of statuses) {
+      expect(decideFill(order(status), true, fill('100', '1', at(replacedAt, 60_000)))).toEqual({ outcome: 'ALREADY_APPLIED' });
     }
   });
 
-  it('fill: no order (absent or another account\'s) is NOT_FOUND', () => {
+  it("fill: no order (absent or another account's) is NOT_FOUND", () => {
     expect(decideFill(undefined, false, fill('1'))).toEqual({ outcome: 'NOT_FOUND' });
   });
 
@@ -243,13 +325,35 @@ describe('state transitions', () => {
   });
 });
 
+describe('validateReplacement', () => {
+  const old = draft({ type: 'LIMIT', limitPrice: d('100'), clientOrderId: 'old-1', strategyId: '0190F5A2-0000-7000-8000-0000000000AA' });
+
+  it('inherits symbol, side, type and strategy, and defaults every input to the old value; never the clientOrderId', () => {
+    expect(validateReplacement(old, {})).toEqual({ ok: true, value: { ...old, clientOrderId: null } });
+    expect(validateReplacement(old, { quantity: d('4'), limitPrice: d('99.5'), timeInForce: 'GTC', clientOrderId: 'new-1' })).toEqual({
+      ok: true,
+      value: { ...old, quantity: d('4'), limitPrice: d('99.5'), timeInForce: 'GTC', clientOrderId: 'new-1' },
+    });
+  });
+
+  it.each<[string, Record<string, unknown>, string]>([
+    ['a zero quantity', { quantity: d('0') }, 'quantity'],
+    ['a stop price on a LIMIT order', { stopPrice: d('90') }, 'stopPrice'],
+    ['a zero limit price', { limitPrice: d('0') }, 'limitPrice'],
+    ['a malformed clientOrderId', { clientOrderId: 'not ok' }, 'clientOrderId'],
+  ])("applies submitOrder's rules: %s is VALIDATION_FAILED on %s", (_case, input, field) => {
+    expect(validateReplacement(old, input)).toMatchObject({ ok: false, error: { code: 'VALIDATION_FAILED', field } });
+  });
+});
+
 describe('derived figures', () => {
-  it('remainingQuantity is quantity − filled while open, and 0 once cancelled or filled', () => {
+  it('remainingQuantity is quantity − filled while open, and 0 once cancelled, replaced or filled', () => {
     const of = (status: OrderStatus, filled: string) => formatDecimal(remainingQuantity({ status, quantity: d('10.5'), filledQuantity: d(filled) }));
     expect(of('SUBMITTED', '0')).toBe('10.5');
     expect(of('PARTIALLY_FILLED', '0.25')).toBe('10.25');
     expect(of('CANCELLED', '0.25')).toBe('0');
     expect(of('FILLED', '10.5')).toBe('0');
+    expect(of('REPLACED', '3')).toBe('0');
   });
 
   it('averageFillPrice is null before the first fill, and the exact weighted mean rounded half-even to 10 places', () => {
@@ -265,9 +369,9 @@ describe('derived figures', () => {
 
   it('keeps 20 integer and 10 fraction digits exact through notional arithmetic', () => {
     const state = decideFill(
-      { status: 'SUBMITTED', quantity: d('99999999999999999999.9999999999'), filledQuantity: d('0'), fillNotional: d('0') },
+      { status: 'SUBMITTED', quantity: d('99999999999999999999.9999999999'), filledQuantity: d('0'), fillNotional: d('0'), cancelledAt: null, replacedAt: null },
       false,
-      { quantity: d('99999999999999999999.9999999999'), price: d('99999999999999999999.9999999999') },
+      { quantity: d('99999999999999999999.9999999999'), price: d('99999999999999999999.9999999999'), executedAt: new Date() },
     );
     if (state.outcome !== 'APPLIED') throw new Error(state.outcome);
     expect(formatDecimal(state.next.fillNotional)).toBe('9999999999999999999999999999980000000000.00000000000000000001');

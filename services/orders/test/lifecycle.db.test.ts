@@ -1,0 +1,287 @@
+import { describe, expect, it } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Decimal } from '@ots/shared/decimal';
+import { newId } from '@ots/shared/ids';
+import type { SubmitOrderInput } from '../src/domain.ts';
+import {
+  applyFill,
+  cancelOrderSubmission,
+  cancelOrderSubmissions,
+  replaceOrderSubmission,
+  submitOrder,
+  CANCEL_ALL_LIMIT,
+  type FillRequest,
+} from '../src/operations.ts';
+import { findOrder, type OrderRow } from '../src/repository.ts';
+import { someAccount, useOrdersDatabase } from './database.ts';
+
+/**
+ * Late fills, replace and cancel-all against a real Postgres: each rule once, then the races the
+ * issue names (fill vs cancel, fill vs replace, cancel-all vs fills), where only the locks decide.
+ */
+
+const { db } = await useOrdersDatabase();
+const d = (value: string) => new Decimal(value);
+
+function limitOrder(overrides: Partial<SubmitOrderInput> = {}): SubmitOrderInput {
+  return { symbol: 'AAPL', side: 'BUY', type: 'LIMIT', quantity: d('10'), limitPrice: d('100'), ...overrides };
+}
+
+async function submitted(accountId: string, input: SubmitOrderInput = limitOrder()): Promise<OrderRow> {
+  const result = await submitOrder({ db, accountId, lookupStrategy: async () => 'ACTIVE' }, input);
+  if (!result.ok) throw new Error(result.error.message);
+  return result.value;
+}
+
+const fill = (orderSubmissionId: string, quantity: string, executedAt: Date | null, price = '100'): FillRequest => ({
+  fillId: newId(),
+  orderSubmissionId,
+  quantity: d(quantity),
+  price: d(price),
+  executedAt,
+});
+
+async function cancelled(accountId: string, id: string): Promise<OrderRow> {
+  const result = await cancelOrderSubmission({ db, accountId }, id);
+  if (!result.ok) throw new Error(result.error.message);
+  return result.value;
+}
+
+describe('late fills', () => {
+  it('applies a fill executed at or before the cancel, keeps the order CANCELLED, and refuses one executed after', async () => {
+    const accountId = someAccount();
+    const order = await submitted(accountId);
+    await applyFill({ db, accountId }, fill(order.id, '2', new Date()));
+    const cancel = await cancelled(accountId, order.id);
+    const late = await applyFill({ db, accountId }, fill(order.id, '3', cancel.cancelled_at!, '101'));
+    expect(late.outcome).toBe('APPLIED');
+    expect(late.order).toMatchObject({ status: 'CANCELLED', filled_quantity: '5.0000000000', cancelled_at: cancel.cancelled_at });
+    expect(d(late.order!.fill_notional).eq('503')).toBe(true);
+    const tooLate = await applyFill({ db, accountId }, fill(order.id, '1', new Date(cancel.cancelled_at!.getTime() + 1)));
+    expect(tooLate.outcome).toBe('NOT_FILLABLE');
+    // A fill without an execution time is executed now: never late.
+    expect((await applyFill({ db, accountId }, fill(order.id, '1', null))).outcome).toBe('NOT_FILLABLE');
+  });
+
+  it('turns a cancelled order that a late fill completes FILLED, with cancelledAt null', async () => {
+    const accountId = someAccount();
+    const order = await submitted(accountId);
+    const cancel = await cancelled(accountId, order.id);
+    const late = await applyFill({ db, accountId }, fill(order.id, '10', new Date(cancel.cancelled_at!.getTime() - 1)));
+    expect(late.order).toMatchObject({ status: 'FILLED', cancelled_at: null });
+    expect((await cancelOrderSubmission({ db, accountId }, order.id)).ok).toBe(false);
+  });
+
+  it('applies late fills to a REPLACED order within its quantity; it stays REPLACED', async () => {
+    const accountId = someAccount();
+    const order = await submitted(accountId);
+    const replaced = await replaceOrderSubmission({ db, accountId }, order.id, { quantity: d('4') });
+    if (!replaced.ok) throw new Error(replaced.error.message);
+    const replacedAt = replaced.value.replaced.replaced_at!;
+    expect((await applyFill({ db, accountId }, fill(order.id, '10.0000000001', replacedAt))).outcome).toBe('EXCEEDS_REMAINING');
+    const late = await applyFill({ db, accountId }, fill(order.id, '10', replacedAt));
+    expect(late.order).toMatchObject({ status: 'REPLACED', filled_quantity: '10.0000000000' });
+    expect((await applyFill({ db, accountId }, fill(order.id, '1', replacedAt))).outcome).toBe('EXCEEDS_REMAINING');
+  });
+});
+
+describe('replaceOrderSubmission', () => {
+  it('creates the new order and marks the old one REPLACED in one transaction, linking both ways', async () => {
+    const accountId = someAccount();
+    const strategyId = newId();
+    const order = await submitted(accountId, limitOrder({ strategyId, timeInForce: 'GTC' }));
+    await applyFill({ db, accountId }, fill(order.id, '3', new Date()));
+    const result = await replaceOrderSubmission({ db, accountId }, order.id, { quantity: d('7'), limitPrice: d('99.5'), clientOrderId: 'r-1' });
+    if (!result.ok) throw new Error(result.error.message);
+    const { order: next, replaced } = result.value;
+    expect(next).toMatchObject({
+      status: 'SUBMITTED',
+      symbol: 'AAPL',
+      side: 'BUY',
+      type: 'LIMIT',
+      strategy_id: strategyId,
+      time_in_force: 'GTC',
+      quantity: '7.0000000000',
+      limit_price: '99.5000000000',
+      client_order_id: 'r-1',
+      replaces_id: order.id,
+    });
+    expect(replaced).toMatchObject({ status: 'REPLACED', replaced_by: next.id, filled_quantity: '3.0000000000' });
+    expect(replaced.replaced_at).not.toBeNull();
+    expect(await findOrder(db, accountId, order.id)).toEqual(replaced);
+  });
+
+  it('answers a retry with the same clientOrderId with the same replacement, and other details with DUPLICATE_CLIENT_ORDER_ID', async () => {
+    const accountId = someAccount();
+    const order = await submitted(accountId);
+    const input = { quantity: d('5'), clientOrderId: 'r-2' };
+    const results = await Promise.all(Array.from({ length: 8 }, () => replaceOrderSubmission({ db, accountId }, order.id, input)));
+    expect(new Set(results.map((result) => (result.ok ? result.value.order.id : result.error.code))).size).toBe(1);
+    expect(results.every((result) => result.ok)).toBe(true);
+    const different = await replaceOrderSubmission({ db, accountId }, order.id, { quantity: d('6'), clientOrderId: 'r-2' });
+    expect(different).toMatchObject({ ok: false, error: { code: 'DUPLICATE_CLIENT_ORDER_ID', field: 'clientOrderId' } });
+    const orders = await db.selectFrom('order_submissions').select('id').where('account_id', '=', accountId).execute();
+    expect(orders).toHaveLength(2);
+  });
+
+  it('refuses a closed order with ORDER_NOT_REPLACEABLE, an invalid input with VALIDATION_FAILED, and changes nothing', async () => {
+    const accountId = someAccount();
+    const order = await submitted(accountId);
+    expect(await replaceOrderSubmission({ db, accountId }, order.id, { stopPrice: d('1') })).toMatchObject({
+      ok: false,
+      error: { code: 'VALIDATION_FAILED', field: 'stopPrice' },
+    });
+    await cancelled(accountId, order.id);
+    expect(await replaceOrderSubmission({ db, accountId }, order.id, {})).toMatchObject({
+      ok: false,
+      error: { code: 'ORDER_NOT_REPLACEABLE', field: 'id' },
+    });
+    const orders = await db.selectFrom('order_submissions').select('id').where('account_id', '=', accountId).execute();
+    expect(orders).toHaveLength(1);
+  });
+
+  it("answers another account's order, a missing id and a non-UUID alike with NOT_FOUND", async () => {
+    const order = await submitted(someAccount());
+    const stranger = { db, accountId: someAccount() };
+    for (const id of [order.id, newId(), 'order-1']) {
+      expect(await replaceOrderSubmission(stranger, id, {})).toMatchObject({ ok: false, error: { code: 'NOT_FOUND', field: 'id' } });
+    }
+    expect((await findOrder(db, order.account_id, order.id))?.status).toBe('SUBMITTED');
+  });
+});
+
+describe('cancelOrderSubmissions', () => {
+  it("cancels the caller's matching open orders oldest first, leaves the rest, and scopes to the account", async () => {
+    const accountId = someAccount();
+    const a = await submitted(accountId, limitOrder({ symbol: 'MSFT' }));
+    const b = await submitted(accountId);
+    const c = await submitted(accountId, limitOrder({ symbol: 'msft', side: 'SELL' }));
+    const filled = await submitted(accountId, limitOrder({ symbol: 'MSFT' }));
+    await applyFill({ db, accountId }, fill(filled.id, '10', new Date()));
+    const theirs = await submitted(someAccount(), limitOrder({ symbol: 'MSFT' }));
+
+    const bySymbol = await cancelOrderSubmissions({ db, accountId }, { symbol: 'msft' });
+    expect(bySymbol.cancelled.map((row) => row.id)).toEqual([a.id, c.id]);
+    expect(bySymbol.cancelled.every((row) => row.status === 'CANCELLED')).toBe(true);
+    expect(bySymbol.hasMore).toBe(false);
+    expect((await findOrder(db, accountId, b.id))?.status).toBe('SUBMITTED');
+    expect((await findOrder(db, theirs.account_id, theirs.id))?.status).toBe('SUBMITTED');
+
+    expect((await cancelOrderSubmissions({ db, accountId }, { strategyId: 'not-a-uuid' })).cancelled).toEqual([]);
+    expect((await cancelOrderSubmissions({ db, accountId }, {})).cancelled.map((row) => row.id)).toEqual([b.id]);
+    expect((await cancelOrderSubmissions({ db, accountId }, null)).cancelled).toEqual([]);
+  });
+
+  it(`cancels at most ${CANCEL_ALL_LIMIT} per call and says when more remain`, async () => {
+    const accountId = someAccount();
+    await db
+      .insertInto('order_submissions')
+      .values(
+        Array.from({ length: CANCEL_ALL_LIMIT + 2 }, (_, index) => ({
+          id: newId(),
+          account_id: accountId,
+          client_order_id: null,
+          strategy_id: null,
+          symbol: 'BULK',
+          side: 'BUY' as const,
+          type: 'MARKET' as const,
+          time_in_force: 'DAY' as const,
+          quantity: '1',
+          limit_price: null,
+          stop_price: null,
+          status: 'SUBMITTED' as const,
+          filled_quantity: '0',
+          fill_notional: '0',
+          submitted_at: new Date(Date.UTC(2026, 0, 1, 0, 0, index)),
+          updated_at: new Date(Date.UTC(2026, 0, 1, 0, 0, index)),
+          cancelled_at: null,
+          replaced_at: null,
+          replaced_by: null,
+          replaces_id: null,
+        })),
+      )
+      .execute();
+    const first = await cancelOrderSubmissions({ db, accountId }, {});
+    expect(first.cancelled).toHaveLength(CANCEL_ALL_LIMIT);
+    expect(first.hasMore).toBe(true);
+    expect(first.cancelled[0]!.submitted_at).toEqual(new Date(Date.UTC(2026, 0, 1)));
+    const second = await cancelOrderSubmissions({ db, accountId }, {});
+    expect(second.cancelled).toHaveLength(2);
+    expect(second.hasMore).toBe(false);
+  });
+});
+
+describe('races, decided by the order row lock alone', () => {
+  it('fill vs cancel: a fill executed before the cancel counts whichever commits first; one executed after counts only if it came first', async () => {
+    for (let round = 0; round < 6; round += 1) {
+      const accountId = someAccount();
+      const order = await submitted(accountId);
+      const early = fill(order.id, '2', new Date(Date.now() - 1_000));
+      const after = fill(order.id, '3', new Date(Date.now() + 4_000));
+      const [earlyResult, cancelResult, afterResult] = await Promise.all([
+        sleep(Math.random() * 5).then(() => applyFill({ db, accountId }, early)),
+        sleep(Math.random() * 5).then(() => cancelOrderSubmission({ db, accountId }, order.id)),
+        sleep(Math.random() * 5).then(() => applyFill({ db, accountId }, after)),
+      ]);
+      expect(earlyResult.outcome).toBe('APPLIED');
+      expect(cancelResult.ok).toBe(true);
+      const final = (await findOrder(db, accountId, order.id))!;
+      expect(final.status).toBe('CANCELLED');
+      const counted = 2 + (afterResult.outcome === 'APPLIED' ? 3 : 0);
+      expect(d(final.filled_quantity).eq(counted)).toBe(true);
+      // The executed-after fill counts exactly when it was applied before the cancel took effect.
+      if (afterResult.outcome === 'APPLIED') expect(afterResult.order!.status).toBe('PARTIALLY_FILLED');
+      else expect(afterResult.outcome).toBe('NOT_FILLABLE');
+    }
+  });
+
+  it('fill vs replace: one consistent end — the fill on the old order, within its quantity, and exactly one replacement', async () => {
+    for (let round = 0; round < 6; round += 1) {
+      const accountId = someAccount();
+      const order = await submitted(accountId);
+      const early = fill(order.id, '10', new Date(Date.now() - 1_000));
+      const [fillResult, replaceResult] = await Promise.all([
+        sleep(Math.random() * 5).then(() => applyFill({ db, accountId }, early)),
+        sleep(Math.random() * 5).then(() => replaceOrderSubmission({ db, accountId }, order.id, { quantity: d('4') })),
+      ]);
+      expect(fillResult.outcome).toBe('APPLIED');
+      const final = (await findOrder(db, accountId, order.id))!;
+      expect(d(final.filled_quantity).eq(10)).toBe(true);
+      const orders = await db.selectFrom('order_submissions').selectAll().where('account_id', '=', accountId).execute();
+      if (replaceResult.ok) {
+        // Replace first: the fill arrived late, the old order keeps it and stays REPLACED.
+        expect(final).toMatchObject({ status: 'REPLACED', replaced_by: replaceResult.value.order.id });
+        expect(orders).toHaveLength(2);
+      } else {
+        // Fill first: the order was FILLED, so nothing was replaced.
+        expect(replaceResult.error.code).toBe('ORDER_NOT_REPLACEABLE');
+        expect(final.status).toBe('FILLED');
+        expect(orders).toHaveLength(1);
+      }
+    }
+  });
+
+  it('cancel-all vs fills: every order ends FILLED (skipped, not reported) or CANCELLED (reported), never both, none lost', async () => {
+    const accountId = someAccount();
+    const orders = await Promise.all(Array.from({ length: 30 }, () => submitted(accountId, limitOrder({ quantity: d('2') }))));
+    const fills = orders.filter((_, index) => index % 2 === 0).map((order) => fill(order.id, '2', new Date(Date.now() + 4_000)));
+    const [result, ...fillResults] = await Promise.all([
+      cancelOrderSubmissions({ db, accountId }, {}),
+      ...fills.map((each) => sleep(Math.random() * 10).then(() => applyFill({ db, accountId }, each))),
+    ]);
+    const stored = await db.selectFrom('order_submissions').selectAll().where('account_id', '=', accountId).execute();
+    const reported = new Set(result.cancelled.map((row) => row.id));
+    expect(reported.size).toBe(result.cancelled.length);
+    for (const row of stored) {
+      if (row.status === 'CANCELLED') expect(reported.has(row.id)).toBe(true);
+      else {
+        expect(row.status).toBe('FILLED');
+        expect(reported.has(row.id)).toBe(false);
+      }
+    }
+    const appliedFills = fillResults.filter((each) => each.outcome === 'APPLIED').length;
+    expect(stored.filter((row) => row.status === 'FILLED')).toHaveLength(appliedFills);
+    expect(result.cancelled.length + appliedFills).toBe(30);
+    expect(result.hasMore).toBe(false);
+  });
+});

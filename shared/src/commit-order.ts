@@ -1,0 +1,159 @@
+import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
+import { badUserInput } from './errors.ts';
+import { decodeCursor, encodeCursor } from './pagination.ts';
+
+/**
+ * A commit-ordered feed: a table a client pages forward through, from its last cursor, and never
+ * misses a row written after it (even by a transaction that commits late) and never loops.
+ *
+ * How: every insert and update of a row stores the writing transaction's id (`xid8`,
+ * `pg_current_xact_id()`, 64 bits: it never wraps). Transaction ids are handed out in increasing
+ * order, and a reader returns only rows whose id is below its snapshot's `xmin`, the oldest
+ * transaction still running: every transaction below it has ended, so no row can later appear
+ * there, behind a cursor the reader has already handed out. A row written by a transaction still in
+ * flight (or a committed one above an older one in flight) is held back until everything before it
+ * has ended, then shows up ahead of the cursor. An updated row gets the updater's id and moves
+ * forward: a syncing client sees it again, in its newer state, and a sync never loops because each
+ * row has one place in the order at any time.
+ *
+ * Why not timestamps: a stamp taken inside a transaction (`now()`, `clock_timestamp()`) is in the
+ * order transactions ran, not the order they committed, so a slow transaction becomes visible with
+ * an older stamp than rows a client has already seen. Making stamps follow commit order needs a
+ * lock all writers of a scope take in turn (serialising them); transaction ids give the commit
+ * horizon for free, with no lock at all.
+ *
+ * The cost: the horizon is the whole server's, so a long transaction anywhere (on any table, by
+ * any service of the same Postgres server that has written something) holds the feed back until it
+ * ends. The services bound that with `idle_in_transaction_session_timeout` and `statement_timeout`
+ * (shared/src/db.ts): the feed lags by at most that, and never skips.
+ */
+
+/** The column name every feed uses for the writer's transaction id, unless told otherwise. */
+export const COMMIT_XID_COLUMN = 'commit_xid';
+
+/** Where a reader stands: the transaction id and row id of the last row it was given. */
+export interface FeedPosition {
+  xid: string;
+  id: string;
+}
+
+export interface FeedColumns {
+  /** The `xid8` column holding the writer's transaction id (default `commit_xid`). */
+  xid?: string;
+  /** A unique column that orders the rows one transaction wrote (default `id`). */
+  id?: string;
+}
+
+export interface FeedPage extends FeedColumns {
+  /** The position of the previous page's last row; undefined for the first page. */
+  after: FeedPosition | undefined;
+  /** Rows to fetch (a page size plus one, to tell whether more exist). */
+  limit: number;
+}
+
+/**
+ * Orders a select by commit order and keeps only what is safe to hand out: rows after `after`,
+ * written by transactions below the visibility horizon. The query must select the xid and id
+ * columns (a row's position is read back from them); scope and filter it before or after.
+ * Horizon and rows come from the same statement, so from the same snapshot.
+ */
+export function inCommitOrder<DB, TB extends keyof DB, O>(
+  query: SelectQueryBuilder<DB, TB, O>,
+  page: FeedPage,
+): SelectQueryBuilder<DB, TB, O> {
+  const xid = sql.ref(page.xid ?? COMMIT_XID_COLUMN);
+  const id = sql.ref(page.id ?? 'id');
+  let ordered = query.where(sql<boolean>`${xid} < pg_snapshot_xmin(pg_current_snapshot())`);
+  if (page.after) {
+    ordered = ordered.where(sql<boolean>`(${xid}, ${id}) > (${page.after.xid}::xid8, ${page.after.id})`);
+  }
+  return ordered.orderBy(xid).orderBy(id).limit(page.limit);
+}
+
+/** The position of a row the feed returned (pg hands `xid8` over as a decimal string). */
+export function positionOf(row: Record<string, unknown>, columns: FeedColumns = {}): FeedPosition {
+  const xid = row[columns.xid ?? COMMIT_XID_COLUMN];
+  const id = row[columns.id ?? 'id'];
+  if (typeof xid !== 'string' || typeof id !== 'string') {
+    throw new Error('a commit-ordered row must carry its xid and id as strings: select both columns');
+  }
+  return { xid, id };
+}
+
+const XID8 = /^(0|[1-9][0-9]{0,19})$/;
+
+/**
+ * Opaque cursors, tagged with the feed's name so that a cursor of another list or ordering is
+ * refused rather than mis-paging. `isValidId` rejects an edited id before it reaches Postgres.
+ */
+export function encodeFeedCursor(feed: string, position: FeedPosition): string {
+  return encodeCursor(feed, [position.xid, position.id]);
+}
+
+export function decodeFeedCursor(
+  feed: string,
+  cursor: string | null | undefined,
+  isValidId: (id: string) => boolean,
+): FeedPosition | undefined {
+  const keys = decodeCursor(cursor, feed, 2);
+  if (!keys) return undefined;
+  const [xid, id] = keys as [string, string];
+  if (!XID8.test(xid) || BigInt(xid) >= 2n ** 64n || !isValidId(id)) {
+    throw badUserInput('after is not a cursor issued for this list and ordering', 'after');
+  }
+  return { xid, id };
+}
+
+export interface CommitOrderTable {
+  /** The Postgres schema holding the table (raw SQL is not qualified by Kysely's `withSchema`). */
+  schema: string;
+  table: string;
+  /** Columns the feed's index starts with, e.g. `['account_id']`: every read is scoped by them. */
+  scope: readonly string[];
+  columns?: FeedColumns;
+}
+
+/**
+ * Migration step: adds the xid column (existing rows get the migrating transaction's id), a
+ * trigger that sets it on every insert and update — so no write path can forget it — and the
+ * feed's index `(scope…, xid, id)`.
+ */
+export async function addCommitOrder(db: Kysely<unknown>, target: CommitOrderTable): Promise<void> {
+  const xid = target.columns?.xid ?? COMMIT_XID_COLUMN;
+  const id = target.columns?.id ?? 'id';
+  const table = sql.table(`${target.schema}.${target.table}`);
+  const stampFunction = sql.raw(`${quoteIdent(target.schema)}.${quoteIdent(`stamp_${target.table}_${xid}`)}`);
+  await sql`alter table ${table} add column ${sql.ref(xid)} xid8 not null default pg_current_xact_id()`.execute(db);
+  await sql`
+    create function ${stampFunction}() returns trigger language plpgsql as $$
+    begin
+      new.${sql.raw(quoteIdent(xid))} := pg_current_xact_id();
+      return new;
+    end
+    $$`.execute(db);
+  await sql`
+    create trigger ${sql.raw(quoteIdent(`${target.table}_${xid}`))}
+    before insert or update on ${table}
+    for each row execute function ${stampFunction}()`.execute(db);
+  const indexColumns = [...target.scope, xid, id].map(quoteIdent).join(', ');
+  await sql`create index ${sql.raw(quoteIdent(feedIndexName(target)))} on ${table} (${sql.raw(indexColumns)})`.execute(db);
+}
+
+/** Undoes `addCommitOrder` (a migration's `down`). */
+export async function dropCommitOrder(db: Kysely<unknown>, target: CommitOrderTable): Promise<void> {
+  const xid = target.columns?.xid ?? COMMIT_XID_COLUMN;
+  const table = sql.table(`${target.schema}.${target.table}`);
+  await sql`drop trigger ${sql.raw(quoteIdent(`${target.table}_${xid}`))} on ${table}`.execute(db);
+  await sql`drop function ${sql.raw(`${quoteIdent(target.schema)}.${quoteIdent(`stamp_${target.table}_${xid}`)}`)}()`.execute(db);
+  await sql`drop index ${sql.raw(`${quoteIdent(target.schema)}.${quoteIdent(feedIndexName(target))}`)}`.execute(db);
+  await sql`alter table ${table} drop column ${sql.ref(xid)}`.execute(db);
+}
+
+/** E.g. `order_submissions_account_id_commit_order`: named, like every index, after the table and its leading columns. */
+export function feedIndexName(target: Pick<CommitOrderTable, 'table' | 'scope'>): string {
+  return [target.table, ...target.scope, 'commit_order'].join('_');
+}
+
+function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
