@@ -1,7 +1,7 @@
 import { createHash, createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
 
-export type ServiceName = 'accounts' | 'orders' | 'strategies' | 'fills';
-export const SERVICE_NAMES: readonly ServiceName[] = ['accounts', 'orders', 'strategies', 'fills'];
+export type ServiceName = 'accounts' | 'orders' | 'strategies' | 'fills' | 'events';
+export const SERVICE_NAMES: readonly ServiceName[] = ['accounts', 'orders', 'strategies', 'fills', 'events'];
 
 export const DEFAULT_PORTS: Record<ServiceName | 'gateway', number> = {
   gateway: 4000,
@@ -9,6 +9,7 @@ export const DEFAULT_PORTS: Record<ServiceName | 'gateway', number> = {
   orders: 4002,
   strategies: 4003,
   fills: 4004,
+  events: 4005,
 };
 
 export interface Limits {
@@ -52,6 +53,12 @@ export interface Config {
   fillSweepIntervalMs: number;
   /** A pending fill younger than this belongs to a request still in flight; the sweeper leaves it alone. */
   fillSweepMinAgeMs: number;
+  /** Signs the events producers' outbox relays send to the events service (shared by them and events only). */
+  eventsIngestSecret: string;
+  /** How often an outbox relay looks for events to forward when it found none. */
+  outboxRelayIntervalMs: number;
+  /** How often the webhook dispatcher looks for due deliveries when it found none. */
+  webhookDispatchIntervalMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -61,6 +68,7 @@ export class ConfigError extends Error {}
  * on them without a shared file; production refuses to start on them.
  */
 const DEV_HMAC_SECRET = createHash('sha256').update('ots-development-only-api-key-hmac').digest();
+const DEV_EVENTS_INGEST_SECRET = `whsec_${createHash('sha256').update('ots-development-only-events-ingest').digest('base64')}`;
 const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
 const DEV_ASSERTION_PRIVATE_KEY = createPrivateKey({
   key: Buffer.concat([ED25519_PKCS8_PREFIX, createHash('sha256').update('ots-development-only-assertion-key').digest()]),
@@ -116,6 +124,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     assertionPublicKey = createPublicKey(DEV_ASSERTION_PRIVATE_KEY);
   }
   if (production && !env.DATABASE_URL) missing.push('DATABASE_URL');
+  const eventsIngestSecret = env.EVENTS_INGEST_SECRET || DEV_EVENTS_INGEST_SECRET;
+  if (production && !env.EVENTS_INGEST_SECRET) missing.push('EVENTS_INGEST_SECRET');
+  if (!/^whsec_[A-Za-z0-9+/]{43}=$/.test(eventsIngestSecret)) {
+    throw new ConfigError('EVENTS_INGEST_SECRET must be whsec_ followed by 32 random bytes in base64 (e.g. `echo whsec_$(openssl rand -base64 32)`)');
+  }
   if (missing.length > 0) {
     throw new ConfigError(`NODE_ENV=production refuses development defaults; set ${missing.join(', ')}`);
   }
@@ -127,6 +140,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     orders: int(env, 'ORDERS_PORT', DEFAULT_PORTS.orders),
     strategies: int(env, 'STRATEGIES_PORT', DEFAULT_PORTS.strategies),
     fills: int(env, 'FILLS_PORT', DEFAULT_PORTS.fills),
+    events: int(env, 'EVENTS_PORT', DEFAULT_PORTS.events),
   };
   const subgraphUrl = (name: ServiceName) =>
     env[`${name.toUpperCase()}_URL`] ?? `http://127.0.0.1:${ports[name]}/graphql`;
@@ -144,6 +158,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       orders: subgraphUrl('orders'),
       strategies: subgraphUrl('strategies'),
       fills: subgraphUrl('fills'),
+      events: subgraphUrl('events'),
     },
     databaseUrl: env.DATABASE_URL || undefined,
     redisUrl: env.REDIS_URL || undefined,
@@ -170,6 +185,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.LOG_LEVEL ?? (env.NODE_ENV === 'test' ? 'warn' : 'info'),
     fillSweepIntervalMs: int(env, 'FILL_SWEEP_INTERVAL_MS', 5_000),
     fillSweepMinAgeMs: int(env, 'FILL_SWEEP_MIN_AGE_MS', 10_000),
+    eventsIngestSecret,
+    outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 200),
+    webhookDispatchIntervalMs: int(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', 200),
   };
 }
 

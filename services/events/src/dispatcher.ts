@@ -1,0 +1,139 @@
+import { randomUUID } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
+import { startLoop, type BackgroundLoop } from '@ots/shared/background';
+import type { Logger } from '@ots/shared/logger';
+import {
+  activeSecrets,
+  decideAfterFailure,
+  DELIVERY_TIMEOUT_MS,
+  disabledAfterFailuresReason,
+  RETENTION_MS,
+  shouldDisable,
+  webhookBody,
+} from './domain.ts';
+import {
+  claimDueMessages,
+  deleteEventsBefore,
+  insertAttempt,
+  lockEndpointById,
+  settleMessage,
+  updateEndpoint,
+  type ClaimedMessage,
+  type EventsDb,
+} from './repository.ts';
+import { postWebhook, type WebhookAnswer } from './webhook-sender.ts';
+
+/** Time as the retry schedule sees it; tests advance it instead of waiting hours. */
+export interface Clock {
+  now(): Date;
+}
+export const systemClock: Clock = { now: () => new Date() };
+
+export interface DispatcherDeps {
+  db: EventsDb;
+  log: Pick<Logger, 'error' | 'warn' | 'info'>;
+  production: boolean;
+  clock: Clock;
+  /** In [0, 1): the jitter of each retry. */
+  random: () => number;
+}
+
+/** Messages claimed per pass and sent concurrently. */
+export const DISPATCH_BATCH_SIZE = 20;
+/** A claim outlives the 10 s deadline of its attempt with room to record the result. */
+const CLAIM_LEASE_MS = 60_000;
+
+/**
+ * One pass: claims the due messages and makes one attempt each, recording it. Returns how many
+ * were attempted. The signature's timestamp is the real time of sending, which the receiver checks
+ * against its own clock; the schedule follows `clock`.
+ */
+export async function dispatchDueMessages(deps: DispatcherDeps): Promise<number> {
+  const claimed = await claimDueMessages(deps.db, deps.clock.now(), CLAIM_LEASE_MS, DISPATCH_BATCH_SIZE, randomUUID());
+  await Promise.all(claimed.map((message) => attempt(deps, message)));
+  return claimed.length;
+}
+
+async function attempt(deps: DispatcherDeps, message: ClaimedMessage): Promise<void> {
+  const attemptedAt = deps.clock.now();
+  const body = webhookBody({ id: message.event_id, type: message.type, occurred_at: message.occurred_at, data: message.data });
+  const sentAt = new Date();
+  // webhook-id is the event's id on every attempt and redelivery: receivers deduplicate by it.
+  const signatures = activeSecrets(message, attemptedAt).map((secret) => new Webhook(secret).sign(message.event_id, sentAt, body));
+  const answer = await postWebhook({
+    url: message.url,
+    body,
+    production: deps.production,
+    timeoutMs: DELIVERY_TIMEOUT_MS,
+    headers: {
+      'content-type': 'application/json',
+      'user-agent': 'ots-webhooks/1',
+      'webhook-id': message.event_id,
+      'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
+      // Standard Webhooks: several signatures, space-separated; a verifier accepts any that matches.
+      'webhook-signature': signatures.join(' '),
+    },
+  });
+  await recordAttempt(deps, message, attemptedAt, answer);
+}
+
+async function recordAttempt(deps: DispatcherDeps, message: ClaimedMessage, attemptedAt: Date, answer: WebhookAnswer): Promise<void> {
+  await deps.db.transaction().execute(async (trx) => {
+    await insertAttempt(trx, message, { attemptedAt, ...answer });
+    const endpoint = await lockEndpointById(trx, message.endpoint_id);
+    if (answer.succeeded) {
+      await settleMessage(trx, message, { state: 'DELIVERED' });
+      if (endpoint?.failing_since) await updateEndpoint(trx, endpoint.account_id, endpoint.id, { failing_since: null }, attemptedAt);
+      return;
+    }
+    const next = decideAfterFailure(message.created_at, message.attempts, attemptedAt, deps.random());
+    await settleMessage(trx, message, next.kind === 'retry' ? { state: 'PENDING', nextAttemptAt: next.at } : { state: 'FAILED' });
+    if (!endpoint || endpoint.status !== 'ENABLED') return;
+    const failingSince = endpoint.failing_since ?? attemptedAt;
+    if (shouldDisable(failingSince, attemptedAt)) {
+      await updateEndpoint(trx, endpoint.account_id, endpoint.id, { status: 'DISABLED', disabled_reason: disabledAfterFailuresReason(failingSince) }, attemptedAt);
+      deps.log.warn({ endpointId: endpoint.id, accountId: endpoint.account_id }, 'webhook endpoint disabled after 5 days of failures');
+    } else if (!endpoint.failing_since) {
+      await updateEndpoint(trx, endpoint.account_id, endpoint.id, { failing_since: failingSince }, attemptedAt);
+    }
+  });
+}
+
+/**
+ * Starts the dispatcher: a full batch is followed at once by the next; otherwise it waits
+ * `intervalMs`, or less when an ingest wakes it.
+ */
+export function startDispatcher(deps: DispatcherDeps, intervalMs: number): BackgroundLoop {
+  return startLoop(
+    'webhook dispatcher',
+    async () => ((await dispatchDueMessages(deps)) === DISPATCH_BATCH_SIZE ? 0 : intervalMs),
+    deps.log,
+  );
+}
+
+const CLEANUP_INTERVAL_MS = 60 * 60 * 1000;
+const CLEANUP_BATCH = 5_000;
+
+/** Deletes events older than 30 days (with their messages and attempts), in batches, hourly. */
+export async function deleteExpiredEvents(db: EventsDb, now: Date): Promise<number> {
+  const cutoff = new Date(now.getTime() - RETENTION_MS);
+  let total = 0;
+  for (;;) {
+    const deleted = await deleteEventsBefore(db, cutoff, CLEANUP_BATCH);
+    total += deleted;
+    if (deleted < CLEANUP_BATCH) return total;
+  }
+}
+
+export function startRetentionCleanup(deps: Pick<DispatcherDeps, 'db' | 'log' | 'clock'>): BackgroundLoop {
+  return startLoop(
+    'event retention clean-up',
+    async () => {
+      const deleted = await deleteExpiredEvents(deps.db, deps.clock.now());
+      if (deleted > 0) deps.log.info({ deleted }, 'deleted events older than 30 days');
+      return CLEANUP_INTERVAL_MS;
+    },
+    deps.log,
+    CLEANUP_INTERVAL_MS,
+  );
+}
