@@ -195,13 +195,17 @@ export async function listEndpoints(db: EventsDb, accountId: string): Promise<En
   return db.selectFrom('webhook_endpoints').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
 }
 
+/**
+ * `for no key update`: the id never changes, so inserts of messages and attempts referring to the
+ * endpoint (which take a key-share lock) need not wait for an edit, nor deadlock with it.
+ */
 export async function lockEndpoint(trx: EventsDb, accountId: string, id: string): Promise<EndpointRow | undefined> {
   return trx
     .selectFrom('webhook_endpoints')
     .selectAll()
     .where('account_id', '=', accountId)
     .where('id', '=', id)
-    .forUpdate()
+    .forNoKeyUpdate()
     .executeTakeFirst();
 }
 
@@ -348,9 +352,9 @@ export async function settleMessage(
     .execute();
 }
 
-/** The endpoint's failure streak, locked: its start decides whether to disable it. */
+/** The endpoint's failure streak, locked (as lockEndpoint): its start decides whether to disable it. */
 export async function lockEndpointById(trx: EventsDb, id: string): Promise<EndpointRow | undefined> {
-  return trx.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+  return trx.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).forNoKeyUpdate().executeTakeFirst();
 }
 
 export interface AttemptPosition {

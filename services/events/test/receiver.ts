@@ -9,8 +9,11 @@ export interface ReceivedWebhook {
   receivedAt: number;
 }
 
-/** How the receiver answers one request: a status, or 'hang' (never answer: the sender's deadline must end it). */
-export type Answer = number | 'hang';
+/**
+ * How the receiver answers one request: a status, 'hang' (never answer: the sender's deadline must
+ * end it) or 'endless' (200, then a body that never ends).
+ */
+export type Answer = number | 'hang' | 'endless';
 
 /**
  * A webhook receiver as a client would write one: a real HTTP server that checks every request with
@@ -63,7 +66,19 @@ export class Receiver {
       this.hanging.add(response);
       return;
     }
-    response.writeHead(answer, { 'content-type': 'text/plain' }).end(answer < 300 ? 'ok' : 'no');
+    if (answer === 'endless') {
+      response.writeHead(200, { 'content-type': 'text/plain' });
+      const chunk = Buffer.alloc(64 * 1024, 'x');
+      const pump = () => {
+        while (!response.destroyed && response.write(chunk));
+      };
+      response.on('drain', pump);
+      this.hanging.add(response);
+      pump();
+      return;
+    }
+    response.writeHead(answer, { 'content-type': 'text/plain', ...(answer >= 300 && answer < 400 ? { location: 'http://127.0.0.1:1/elsewhere' } : {}) });
+    response.end(answer < 300 ? 'ok' : 'no');
   }
 
   /** Resolves once `count` requests have arrived in all, or fails after `timeoutMs`. */
