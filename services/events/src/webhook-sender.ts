@@ -33,6 +33,7 @@ export function postWebhook(request: WebhookRequest): Promise<WebhookAnswer> {
   const elapsed = () => Math.round(performance.now() - started);
   return new Promise((resolve) => {
     let settled = false;
+    let deadline: NodeJS.Timeout | undefined;
     const finish = (answer: Omit<WebhookAnswer, 'durationMs'>) => {
       if (settled) return;
       settled = true;
@@ -48,15 +49,15 @@ export function postWebhook(request: WebhookRequest): Promise<WebhookAnswer> {
       failed('the endpoint URL does not parse');
       return;
     }
+    const client = url.protocol === 'https:' ? https : url.protocol === 'http:' && !request.production ? http : undefined;
+    if (!client) {
+      failed(`scheme not allowed: ${url.protocol}`);
+      return;
+    }
     // Node does not look an IP literal up, so the guard in `lookup` never sees it.
     const literal = request.production ? checkLiteralAddress(url.hostname) : undefined;
     if (literal) {
       failed(`address not allowed: ${literal}`);
-      return;
-    }
-    const client = url.protocol === 'https:' ? https : url.protocol === 'http:' && !request.production ? http : undefined;
-    if (!client) {
-      failed(`scheme not allowed: ${url.protocol}`);
       return;
     }
 
@@ -66,7 +67,7 @@ export function postWebhook(request: WebhookRequest): Promise<WebhookAnswer> {
       agent: false,
       lookup: guardedLookup(request.production),
     });
-    const deadline = setTimeout(() => {
+    deadline = setTimeout(() => {
       outgoing.destroy();
       failed(`no answer within ${request.timeoutMs / 1000} s`);
     }, request.timeoutMs);

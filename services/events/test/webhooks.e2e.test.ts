@@ -16,7 +16,6 @@ import {
 
 let stack: TestStack;
 let alice: Client;
-let bob: Client;
 const receivers: Receiver[] = [];
 
 async function receiver(): Promise<Receiver> {
@@ -28,7 +27,6 @@ async function receiver(): Promise<Receiver> {
 beforeAll(async () => {
   stack = await startStack({ redis: 'none', env: { OUTBOX_RELAY_INTERVAL_MS: '50', WEBHOOK_DISPATCH_INTERVAL_MS: '50' } });
   alice = await stack.createAccountWithKey('Alice');
-  bob = await stack.createAccountWithKey('Bob');
 });
 
 afterAll(async () => {
