@@ -50,13 +50,13 @@ export const CLAIM_LEASE_MS = 60_000;
  * were attempted. The signature's timestamp is the real time of sending, which the receiver checks
  * against its own clock; the schedule follows `clock`.
  */
-export async function dispatchDueMessages(deps: DispatcherDeps): Promise<number> {
+export async function dispatchDueMessages(deps: DispatcherDeps, stopping?: AbortSignal): Promise<number> {
   const claimed = await claimDueMessages(deps.db, deps.clock.now(), CLAIM_LEASE_MS, DISPATCH_BATCH_SIZE, randomUUID());
-  await Promise.all(claimed.map((message) => attempt(deps, message)));
+  await Promise.all(claimed.map((message) => attempt(deps, message, stopping)));
   return claimed.length;
 }
 
-async function attempt(deps: DispatcherDeps, message: ClaimedMessage): Promise<void> {
+async function attempt(deps: DispatcherDeps, message: ClaimedMessage, stopping: AbortSignal | undefined): Promise<void> {
   const attemptedAt = deps.clock.now();
   const body = webhookBody({ id: message.event_id, type: message.type, occurred_at: message.occurred_at, data: message.data });
   const sentAt = new Date();
@@ -67,6 +67,7 @@ async function attempt(deps: DispatcherDeps, message: ClaimedMessage): Promise<v
     body,
     production: deps.production,
     timeoutMs: deps.deliveryTimeoutMs ?? DELIVERY_TIMEOUT_MS,
+    signal: stopping,
     headers: {
       'content-type': 'application/json',
       'user-agent': 'ots-webhooks/1',
@@ -88,6 +89,11 @@ async function recordAttempt(deps: DispatcherDeps, message: ClaimedMessage, atte
       if (endpoint?.failing_since) await updateEndpoint(trx, endpoint.account_id, endpoint.id, { failing_since: null }, attemptedAt);
       return;
     }
+    if (answer.interrupted) {
+      // Our stop, not the receiver's failure: due again at once, for the next replica or start.
+      await settleMessage(trx, message, { state: 'PENDING', nextAttemptAt: attemptedAt });
+      return;
+    }
     const next = decideAfterFailure(message.created_at, message.attempts, attemptedAt, deps.random());
     await settleMessage(trx, message, next.kind === 'retry' ? { state: 'PENDING', nextAttemptAt: next.at } : { state: 'FAILED' });
     if (!endpoint || endpoint.status !== 'ENABLED') return;
@@ -103,14 +109,23 @@ async function recordAttempt(deps: DispatcherDeps, message: ClaimedMessage, atte
 
 /**
  * Starts the dispatcher: a full batch is followed at once by the next; otherwise it waits
- * `intervalMs`, or less when an ingest wakes it.
+ * `intervalMs`, or less when an ingest wakes it. Stopping interrupts the attempts in flight rather
+ * than waiting up to 10 s for slow receivers; they are recorded as interrupted and due again at once.
  */
 export function startDispatcher(deps: DispatcherDeps, intervalMs: number): BackgroundLoop {
-  return startLoop(
+  const stopping = new AbortController();
+  const loop = startLoop(
     'webhook dispatcher',
-    async () => ((await dispatchDueMessages(deps)) === DISPATCH_BATCH_SIZE ? 0 : intervalMs),
+    async () => ((await dispatchDueMessages(deps, stopping.signal)) === DISPATCH_BATCH_SIZE ? 0 : intervalMs),
     deps.log,
   );
+  return {
+    wake: loop.wake,
+    stop: async () => {
+      stopping.abort();
+      await loop.stop();
+    },
+  };
 }
 
 const CLEANUP_INTERVAL_MS = 60 * 60 * 1000;

@@ -5,12 +5,16 @@ import { checkLiteralAddress, guardedLookup } from './url-policy.ts';
 /** At most this much of a receiver's answer is read; the rest is dropped with the connection. */
 export const MAX_ANSWER_BYTES = 4 * 1024;
 
+const INTERRUPTED = 'interrupted: the events service stopped during the attempt';
+
 export interface WebhookRequest {
   url: string;
   headers: Record<string, string>;
   body: string;
   production: boolean;
   timeoutMs: number;
+  /** Aborted when the service stops: the attempt ends at once, as `interrupted`. */
+  signal?: AbortSignal;
 }
 
 export interface WebhookAnswer {
@@ -19,6 +23,8 @@ export interface WebhookAnswer {
   failure: string | null;
   succeeded: boolean;
   durationMs: number;
+  /** Cut short by a stop of this service, not by the receiver. */
+  interrupted?: boolean;
 }
 
 /**
@@ -41,6 +47,10 @@ export function postWebhook(request: WebhookRequest): Promise<WebhookAnswer> {
       resolve({ ...answer, durationMs: elapsed() });
     };
     const failed = (failure: string) => finish({ statusCode: null, failure, succeeded: false });
+    if (request.signal?.aborted) {
+      finish({ statusCode: null, failure: INTERRUPTED, succeeded: false, interrupted: true });
+      return;
+    }
 
     let url: URL;
     try {
@@ -72,6 +82,10 @@ export function postWebhook(request: WebhookRequest): Promise<WebhookAnswer> {
       failed(`no answer within ${request.timeoutMs / 1000} s`);
     }, request.timeoutMs);
 
+    request.signal?.addEventListener('abort', () => {
+      finish({ statusCode: null, failure: INTERRUPTED, succeeded: false, interrupted: true });
+      outgoing.destroy();
+    });
     outgoing.on('error', (error: NodeJS.ErrnoException) => failed(describeError(error)));
     outgoing.on('response', (response) => {
       const status = response.statusCode ?? 0;
