@@ -53,8 +53,11 @@ export interface Config {
   fillSweepIntervalMs: number;
   /** A pending fill younger than this belongs to a request still in flight; the sweeper leaves it alone. */
   fillSweepMinAgeMs: number;
-  /** Signs the events producers' outbox relays send to the events service (shared by them and events only). */
-  eventsIngestSecret: string;
+  /**
+   * Signs what the producers' outbox relays send to the events service; held by events, orders,
+   * strategies and fills only (each refuses to start its part without it in production).
+   */
+  eventsIngestSecret: string | undefined;
   /** How often an outbox relay looks for events to forward when it found none. */
   outboxRelayIntervalMs: number;
   /** How often the webhook dispatcher looks for due deliveries when it found none. */
@@ -124,9 +127,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     assertionPublicKey = createPublicKey(DEV_ASSERTION_PRIVATE_KEY);
   }
   if (production && !env.DATABASE_URL) missing.push('DATABASE_URL');
-  const eventsIngestSecret = env.EVENTS_INGEST_SECRET || DEV_EVENTS_INGEST_SECRET;
-  if (production && !env.EVENTS_INGEST_SECRET) missing.push('EVENTS_INGEST_SECRET');
-  if (!/^whsec_[A-Za-z0-9+/]{43}=$/.test(eventsIngestSecret)) {
+  const eventsIngestSecret = env.EVENTS_INGEST_SECRET || (production ? undefined : DEV_EVENTS_INGEST_SECRET);
+  if (eventsIngestSecret !== undefined && !/^whsec_[A-Za-z0-9+/]{43}=$/.test(eventsIngestSecret)) {
     throw new ConfigError('EVENTS_INGEST_SECRET must be whsec_ followed by 32 random bytes in base64 (e.g. `echo whsec_$(openssl rand -base64 32)`)');
   }
   if (missing.length > 0) {

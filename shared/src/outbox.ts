@@ -205,12 +205,19 @@ export function startOutboxRelay(options: OutboxRelayOptions): BackgroundLoop {
 /** A producing service's `startBackground`: its outbox relay, configured from the service's runtime. */
 export function runOutboxRelay<DB extends OutboxDatabase>(runtime: { db: Kysely<DB>; config: Config; log: Logger }): () => Promise<void> {
   const { config } = runtime;
+  const secret = requireIngestSecret(config);
   const relay = startOutboxRelay({
     db: runtime.db as unknown as Kysely<OutboxDatabase>,
     eventsUrl: () => config.subgraphUrls.events,
-    secret: config.eventsIngestSecret,
+    secret,
     log: runtime.log,
     intervalMs: config.outboxRelayIntervalMs,
   });
   return () => relay.stop();
+}
+
+/** Events and the producers cannot work without the ingest secret; in production it has no default. */
+export function requireIngestSecret(config: Pick<Config, 'eventsIngestSecret'>): string {
+  if (!config.eventsIngestSecret) throw new Error('EVENTS_INGEST_SECRET is required by the events service and the outbox relays');
+  return config.eventsIngestSecret;
 }

@@ -1,4 +1,5 @@
 import type { BackgroundLoop } from '@ots/shared/background';
+import { requireIngestSecret } from '@ots/shared/outbox';
 import type { ServiceDefinition, ServiceRuntime } from '@ots/shared/service';
 import { loadTypeDefs } from '@ots/shared/subgraph-server';
 import { migrations, SCHEMA } from '../migrations/index.ts';
@@ -38,7 +39,7 @@ export function createEventsService(options: EventsServiceOptions = {}): Service
     registerRoutes: (app, runtime) =>
       registerIngestRoute(app, {
         db: runtime.db,
-        secret: runtime.config.eventsIngestSecret,
+        secret: requireIngestSecret(runtime.config),
         now: () => clock.now(),
         onIngested: () => dispatchers.get(runtime)?.wake(),
       }),
