@@ -7,6 +7,7 @@ import { hashApiKey, isWellFormedApiKey } from '../services/accounts/src/domain.
 import { createAccount, createKey } from '../services/accounts/src/key-management.ts';
 import { readKeyCacheGeneration } from '../services/accounts/src/repository.ts';
 import { launchStack, migrateAll } from './stack.ts';
+import { runWriteBench } from './write-latency.ts';
 
 /**
  * `npm run bench`: figures, not pass/fail. Runs the whole stack in this process on a throwaway
@@ -44,16 +45,17 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
 const report = (label: string, sorted: number[]) =>
   console.log(`${label.padEnd(52)} p50 ${percentile(sorted, 50).toFixed(3)} ms   p99 ${percentile(sorted, 99).toFixed(3)} ms`);
 
-const graphql = (query: string, variables?: Record<string, unknown>) =>
+const send = (key: string, query: string, variables?: Record<string, unknown>) =>
   fetch(stack.gateway.url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+    headers: { 'content-type': 'application/json', 'x-api-key': key },
     body: JSON.stringify({ query, variables }),
   }).then(async (response) => {
     const body = (await response.json()) as { errors?: unknown };
     if (response.status !== 200 || body.errors) throw new Error(`bench request failed: ${JSON.stringify(body)}`);
     return body;
   });
+const graphql = (query: string, variables?: Record<string, unknown>) => send(apiKey, query, variables);
 
 console.log(`\nbench: Postgres ${dev ? 'embedded' : 'from DATABASE_URL'}, Redis ${config.redisUrl ? 'from REDIS_URL' : 'unset (in-process cache only)'}\n`);
 
@@ -82,24 +84,29 @@ const unauthenticated = await timeEach(1_000, () =>
 );
 report('gateway Variant A (no key)', unauthenticated);
 
-// Orders: writes, and keyset paging, whose page N should cost what page 1 costs.
-const ORDER_COUNT = 2_000;
-let submitted = 0;
-const submitTimes: number[] = [];
+// Writes, 8 concurrent clients, against `viewer` with 8 concurrent clients in the same run.
+const otherKeys = await Promise.all(
+  Array.from({ length: 7 }, async (_, index) => {
+    const other = await createAccount(management, `Bench account ${index + 2}`);
+    return (await createKey(management, other.id, { name: 'bench' })).apiKey;
+  }),
+);
+const serviceOfPort = new Map<string, string>([...stack.subgraphs].map(([name, server]) => [String(server.port), name]));
+serviceOfPort.set(String(new URL(stack.gateway.url).port), 'gateway');
+await runWriteBench({ send, apiKeys: [apiKey, ...otherKeys], serviceOfPort });
+
+// Orders: keyset paging, whose page N should cost what page 1 costs (page 40 needs 2,000 orders).
+let toSeed = 2_050;
 await Promise.all(
   Array.from({ length: 8 }, async () => {
-    while (submitted < ORDER_COUNT) {
-      submitted += 1;
-      const started = process.hrtime.bigint();
-      await graphql('mutation ($input: SubmitOrderInput!) { submitOrder(input: $input) { orderSubmission { id } error { code } } }', {
+    while (toSeed > 0) {
+      toSeed -= 1;
+      await graphql('mutation ($input: SubmitOrderInput!) { submitOrder(input: $input) { orderSubmission { id } } }', {
         input: { symbol: 'AAPL', side: 'BUY', type: 'LIMIT', quantity: '10', limitPrice: '187.25' },
       });
-      submitTimes.push(Number(process.hrtime.bigint() - started) / 1e6);
     }
   }),
 );
-report('submitOrder (8 concurrent clients)', submitTimes.sort((a, b) => a - b));
-
 const pageQuery = 'query ($after: String) { listOrderSubmissions(first: 50, after: $after) { nodes { id status quantity } pageInfo { endCursor } } }';
 let cursor: string | undefined;
 for (let page = 0; page < 39; page += 1) {

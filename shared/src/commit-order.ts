@@ -136,7 +136,22 @@ export async function addCommitOrder(db: Kysely<unknown>, target: CommitOrderTab
     before insert or update on ${table}
     for each row execute function ${stampFunction}()`.execute(db);
   const indexColumns = [...target.scope, xid, id].map(quoteIdent).join(', ');
-  await sql`create index ${sql.raw(quoteIdent(`${target.table}_feed`))} on ${table} (${sql.raw(indexColumns)})`.execute(db);
+  await sql`create index ${sql.raw(quoteIdent(feedIndexName(target)))} on ${table} (${sql.raw(indexColumns)})`.execute(db);
+}
+
+/** Undoes `addCommitOrder` (a migration's `down`). */
+export async function dropCommitOrder(db: Kysely<unknown>, target: CommitOrderTable): Promise<void> {
+  const xid = target.columns?.xid ?? COMMIT_XID_COLUMN;
+  const table = sql.table(`${target.schema}.${target.table}`);
+  await sql`drop trigger ${sql.raw(quoteIdent(`${target.table}_${xid}`))} on ${table}`.execute(db);
+  await sql`drop function ${sql.raw(`${quoteIdent(target.schema)}.${quoteIdent(`stamp_${target.table}_${xid}`)}`)}()`.execute(db);
+  await sql`drop index ${sql.raw(`${quoteIdent(target.schema)}.${quoteIdent(feedIndexName(target))}`)}`.execute(db);
+  await sql`alter table ${table} drop column ${sql.ref(xid)}`.execute(db);
+}
+
+/** E.g. `order_submissions_account_id_commit_order`: named, like every index, after the table and its leading columns. */
+export function feedIndexName(target: Pick<CommitOrderTable, 'table' | 'scope'>): string {
+  return [target.table, ...target.scope, 'commit_order'].join('_');
 }
 
 function quoteIdent(name: string): string {

@@ -1,6 +1,7 @@
 import type { Migration } from 'kysely';
 import * as fills from './001_fills.ts';
 import * as symbolIndex from './002_fills_symbol_index.ts';
+import * as pendingWithoutOrderDetails from './003_pending_without_order_details.ts';
 
 export const SCHEMA = 'fills';
 
@@ -8,4 +9,5 @@ export const SCHEMA = 'fills';
 export const migrations: Record<string, Migration> = {
   '001_fills': fills,
   '002_fills_symbol_index': symbolIndex,
+  '003_pending_without_order_details': pendingWithoutOrderDetails,
 };

@@ -12,7 +12,7 @@ import {
 
 export type OrderSide = 'BUY' | 'SELL';
 export type Liquidity = 'MAKER' | 'TAKER' | 'UNKNOWN';
-export type OrderStatus = 'SUBMITTED' | 'PARTIALLY_FILLED' | 'FILLED' | 'CANCELLED';
+export type OrderStatus = 'SUBMITTED' | 'PARTIALLY_FILLED' | 'FILLED' | 'CANCELLED' | 'REPLACED';
 
 /** A venue clock may run slightly ahead of ours; beyond this an execution time is a mistake. */
 export const MAX_EXECUTED_AT_LEAD_MS = 5_000;
@@ -100,7 +100,10 @@ export function orderNotFound(orderSubmissionId: string): PayloadError {
   return payloadError('NOT_FOUND', notFoundInAccount('order submission', orderSubmissionId), 'orderSubmissionId');
 }
 
-/** The order as the orders subgraph shows it, for the early answer and for the fill's denormalised columns. */
+/**
+ * The order as orders answers `applyFill` with: its state after the verdict (handed on to the
+ * client as `RecordFillPayload.orderSubmission`), and the details a fill copies.
+ */
 export interface OrderView {
   id: string;
   symbol: string;
@@ -108,14 +111,19 @@ export interface OrderView {
   status: OrderStatus;
   remainingQuantity: string;
   strategy: { id: string } | null;
+  [providedField: string]: unknown;
 }
 
-const FILLABLE: ReadonlySet<OrderStatus> = new Set(['SUBMITTED', 'PARTIALLY_FILLED']);
-
+/** Only worded here: whether an order can take the fill is decided by orders alone (its `applyFill`). */
 function notFillable(orderSubmissionId: string, status: OrderStatus | undefined): PayloadError {
   return payloadError(
     'ORDER_NOT_FILLABLE',
-    wrongState('Order submission', orderSubmissionId, status ?? 'no longer open', 'only SUBMITTED or PARTIALLY_FILLED orders can be filled'),
+    wrongState(
+      'Order submission',
+      orderSubmissionId,
+      status ?? 'no longer open',
+      'a fill must be executed while the order is open, or at or before its cancel or replace took effect',
+    ),
     'orderSubmissionId',
   );
 }
@@ -130,25 +138,15 @@ function exceedsRemaining(quantity: Decimal, remaining: string | undefined): Pay
   );
 }
 
-/**
- * The early answer from a read of the order: refuses a fill that cannot apply now. It is only an
- * early answer; the orders subgraph decides again, atomically, when it applies the fill.
- */
-export function checkFillable(order: OrderView | null, orderSubmissionId: string, quantity: Decimal): Result<OrderView> {
-  if (!order) return { ok: false, error: orderNotFound(orderSubmissionId) };
-  if (!FILLABLE.has(order.status)) return { ok: false, error: notFillable(order.id, order.status) };
-  if (quantity.greaterThan(order.remainingQuantity)) return { ok: false, error: exceedsRemaining(quantity, order.remainingQuantity) };
-  return ok(order);
-}
-
 /** The orders subgraph's verdict on a fill id (its `applyFill` mutation). */
 export type ApplyOutcome = 'APPLIED' | 'ALREADY_APPLIED' | 'NOT_FOUND' | 'NOT_FILLABLE' | 'EXCEEDS_REMAINING';
 
 export type Settlement = { kind: 'applied' } | { kind: 'refused'; error: PayloadError };
 
 /**
- * What a verdict means for the pending fill. A refusal is final — an order never regains remaining
- * quantity nor leaves FILLED or CANCELLED — so a refused fill is dropped, never retried.
+ * What a verdict means for the pending fill. A refusal is final for that fill — an order never
+ * regains quantity, never reopens, and a fill's execution time does not change — so a refused fill
+ * is dropped, never retried.
  */
 export function settlementOf(
   outcome: ApplyOutcome,

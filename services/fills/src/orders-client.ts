@@ -17,8 +17,8 @@ export interface OrdersLink {
 
 /**
  * The link with one deadline, `budgetMs` from now (default: its timeoutMs), for all the calls made
- * through it. recordFill makes two calls to orders, and the gateway abandons the whole fetch of fills
- * after the subgraph timeout; each call allowed the full timeout would outlast it.
+ * through it. The gateway abandons the whole fetch of fills after the subgraph timeout, so recordFill's
+ * call to orders must end well before it for the client to get a payload rather than an error.
  */
 export function withDeadline(link: OrdersLink, budgetMs: number = link.timeoutMs): OrdersLink {
   return { ...link, deadline: Date.now() + budgetMs };
@@ -29,14 +29,16 @@ export function timeLeftMs(link: OrdersLink, now: number = Date.now()): number {
   return link.deadline === undefined ? link.timeoutMs : Math.min(link.timeoutMs, link.deadline - now);
 }
 
-const ORDER_FIELDS = 'id symbol side status remainingQuantity strategy { id }';
-
-const ORDER_QUERY = `query FillsOrderForFill($id: ID!) {
-  orderSubmission(id: $id) { ${ORDER_FIELDS} }
-}`;
+/**
+ * Every field of the order that the fills subgraph `@provides` on `RecordFillPayload.orderSubmission`
+ * (schema.graphql), so that the gateway need not ask orders again for the state it just answered
+ * with, plus the strategy id the fill copies.
+ */
+export const PROVIDED_ORDER_FIELDS =
+  'clientOrderId symbol side type timeInForce quantity limitPrice stopPrice status filledQuantity remainingQuantity averageFillPrice submittedAt updatedAt cancelledAt';
 
 const APPLY_FILL_MUTATION = `mutation FillsApplyFill($input: ApplyFillInput!) {
-  applyFill(input: $input) { outcome orderSubmission { ${ORDER_FIELDS} } }
+  applyFill(input: $input) { outcome orderSubmission { id ${PROVIDED_ORDER_FIELDS} strategy { id } } }
 }`;
 
 async function call<T>(link: OrdersLink, query: string, variables: Record<string, unknown>): Promise<T> {
@@ -51,12 +53,6 @@ async function call<T>(link: OrdersLink, query: string, variables: Record<string
   return response.data;
 }
 
-/** The order as the caller's account sees it; null when absent or another account's. */
-export async function readOrder(link: OrdersLink, orderSubmissionId: string): Promise<OrderView | null> {
-  const data = await call<{ orderSubmission: OrderView | null }>(link, ORDER_QUERY, { id: orderSubmissionId });
-  return data.orderSubmission;
-}
-
 export interface AppliedFillVerdict {
   outcome: ApplyOutcome;
   orderSubmission: OrderView | null;
@@ -68,7 +64,7 @@ export interface AppliedFillVerdict {
  */
 export async function applyFillToOrder(
   link: OrdersLink,
-  fill: { fillId: string; orderSubmissionId: string; quantity: string; price: string },
+  fill: { fillId: string; orderSubmissionId: string; quantity: string; price: string; executedAt: string },
 ): Promise<AppliedFillVerdict> {
   const data = await call<{ applyFill: AppliedFillVerdict }>(link, APPLY_FILL_MUTATION, { input: fill });
   return data.applyFill;

@@ -5,16 +5,24 @@ import { isUuid, newId } from '@ots/shared/ids';
 import type { Logger } from '@ots/shared/logger';
 import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
 import {
-  checkFillable,
   duplicateExecutionId,
   isSameFill,
   orderNotFound,
   settlementOf,
   validateRecordFill,
+  type OrderView,
   type RecordFillInput,
 } from './domain.ts';
-import { applyFillToOrder, readOrder, withDeadline, type OrdersLink } from './orders-client.ts';
-import { deletePendingFill, findFillByExecutionId, insertPendingFill, markFillApplied, type FillRow, type FillsDb } from './repository.ts';
+import { applyFillToOrder, withDeadline, type OrdersLink } from './orders-client.ts';
+import {
+  deletePendingFill,
+  findFillByExecutionId,
+  insertPendingFill,
+  markFillApplied,
+  type AppliedFillRow,
+  type FillRow,
+  type FillsDb,
+} from './repository.ts';
 
 export interface RecordingDeps {
   db: FillsDb;
@@ -29,73 +37,75 @@ export interface RecordingDeps {
 /** How often a request re-reads after losing an execution-id race to a fill that was then refused and dropped. */
 const MAX_RACE_ROUNDS = 3;
 
-/** No field on either: nothing the client sent is wrong. */
-const UNAVAILABLE_NOTHING_STORED =
-  'The orders service did not answer in time; nothing was recorded, and a retry with the same executionId is safe.';
+/** No field: nothing the client sent is wrong. */
 const UNAVAILABLE_PENDING =
   'The orders service did not answer in time. The fill is stored and recovery will apply it to the order or refuse it; ' +
   'a retry with the same executionId is safe and returns the outcome.';
 
+/** A fill applied to its order, and the order in its state after it, as orders answered. */
+export interface RecordedFill {
+  fill: AppliedFillRow;
+  order: OrderView;
+}
+
 /**
  * recordFill crosses two databases: orders owns the order's state, fills owns the fill. The fill is
  * first stored PENDING (invisible to reads), then applied to the order through orders' `applyFill`,
- * which is idempotent per fill id, then marked APPLIED. A crash or timeout anywhere leaves a pending
- * fill that the next retry or the recovery sweeper settles the same way, so the two sides converge.
+ * which is idempotent per fill id and alone decides whether the order takes the fill, then marked
+ * APPLIED. A crash or timeout anywhere leaves a pending fill that the next retry or the recovery
+ * sweeper settles the same way, so the two sides converge.
+ *
+ * One call to orders per request, whatever the path: there is no read of the order beforehand (the
+ * verdict brings the order's details, and a refused fill's pending row is simply dropped), and the
+ * answer carries the order's new state, which the payload hands on (`@provides`), so the gateway
+ * does not fetch it again.
  */
-export async function recordFill(requestDeps: RecordingDeps, caller: CallerIdentity, input: RecordFillInput): Promise<Result<FillRow>> {
-  // One deadline for every call to orders this request makes, counted from its start.
+export async function recordFill(requestDeps: RecordingDeps, caller: CallerIdentity, input: RecordFillInput): Promise<Result<RecordedFill>> {
+  // A deadline for the call to orders, counted from the start of the request.
   const deps = { ...requestDeps, orders: withDeadline(requestDeps.orders) };
   const validated = validateRecordFill(input, Date.now());
   if (!validated.ok) return validated;
   const terms = validated.value;
+  // An id that is not a UUID names no order; it is still checked against a recorded execution id first.
+  const orderIdIsUuid = isUuid(terms.orderSubmissionId);
 
   for (let round = 0; round < MAX_RACE_ROUNDS; round += 1) {
+    // The common case first: a new execution id costs one statement here.
+    const pending = orderIdIsUuid
+      ? await insertPendingFill(deps.db, {
+          id: newId(),
+          accountId: caller.accountId,
+          apiKeyId: caller.apiKeyId,
+          orderSubmissionId: terms.orderSubmissionId,
+          executionId: terms.executionId,
+          quantity: formatDecimal(terms.quantity),
+          price: formatDecimal(terms.price),
+          fee: formatDecimal(terms.fee),
+          liquidity: terms.liquidity,
+          executedAt: terms.executedAt,
+        })
+      : undefined;
+    if (pending) return settlePendingFill(deps, pending);
+
     const existing = await findFillByExecutionId(deps.db, caller.accountId, terms.executionId);
     if (existing) {
       if (!isSameFill(recordedTermsOf(existing), terms)) return { ok: false, error: duplicateExecutionId(terms.executionId) };
-      if (existing.status === 'APPLIED') return ok(existing);
+      // Applied or pending alike: orders answers a fill id it has counted with ALREADY_APPLIED and the order's state.
       return settlePendingFill(deps, existing);
     }
-
-    if (!isUuid(terms.orderSubmissionId)) return { ok: false, error: orderNotFound(terms.orderSubmissionId) };
-    let order;
-    try {
-      order = await readOrder(deps.orders, terms.orderSubmissionId);
-    } catch (error) {
-      if (!(error instanceof SubgraphUnavailableError)) throw error;
-      deps.log.warn({ err: error }, 'orders unavailable while reading the order of a fill; nothing stored');
-      return fail('TEMPORARILY_UNAVAILABLE', UNAVAILABLE_NOTHING_STORED);
-    }
-    const fillable = checkFillable(order, terms.orderSubmissionId, terms.quantity);
-    if (!fillable.ok) return fillable;
-
-    const pending = await insertPendingFill(deps.db, {
-      id: newId(),
-      accountId: caller.accountId,
-      apiKeyId: caller.apiKeyId,
-      orderSubmissionId: terms.orderSubmissionId,
-      strategyId: fillable.value.strategy?.id ?? null,
-      symbol: fillable.value.symbol,
-      side: fillable.value.side,
-      executionId: terms.executionId,
-      quantity: formatDecimal(terms.quantity),
-      price: formatDecimal(terms.price),
-      fee: formatDecimal(terms.fee),
-      liquidity: terms.liquidity,
-      executedAt: terms.executedAt,
-    });
-    // Undefined: a concurrent request stored this execution id first; the next round treats ours as its retry.
-    if (pending) return settlePendingFill(deps, pending);
+    if (!orderIdIsUuid) return { ok: false, error: orderNotFound(terms.orderSubmissionId) };
+    // A concurrent request stored this execution id and it was refused and dropped since: judged afresh.
   }
   throw new Error(`execution id ${terms.executionId} was stored and dropped ${MAX_RACE_ROUNDS} times while this request ran`);
 }
 
 /**
- * Finishes a pending fill: applies it to its order (idempotent per fill id) and marks it APPLIED, or
- * drops it when orders refuses it. Used by requests and by the recovery sweeper alike; concurrent
- * settlements of one fill agree, because orders gives one fill id one verdict for good.
+ * Finishes a stored fill: applies it to its order (idempotent per fill id) and marks it APPLIED
+ * with the order's details, or drops it when orders refuses it. Used by requests and by the
+ * recovery sweeper alike; concurrent settlements of one fill agree, because orders gives one fill
+ * id one verdict for good.
  */
-export async function settlePendingFill(deps: RecordingDeps, fill: FillRow): Promise<Result<FillRow>> {
+export async function settlePendingFill(deps: RecordingDeps, fill: FillRow): Promise<Result<RecordedFill>> {
   let verdict;
   try {
     verdict = await applyFillToOrder(deps.orders, {
@@ -103,6 +113,7 @@ export async function settlePendingFill(deps: RecordingDeps, fill: FillRow): Pro
       orderSubmissionId: fill.order_submission_id,
       quantity: formatDecimal(fill.quantity),
       price: formatDecimal(fill.price),
+      executedAt: fill.executed_at.toISOString(),
     });
   } catch (error) {
     if (!(error instanceof SubgraphUnavailableError)) throw error;
@@ -119,10 +130,16 @@ export async function settlePendingFill(deps: RecordingDeps, fill: FillRow): Pro
     await deletePendingFill(deps.db, fill.account_id, fill.id);
     return { ok: false, error: settlement.error };
   }
-  const applied = await markFillApplied(deps.db, fill.account_id, fill.id);
+  const order = verdict.orderSubmission;
+  if (!order) throw new Error(`orders applied fill ${fill.id} but did not return its order`);
+  const applied = await markFillApplied(deps.db, fill.account_id, fill.id, {
+    strategyId: order.strategy?.id ?? null,
+    symbol: order.symbol,
+    side: order.side,
+  });
   // Only a refused fill is ever deleted, and orders never both applies and refuses one fill id.
   if (!applied) throw new Error(`fill ${fill.id} was applied by orders but is no longer stored`);
-  return ok(applied);
+  return ok({ fill: applied, order });
 }
 
 function recordedTermsOf(fill: FillRow) {

@@ -11,8 +11,9 @@ export interface FillsDatabase {
     api_key_id: string;
     order_submission_id: string;
     strategy_id: string | null;
-    symbol: string;
-    side: OrderSide;
+    /** The order's; null only while the fill is pending (they arrive with orders' verdict). */
+    symbol: string | null;
+    side: OrderSide | null;
     execution_id: string;
     /** numeric columns travel as strings, never as floats. */
     quantity: string;
@@ -28,15 +29,15 @@ export interface FillsDatabase {
 
 export type FillsDb = Kysely<FillsDatabase>;
 export type FillRow = Selectable<FillsDatabase['fills']>;
+/** An applied fill: every read shows only these, and they always carry the order's symbol and side. */
+export type AppliedFillRow = FillRow & { symbol: string; side: OrderSide };
+type AppliedColumns = { symbol: string; side: OrderSide };
 
 export interface NewPendingFill {
   id: string;
   accountId: string;
   apiKeyId: string;
   orderSubmissionId: string;
-  strategyId: string | null;
-  symbol: string;
-  side: OrderSide;
   executionId: string;
   quantity: string;
   price: string;
@@ -58,9 +59,6 @@ export async function insertPendingFill(db: FillsDb, fill: NewPendingFill): Prom
       account_id: fill.accountId,
       api_key_id: fill.apiKeyId,
       order_submission_id: fill.orderSubmissionId,
-      strategy_id: fill.strategyId,
-      symbol: fill.symbol,
-      side: fill.side,
       execution_id: fill.executionId,
       quantity: fill.quantity,
       price: fill.price,
@@ -84,14 +82,31 @@ export async function findFillByExecutionId(db: FillsDb, accountId: string, exec
     .executeTakeFirst();
 }
 
-/** Idempotent: applying an applied fill keeps its first applied_at. Undefined when the fill was dropped. */
-export async function markFillApplied(db: FillsDb, accountId: string, fillId: string): Promise<FillRow | undefined> {
+/** What orders says about the order a fill was applied to; its strategy, symbol and side never change. */
+export interface OrderDetails {
+  strategyId: string | null;
+  symbol: string;
+  side: OrderSide;
+}
+
+/**
+ * Idempotent: applying an applied fill keeps its first applied_at. Copies the order's details onto
+ * the fill, so positions and filters need no call to orders. Undefined when the fill was dropped.
+ */
+export async function markFillApplied(db: FillsDb, accountId: string, fillId: string, order: OrderDetails): Promise<AppliedFillRow | undefined> {
   return db
     .updateTable('fills')
-    .set({ status: 'APPLIED', applied_at: sql<Date>`coalesce(applied_at, now())` })
+    .set({
+      status: 'APPLIED',
+      applied_at: sql<Date>`coalesce(applied_at, now())`,
+      strategy_id: order.strategyId,
+      symbol: order.symbol,
+      side: order.side,
+    })
     .where('account_id', '=', accountId)
     .where('id', '=', fillId)
     .returningAll()
+    .$narrowType<AppliedColumns>()
     .executeTakeFirst();
 }
 
@@ -100,7 +115,7 @@ export async function deletePendingFill(db: FillsDb, accountId: string, fillId: 
   await db.deleteFrom('fills').where('account_id', '=', accountId).where('id', '=', fillId).where('status', '=', 'PENDING').execute();
 }
 
-export async function findAppliedFills(db: FillsDb, accountId: string, ids: readonly string[]): Promise<FillRow[]> {
+export async function findAppliedFills(db: FillsDb, accountId: string, ids: readonly string[]): Promise<AppliedFillRow[]> {
   const uuids = ids.filter(isUuid);
   if (uuids.length === 0) return [];
   return db
@@ -109,6 +124,7 @@ export async function findAppliedFills(db: FillsDb, accountId: string, ids: read
     .where('account_id', '=', accountId)
     .where('id', 'in', uuids)
     .where('status', '=', 'APPLIED')
+    .$narrowType<AppliedColumns>()
     .execute();
 }
 
@@ -117,7 +133,7 @@ export async function findAppliedFills(db: FillsDb, accountId: string, ids: read
  * with random bits below the millisecond, so fills executed in the same millisecond come in an order
  * that is stable but arbitrary (not necessarily the order they were recorded in).
  */
-export async function findAppliedFillsOfOrders(db: FillsDb, accountId: string, orderSubmissionIds: readonly string[]): Promise<FillRow[]> {
+export async function findAppliedFillsOfOrders(db: FillsDb, accountId: string, orderSubmissionIds: readonly string[]): Promise<AppliedFillRow[]> {
   const uuids = orderSubmissionIds.filter(isUuid);
   if (uuids.length === 0) return [];
   return db
@@ -126,12 +142,13 @@ export async function findAppliedFillsOfOrders(db: FillsDb, accountId: string, o
     .where('account_id', '=', accountId)
     .where('order_submission_id', 'in', uuids)
     .where('status', '=', 'APPLIED')
+    .$narrowType<AppliedColumns>()
     .orderBy('executed_at', 'asc')
     .orderBy('id', 'asc')
     .execute();
 }
 
-export type PositionFillRow = Pick<FillRow, 'id' | 'strategy_id' | 'symbol' | 'side' | 'quantity' | 'price' | 'fee' | 'executed_at'>;
+export type PositionFillRow = Pick<AppliedFillRow, 'id' | 'strategy_id' | 'symbol' | 'side' | 'quantity' | 'price' | 'fee' | 'executed_at'>;
 
 export async function findAppliedFillsOfStrategies(db: FillsDb, accountId: string, strategyIds: readonly string[]): Promise<PositionFillRow[]> {
   const uuids = strategyIds.filter(isUuid);
@@ -142,6 +159,7 @@ export async function findAppliedFillsOfStrategies(db: FillsDb, accountId: strin
     .where('account_id', '=', accountId)
     .where('strategy_id', 'in', uuids)
     .where('status', '=', 'APPLIED')
+    .$narrowType<AppliedColumns>()
     .orderBy('executed_at', 'asc')
     .orderBy('id', 'asc')
     .execute();
@@ -169,7 +187,7 @@ export async function listAppliedFills(
   filter: FillFilter,
   limit: number,
   after: FillKeyset | undefined,
-): Promise<FillRow[]> {
+): Promise<AppliedFillRow[]> {
   // An id that is not a UUID names no order or strategy: the list is empty, not a Postgres error.
   if (
     (filter.orderSubmissionId !== undefined && !isUuid(filter.orderSubmissionId)) ||
@@ -177,7 +195,7 @@ export async function listAppliedFills(
   ) {
     return [];
   }
-  let query = db.selectFrom('fills').selectAll().where('account_id', '=', accountId).where('status', '=', 'APPLIED');
+  let query = db.selectFrom('fills').selectAll().where('account_id', '=', accountId).where('status', '=', 'APPLIED').$narrowType<AppliedColumns>();
   if (filter.orderSubmissionId !== undefined) query = query.where('order_submission_id', '=', filter.orderSubmissionId);
   if (filter.strategyId !== undefined) query = query.where('strategy_id', '=', filter.strategyId);
   if (filter.symbol !== undefined) query = query.where('symbol', '=', filter.symbol);

@@ -15,14 +15,14 @@ import {
   findAppliedFillsOfOrders,
   findAppliedFillsOfStrategies,
   listAppliedFills,
-  type FillRow,
+  type AppliedFillRow,
   type FillsDb,
   type PositionFillRow,
 } from './repository.ts';
 
 export interface FillsLoaders {
-  appliedFillById: DataLoader<string, FillRow | null>;
-  appliedFillsByOrder: DataLoader<string, FillRow[]>;
+  appliedFillById: DataLoader<string, AppliedFillRow | null>;
+  appliedFillsByOrder: DataLoader<string, AppliedFillRow[]>;
   appliedFillsByStrategy: DataLoader<string, PositionFillRow[]>;
 }
 
@@ -62,7 +62,7 @@ interface FillObject {
   recordedAt: Date;
 }
 
-function fillObject(row: FillRow): FillObject {
+function fillObject(row: AppliedFillRow): FillObject {
   return {
     id: row.id,
     orderSubmissionId: row.order_submission_id,
@@ -116,9 +116,9 @@ export const resolvers = {
       const result = await recordFill(context, context.caller, input);
       if (!result.ok) return errorPayload(result.error);
       return {
-        fill: fillObject(result.value),
-        // A reference: the gateway fetches the order's state from orders, where the fill is already committed.
-        orderSubmission: { id: result.value.order_submission_id },
+        fill: fillObject(result.value.fill),
+        // The order's state as orders committed it with the fill: the fields this subgraph `@provides`.
+        orderSubmission: result.value.order,
         error: null,
       };
     },

@@ -162,17 +162,18 @@ describe('recovery of fills interrupted between the two databases', () => {
     );
   });
 
-  it('orders down before anything is stored: nothing is recorded, and a retry after it returns records the fill once', async () => {
+  it('orders down when the fill arrives: the fill is stored pending and invisible, and a retry after it returns records it once', async () => {
     const order = await submitOrder(stack, alice, { quantity: '5' });
     const input = { orderSubmissionId: order.id, executionId: `exec-${randomUUID()}`, quantity: '5', price: '1' };
     await stack.stopService('orders');
     try {
       expect((await recordFill(stack, alice, input)).error?.code).toBe('TEMPORARILY_UNAVAILABLE');
-      expect(await storedFills(input.executionId)).toEqual([]);
+      expect(await storedFills(input.executionId)).toEqual([expect.objectContaining({ status: 'PENDING' })]);
     } finally {
       await stack.startService('orders');
     }
     const payload = await recorded(stack, alice, input);
     expect(payload.orderSubmission).toMatchObject({ status: 'FILLED', filledQuantity: '5' });
+    expect((await orderState(stack, alice, order.id))?.fills).toHaveLength(1);
   });
 });

@@ -1,12 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { Decimal } from '@ots/shared/decimal';
 import {
-  checkFillable,
   duplicateExecutionId,
   isSameFill,
   settlementOf,
   validateRecordFill,
-  type OrderView,
   type RecordFillInput,
 } from '../src/domain.ts';
 
@@ -105,39 +103,6 @@ describe('isSameFill', () => {
   });
 });
 
-describe('checkFillable (the early answer)', () => {
-  const order = (overrides: Partial<OrderView>): OrderView => ({
-    id: ORDER_ID,
-    symbol: 'ACME',
-    side: 'BUY',
-    status: 'SUBMITTED',
-    remainingQuantity: '5',
-    strategy: null,
-    ...overrides,
-  });
-  const codeOf = (result: ReturnType<typeof checkFillable>) => (result.ok ? 'OK' : result.error.code);
-
-  it('lets a fill up to the remaining quantity through for open orders', () => {
-    expect(codeOf(checkFillable(order({}), ORDER_ID, new Decimal('5')))).toBe('OK');
-    expect(codeOf(checkFillable(order({ status: 'PARTIALLY_FILLED', remainingQuantity: '0.5' }), ORDER_ID, new Decimal('0.5')))).toBe('OK');
-  });
-
-  it('names the field each refusal is about', () => {
-    const errorOf = (result: ReturnType<typeof checkFillable>) => (result.ok ? undefined : { code: result.error.code, field: result.error.field });
-    expect(errorOf(checkFillable(null, ORDER_ID, new Decimal('1')))).toEqual({ code: 'NOT_FOUND', field: 'orderSubmissionId' });
-    expect(errorOf(checkFillable(order({ status: 'FILLED' }), ORDER_ID, new Decimal('1')))).toEqual({ code: 'ORDER_NOT_FILLABLE', field: 'orderSubmissionId' });
-    expect(errorOf(checkFillable(order({}), ORDER_ID, new Decimal('6')))).toEqual({ code: 'FILL_EXCEEDS_REMAINING', field: 'quantity' });
-    expect(duplicateExecutionId('exec-1')).toMatchObject({ code: 'DUPLICATE_EXECUTION_ID', field: 'executionId' });
-  });
-
-  it('refuses missing orders, closed orders and fills beyond the remaining quantity', () => {
-    expect(codeOf(checkFillable(null, ORDER_ID, new Decimal('1')))).toBe('NOT_FOUND');
-    expect(codeOf(checkFillable(order({ status: 'FILLED', remainingQuantity: '0' }), ORDER_ID, new Decimal('1')))).toBe('ORDER_NOT_FILLABLE');
-    expect(codeOf(checkFillable(order({ status: 'CANCELLED', remainingQuantity: '0' }), ORDER_ID, new Decimal('1')))).toBe('ORDER_NOT_FILLABLE');
-    expect(codeOf(checkFillable(order({ remainingQuantity: '4.9999999999' }), ORDER_ID, new Decimal('5')))).toBe('FILL_EXCEEDS_REMAINING');
-  });
-});
-
 describe('settlementOf (the orders verdict)', () => {
   const fill = { orderSubmissionId: ORDER_ID, quantity: '3' };
 
@@ -153,5 +118,20 @@ describe('settlementOf (the orders verdict)', () => {
     expect(codeOf(settlementOf('EXCEEDS_REMAINING', fill, { status: 'PARTIALLY_FILLED', remainingQuantity: '2' }))).toBe(
       'FILL_EXCEEDS_REMAINING',
     );
+  });
+
+  it('names the field each refusal is about', () => {
+    const errorOf = (settlement: ReturnType<typeof settlementOf>) =>
+      settlement.kind === 'refused' ? { code: settlement.error.code, field: settlement.error.field } : undefined;
+    expect(errorOf(settlementOf('NOT_FOUND', fill, null))).toEqual({ code: 'NOT_FOUND', field: 'orderSubmissionId' });
+    expect(errorOf(settlementOf('NOT_FILLABLE', fill, { status: 'FILLED', remainingQuantity: '0' }))).toEqual({
+      code: 'ORDER_NOT_FILLABLE',
+      field: 'orderSubmissionId',
+    });
+    expect(errorOf(settlementOf('EXCEEDS_REMAINING', fill, { status: 'SUBMITTED', remainingQuantity: '2' }))).toEqual({
+      code: 'FILL_EXCEEDS_REMAINING',
+      field: 'quantity',
+    });
+    expect(duplicateExecutionId('exec-1')).toMatchObject({ code: 'DUPLICATE_EXECUTION_ID', field: 'executionId' });
   });
 });

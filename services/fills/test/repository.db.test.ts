@@ -14,6 +14,7 @@ import {
   type FillsDatabase,
   type FillsDb,
   type NewPendingFill,
+  type OrderDetails,
 } from '../src/repository.ts';
 import { createLoaders } from '../src/resolvers.ts';
 
@@ -49,27 +50,32 @@ beforeEach(() => {
 
 const account = () => ({ accountId: newId(), apiKeyId: newId() });
 
-function pendingFill(owner: { accountId: string; apiKeyId: string }, overrides: Partial<NewPendingFill> = {}): NewPendingFill {
+type FillOverrides = Partial<NewPendingFill & OrderDetails>;
+
+function pendingFill(owner: { accountId: string; apiKeyId: string }, overrides: FillOverrides = {}): NewPendingFill {
+  const { strategyId: _strategyId, symbol: _symbol, side: _side, ...own } = overrides;
   return {
     id: newId(),
     ...owner,
     orderSubmissionId: newId(),
-    strategyId: null,
-    symbol: 'ACME',
-    side: 'BUY',
     executionId: `exec-${newId()}`,
     quantity: '1',
     price: '10',
     fee: '0',
     liquidity: 'UNKNOWN',
     executedAt: new Date('2026-03-01T10:00:00.000Z'),
-    ...overrides,
+    ...own,
   };
 }
 
-async function appliedFill(owner: { accountId: string; apiKeyId: string }, overrides: Partial<NewPendingFill> = {}) {
+/** The order's details, as orders' verdict brings them when a fill is applied. */
+function detailsOf(overrides: FillOverrides): OrderDetails {
+  return { strategyId: overrides.strategyId ?? null, symbol: overrides.symbol ?? 'ACME', side: overrides.side ?? 'BUY' };
+}
+
+async function appliedFill(owner: { accountId: string; apiKeyId: string }, overrides: FillOverrides = {}) {
   const fill = await insertPendingFill(db, pendingFill(owner, overrides));
-  return (await markFillApplied(db, owner.accountId, fill!.id))!;
+  return (await markFillApplied(db, owner.accountId, fill!.id, detailsOf(overrides)))!;
 }
 
 describe('pending fills', () => {
@@ -89,8 +95,9 @@ describe('pending fills', () => {
   it('marks applied idempotently, and never drops an applied fill', async () => {
     const owner = account();
     const fill = (await insertPendingFill(db, pendingFill(owner)))!;
-    const first = await markFillApplied(db, owner.accountId, fill.id);
-    const again = await markFillApplied(db, owner.accountId, fill.id);
+    const first = await markFillApplied(db, owner.accountId, fill.id, detailsOf({}));
+    const again = await markFillApplied(db, owner.accountId, fill.id, detailsOf({}));
+    expect(first).toMatchObject({ symbol: 'ACME', side: 'BUY', strategy_id: null });
     expect(first?.status).toBe('APPLIED');
     expect(again?.applied_at).toEqual(first?.applied_at);
     await deletePendingFill(db, owner.accountId, fill.id);
@@ -100,7 +107,7 @@ describe('pending fills', () => {
   it("touches no other account's fill", async () => {
     const owner = account();
     const fill = (await insertPendingFill(db, pendingFill(owner)))!;
-    expect(await markFillApplied(db, newId(), fill.id)).toBeUndefined();
+    expect(await markFillApplied(db, newId(), fill.id, detailsOf({}))).toBeUndefined();
     await deletePendingFill(db, newId(), fill.id);
     expect((await findFillByExecutionId(db, owner.accountId, fill.execution_id))?.status).toBe('PENDING');
     await deletePendingFill(db, owner.accountId, fill.id);

@@ -1,9 +1,11 @@
 import type { Migration } from 'kysely';
 import * as orderSubmissions from './001_order_submissions.ts';
+import * as commitOrder from './002_commit_order.ts';
 
 export const SCHEMA = 'orders';
 
 /** Applied in key order; a migration, once released, is never edited. */
 export const migrations: Record<string, Migration> = {
   '001_order_submissions': orderSubmissions,
+  '002_commit_order': commitOrder,
 };

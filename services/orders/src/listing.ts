@@ -1,5 +1,6 @@
 import { badUserInput } from '@ots/shared/errors';
 import { isUuid } from '@ots/shared/ids';
+import { decodeFeedCursor, encodeFeedCursor, positionOf, type FeedPosition } from '@ots/shared/commit-order';
 import { decodeCursor, encodeCursor } from '@ots/shared/pagination';
 import type { OrderSide, OrderStatus } from './domain.ts';
 
@@ -54,29 +55,38 @@ export function normaliseFilter(input: OrderSubmissionFilterInput | null | undef
   return filter;
 }
 
-/** The position after which a page starts: the sort timestamp and id of the last row already seen. */
-export interface CursorPosition {
+/** Under SUBMITTED_AT_DESC, a page starts after this submission time and id. */
+export interface SubmittedPosition {
   at: Date;
   id: string;
 }
 
+/** Where a page starts: a submission position, or under UPDATED_AT_ASC a position in commit order. */
+export type CursorPosition = SubmittedPosition | FeedPosition;
+
 export interface PositionedRow {
   id: string;
   submitted_at: Date;
-  updated_at: Date;
+  commit_xid: string;
 }
 
-/** The timestamp each ordering sorts by (then by id, in the same direction). */
-export function sortTimeOf(orderBy: OrderSubmissionOrder, row: PositionedRow): Date {
-  return orderBy === 'UPDATED_AT_ASC' ? row.updated_at : row.submitted_at;
-}
-
-/** Timestamps are stored to the millisecond, so the ISO form in the cursor round-trips exactly. */
+/**
+ * UPDATED_AT_ASC pages in the order changes committed (shared/src/commit-order.ts): each order
+ * appears at its last change, and nothing committed later can appear behind a cursor. That order
+ * follows `updatedAt` closely but not exactly (a change stamped earlier may commit later), which is
+ * why the cursor holds a commit position and not a time.
+ */
 export function cursorOf(orderBy: OrderSubmissionOrder, row: PositionedRow): string {
-  return encodeCursor(orderBy, [sortTimeOf(orderBy, row).toISOString(), row.id]);
+  if (orderBy === 'UPDATED_AT_ASC') return encodeFeedCursor(orderBy, positionOf(row as unknown as Record<string, unknown>));
+  // Timestamps are stored to the millisecond, so the ISO form in the cursor round-trips exactly.
+  return encodeCursor(orderBy, [row.submitted_at.toISOString(), row.id]);
 }
 
 export function parseCursor(after: string | null | undefined, orderBy: OrderSubmissionOrder): CursorPosition | undefined {
+  if (orderBy === 'UPDATED_AT_ASC') {
+    const position = decodeFeedCursor(orderBy, after, isUuid);
+    return position && { xid: position.xid, id: position.id.toLowerCase() };
+  }
   const keys = decodeCursor(after, orderBy, 2);
   if (!keys) return undefined;
   const [iso, id] = keys as [string, string];

@@ -105,10 +105,7 @@ export async function submitOrder(
     const strategy = await checkStrategy(scope.lookupStrategy, draft.strategyId);
     if (!strategy.ok) return strategy;
   }
-  const inserted = await db.transaction().execute(async (trx) => {
-    const stamp = await repository.stampWrite(trx, accountId);
-    return repository.insertOrder(trx, accountId, draft, stamp);
-  });
+  const inserted = await repository.insertOrder(db, accountId, draft);
   if (inserted) return ok(inserted);
   // Only a clientOrderId can conflict (NULLs never do): a concurrent submission with it committed first.
   const winner = await repository.findOrderByClientOrderId(db, accountId, clientOrderId!);
@@ -132,7 +129,7 @@ export async function cancelOrderSubmission({ db, accountId }: OrdersScope, id: 
       case 'refused':
         return { ok: false, error: decision.error };
       case 'cancel':
-        return ok(await repository.markCancelled(trx, accountId, id, await repository.stampWrite(trx, accountId)));
+        return ok(await repository.markCancelled(trx, accountId, id));
     }
   });
 }
@@ -158,16 +155,14 @@ export async function applyFill({ db, accountId }: OrdersScope, fill: FillReques
   const orderId = fill.orderSubmissionId.toLowerCase();
   return db.transaction().execute(async (trx) => {
     const order = await repository.lockOrder(trx, accountId, orderId);
-    const alreadyApplied = await repository.isFillApplied(trx, accountId, fill.fillId, orderId);
+    const alreadyApplied = order !== undefined && (await repository.isFillApplied(trx, accountId, fill.fillId, orderId));
     const decision = decideFill(order && fillStateOf(order), alreadyApplied, fill);
     if (decision.outcome !== 'APPLIED') return { outcome: decision.outcome, order: order ?? null };
-    const stamp = await repository.stampWrite(trx, accountId);
     const updated = await repository.recordFillApplication(
       trx,
       accountId,
       { fillId: fill.fillId, orderId, quantity: fill.quantity, price: fill.price },
       decision.next,
-      stamp,
     );
     return { outcome: 'APPLIED', order: updated };
   });

@@ -1,8 +1,9 @@
-import { sql, type ExpressionBuilder, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
+import { sql, type ExpressionBuilder, type Generated, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
 import { formatDecimal, type Decimal } from '@ots/shared/decimal';
 import { newId } from '@ots/shared/ids';
 import type { FillState, OrderDraft, OrderSide, OrderStatus, OrderType, TimeInForce } from './domain.ts';
-import type { CursorPosition, OrderFilter, OrderSubmissionOrder } from './listing.ts';
+import { inCommitOrder, type FeedPosition } from '@ots/shared/commit-order';
+import type { CursorPosition, OrderFilter, OrderSubmissionOrder, SubmittedPosition } from './listing.ts';
 
 /** pg returns `numeric` as a string (exact) and `timestamptz` as a Date. */
 export interface OrdersDatabase {
@@ -24,6 +25,8 @@ export interface OrdersDatabase {
     submitted_at: Date;
     updated_at: Date;
     cancelled_at: Date | null;
+    /** The writer's transaction id (`xid8`, as a decimal string), set by a trigger on every write. */
+    commit_xid: Generated<string>;
   };
   fill_applications: {
     account_id: string;
@@ -32,10 +35,6 @@ export interface OrdersDatabase {
     quantity: string;
     price: string;
     applied_at: Date;
-  };
-  account_write_clocks: {
-    account_id: string;
-    last_stamp: Date;
   };
 }
 
@@ -48,32 +47,15 @@ const wire = (value: Decimal): string => formatDecimal(value);
 const wireOrNull = (value: Decimal | null): string | null => (value === null ? null : formatDecimal(value));
 
 /**
- * The account's write clock: call it inside a write transaction, after locking any existing order
- * row, and stamp the write with the instant it returns.
- *
- * Why: the incremental sync (`UPDATED_AT_ASC` with `updatedAfter`) is only complete if no change
- * can become visible with an `updatedAt` earlier than one a client has already seen. With plain
- * `now()` (transaction start) a slow transaction commits after a faster one that began later, and
- * a client that synced in between skips it for good. Here each stamp is taken under the row lock of
- * the account's clock row, which is held until commit: the next write of the account waits for
- * this one to commit before it takes its own stamp. So, per account, stamps are strictly
- * increasing (at least 1 ms apart, even at the same millisecond or if the system clock steps back)
- * and in commit order, and a row is visible before any row stamped later is. This costs
- * serialising the writes of one account, which are short, single-row transactions.
+ * The instant a change takes effect: the database clock when the statement runs (after any row lock
+ * it waited for), to the millisecond, and at least 1 ms after the row's previous change, so that
+ * each order's `updatedAt` strictly increases. Stamps order the changes of one order; the sync
+ * pages by commit order (shared/src/commit-order.ts), which stamps cannot give without a lock.
  */
-export async function stampWrite(db: OrdersDb, accountId: string): Promise<Date> {
-  const row = await db
-    .insertInto('account_write_clocks')
-    .values({ account_id: accountId, last_stamp: sql<Date>`clock_timestamp()` })
-    .onConflict((conflict) =>
-      conflict.column('account_id').doUpdateSet({
-        last_stamp: sql<Date>`greatest(clock_timestamp()::timestamptz(3), account_write_clocks.last_stamp + interval '1 millisecond')`,
-      }),
-    )
-    .returning('last_stamp')
-    .executeTakeFirstOrThrow();
-  return row.last_stamp;
-}
+const changeStamp = sql<Date>`greatest(clock.now, order_submissions.updated_at + interval '1 millisecond')`;
+
+/** An update of orders that may use `changeStamp`: the clock is read once per statement, so every column stamped with it agrees. */
+const stampedUpdate = (db: OrdersDb) => db.updateTable('order_submissions').from(sql`(select clock_timestamp()::timestamptz(3) as now)`.as('clock'));
 
 export async function findOrder(db: OrdersDb, accountId: string, id: string): Promise<OrderRow | undefined> {
   return db.selectFrom('order_submissions').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
@@ -106,14 +88,31 @@ export async function lockOrder(db: OrdersDb, accountId: string, id: string): Pr
 }
 
 /**
+ * Whether this fill id has been applied to the order. Asked after locking the order, in a statement
+ * of its own: a subquery of the locking statement would read the snapshot taken before the lock
+ * wait, and miss an application committed by the transaction it waited for.
+ */
+export async function isFillApplied(db: OrdersDb, accountId: string, fillId: string, orderId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('fill_applications')
+    .select('fill_id')
+    .where('account_id', '=', accountId)
+    .where('fill_id', '=', fillId)
+    .where('order_submission_id', '=', orderId)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/**
  * Inserts the order unless the account already has one with its clientOrderId: the unique index
  * decides, so concurrent identical submissions create one order. Undefined means that one exists.
+ * One statement, no lock but the new row's: submissions of an account never wait for each other.
  */
-export async function insertOrder(db: OrdersDb, accountId: string, draft: OrderDraft, stamp: Date): Promise<OrderRow | undefined> {
+export async function insertOrder(db: OrdersDb, accountId: string, draft: OrderDraft): Promise<OrderRow | undefined> {
   return db
     .insertInto('order_submissions')
     .values({
-      id: newId(stamp.getTime()),
+      id: newId(),
       account_id: accountId,
       client_order_id: draft.clientOrderId,
       strategy_id: draft.strategyId,
@@ -127,33 +126,22 @@ export async function insertOrder(db: OrdersDb, accountId: string, draft: OrderD
       status: 'SUBMITTED',
       filled_quantity: '0',
       fill_notional: '0',
-      submitted_at: stamp,
-      updated_at: stamp,
+      // The statement's start (no lock to wait for): one value for both.
+      submitted_at: sql<Date>`now()`,
+      updated_at: sql<Date>`now()`,
     })
     .onConflict((conflict) => conflict.columns(['account_id', 'client_order_id']).doNothing())
     .returningAll()
     .executeTakeFirst();
 }
 
-export async function markCancelled(db: OrdersDb, accountId: string, id: string, stamp: Date): Promise<OrderRow> {
-  return db
-    .updateTable('order_submissions')
-    .set({ status: 'CANCELLED', cancelled_at: stamp, updated_at: stamp })
-    .where('account_id', '=', accountId)
-    .where('id', '=', id)
-    .returningAll()
+export async function markCancelled(db: OrdersDb, accountId: string, id: string): Promise<OrderRow> {
+  return stampedUpdate(db)
+    .set({ status: 'CANCELLED', cancelled_at: changeStamp, updated_at: changeStamp })
+    .where('order_submissions.account_id', '=', accountId)
+    .where('order_submissions.id', '=', id)
+    .returningAll('order_submissions')
     .executeTakeFirstOrThrow();
-}
-
-export async function isFillApplied(db: OrdersDb, accountId: string, fillId: string, orderId: string): Promise<boolean> {
-  const row = await db
-    .selectFrom('fill_applications')
-    .select('fill_id')
-    .where('account_id', '=', accountId)
-    .where('fill_id', '=', fillId)
-    .where('order_submission_id', '=', orderId)
-    .executeTakeFirst();
-  return row !== undefined;
 }
 
 export interface FillApplication {
@@ -163,36 +151,30 @@ export interface FillApplication {
   price: Decimal;
 }
 
-/** Records the fill as applied and writes the order's new fill state, stamped with the account clock. */
-export async function recordFillApplication(
-  db: OrdersDb,
-  accountId: string,
-  fill: FillApplication,
-  next: FillState,
-  stamp: Date,
-): Promise<OrderRow> {
-  await db
-    .insertInto('fill_applications')
-    .values({
-      account_id: accountId,
-      fill_id: fill.fillId,
-      order_submission_id: fill.orderId,
-      quantity: wire(fill.quantity),
-      price: wire(fill.price),
-      applied_at: stamp,
-    })
-    .execute();
+/** Records the fill as applied and writes the order's new fill state: one statement. */
+export async function recordFillApplication(db: OrdersDb, accountId: string, fill: FillApplication, next: FillState): Promise<OrderRow> {
   return db
+    .with('application', (trx) =>
+      trx.insertInto('fill_applications').values({
+        account_id: accountId,
+        fill_id: fill.fillId,
+        order_submission_id: fill.orderId,
+        quantity: wire(fill.quantity),
+        price: wire(fill.price),
+        applied_at: sql<Date>`clock_timestamp()`,
+      }),
+    )
     .updateTable('order_submissions')
+    .from(sql`(select clock_timestamp()::timestamptz(3) as now)`.as('clock'))
     .set({
       status: next.status,
       filled_quantity: wire(next.filledQuantity),
       fill_notional: next.fillNotional.toFixed(),
-      updated_at: stamp,
+      updated_at: changeStamp,
     })
-    .where('account_id', '=', accountId)
-    .where('id', '=', fill.orderId)
-    .returningAll()
+    .where('order_submissions.account_id', '=', accountId)
+    .where('order_submissions.id', '=', fill.orderId)
+    .returningAll('order_submissions')
     .executeTakeFirstOrThrow();
 }
 
@@ -216,17 +198,11 @@ function filtered(query: OrdersQuery, accountId: string, page: OrderPage): Order
   if (filter.submittedBefore) scoped = scoped.where('submitted_at', '<', filter.submittedBefore);
   if (filter.updatedAfter) scoped = scoped.where('updated_at', '>', filter.updatedAfter);
   if (page.orderBy === 'UPDATED_AT_ASC') {
-    if (after) {
-      scoped = scoped.where((eb: ExpressionBuilder<OrdersDatabase, 'order_submissions'>) =>
-        eb(eb.refTuple('updated_at', 'id'), '>', eb.tuple(after.at, after.id)),
-      );
-    }
-    return scoped.orderBy('updated_at', 'asc').orderBy('id', 'asc').limit(page.limit);
+    return inCommitOrder(scoped, { after: after as FeedPosition | undefined, limit: page.limit });
   }
   if (after) {
-    scoped = scoped.where((eb: ExpressionBuilder<OrdersDatabase, 'order_submissions'>) =>
-      eb(eb.refTuple('submitted_at', 'id'), '<', eb.tuple(after.at, after.id)),
-    );
+    const { at, id } = after as SubmittedPosition;
+    scoped = scoped.where((eb: ExpressionBuilder<OrdersDatabase, 'order_submissions'>) => eb(eb.refTuple('submitted_at', 'id'), '<', eb.tuple(at, id)));
   }
   return scoped.orderBy('submitted_at', 'desc').orderBy('id', 'desc').limit(page.limit);
 }
@@ -262,7 +238,7 @@ export async function listOrdersOfStrategies(
     )
     .selectAll('orders_of_strategy')
     .orderBy('orders_of_strategy.strategy_id')
-    .orderBy(page.orderBy === 'UPDATED_AT_ASC' ? 'orders_of_strategy.updated_at' : 'orders_of_strategy.submitted_at', direction)
+    .orderBy(page.orderBy === 'UPDATED_AT_ASC' ? 'orders_of_strategy.commit_xid' : 'orders_of_strategy.submitted_at', direction)
     .orderBy('orders_of_strategy.id', direction)
     .execute();
 }

@@ -6,7 +6,7 @@ import { cursorOf, normaliseFilter, parseCursor } from '../src/listing.ts';
 const row = {
   id: '0190f5a2-0000-7000-8000-00000000000a',
   submitted_at: new Date('2026-11-21T14:03:07.120Z'),
-  updated_at: new Date('2026-11-21T15:00:00.001Z'),
+  commit_xid: '73219',
 };
 
 function badInput(run: () => unknown): GraphQLError {
@@ -21,9 +21,9 @@ function badInput(run: () => unknown): GraphQLError {
 }
 
 describe('cursors', () => {
-  it('round-trip the sort position of each ordering to the millisecond', () => {
+  it('round-trip the sort position of each ordering: submission time to the millisecond, commit position exactly', () => {
     expect(parseCursor(cursorOf('SUBMITTED_AT_DESC', row), 'SUBMITTED_AT_DESC')).toEqual({ at: row.submitted_at, id: row.id });
-    expect(parseCursor(cursorOf('UPDATED_AT_ASC', row), 'UPDATED_AT_ASC')).toEqual({ at: row.updated_at, id: row.id });
+    expect(parseCursor(cursorOf('UPDATED_AT_ASC', row), 'UPDATED_AT_ASC')).toEqual({ xid: row.commit_xid, id: row.id });
   });
 
   it('are opaque: no timestamp or id readable in the text', () => {
@@ -50,6 +50,14 @@ describe('cursors', () => {
     ['a missing key', encodeCursor('SUBMITTED_AT_DESC', [row.id])],
   ])('holding %s are refused with BAD_USER_INPUT', (_case, cursor) => {
     badInput(() => parseCursor(cursor, 'SUBMITTED_AT_DESC'));
+  });
+
+  it.each([
+    ['a time instead of a commit position (a cursor of the clock-stamped sync)', encodeCursor('UPDATED_AT_ASC', ['2026-11-21T15:00:00.001Z', row.id])],
+    ['an edited commit position', encodeCursor('UPDATED_AT_ASC', ['1 or 1=1', row.id])],
+    ['an edited id', encodeCursor('UPDATED_AT_ASC', ['73219', 'x'])],
+  ])('of the sync holding %s are refused with BAD_USER_INPUT', (_case, cursor) => {
+    badInput(() => parseCursor(cursor, 'UPDATED_AT_ASC'));
   });
 });
 

@@ -11,13 +11,13 @@ import {
   submitOrder,
   type FillRequest,
 } from '../src/operations.ts';
-import { findOrder, markCancelled, stampWrite, type OrderRow } from '../src/repository.ts';
+import { findOrder, markCancelled, type OrderRow, type OrdersDb } from '../src/repository.ts';
 import type { StrategyLookup } from '../src/strategy-lookup.ts';
 import { someAccount, useOrdersDatabase } from './database.ts';
 
 /**
- * The use cases against a real Postgres, without a server: concurrency, locking and the write
- * clock are properties of the SQL, so they are tested where they can be forced.
+ * The use cases against a real Postgres, without a server: concurrency, locking and the sync's
+ * commit order are properties of the SQL, so they are tested where they can be forced.
  */
 
 const { db } = await useOrdersDatabase();
@@ -327,81 +327,139 @@ describe('applyFill', () => {
   });
 });
 
-describe('the account write clock', () => {
-  it('stamps the writes of an account strictly increasing, at least 1 ms apart', async () => {
+/** The same database handle, pausing a random while after each statement: inside a transaction, between its lock and its commit. */
+function withRandomDelays(maxMs: number): OrdersDb {
+  return db.withPlugin({
+    transformQuery: (args) => args.node,
+    transformResult: async (args) => {
+      await sleep(Math.random() * maxMs);
+      return args.result;
+    },
+  });
+}
+
+/** Pages the sync forward from `cursor` to the end; returns the rows seen and the cursor to continue from. */
+async function syncFrom(accountId: string, cursor: string | null) {
+  const rows: OrderRow[] = [];
+  for (;;) {
+    const page = await listOrderSubmissions({ db, accountId }, { orderBy: 'UPDATED_AT_ASC', first: 7, after: cursor });
+    rows.push(...page.nodes);
+    cursor = page.pageInfo.endCursor ?? cursor;
+    if (!page.pageInfo.hasNextPage) return { rows, cursor };
+  }
+}
+
+describe('writes of one account run side by side', () => {
+  it('a write of one order does not wait for a long transaction on another order of the same account', async () => {
     const accountId = someAccount();
-    const stamps: number[] = [];
-    for (let i = 0; i < 40; i += 1) stamps.push((await db.transaction().execute((trx) => stampWrite(trx, accountId))).getTime());
-    for (let i = 1; i < stamps.length; i += 1) expect(stamps[i]).toBeGreaterThanOrEqual(stamps[i - 1]! + 1);
+    const [held, other, toFill] = [await submitted(accountId), await submitted(accountId), await submitted(accountId)];
+    const open = await db.startTransaction().execute();
+    await markCancelled(open, accountId, held.id);
+    try {
+      const writes = Promise.all([
+        submitted(accountId),
+        cancelOrderSubmission({ db, accountId }, other.id),
+        applyFill({ db, accountId }, fill(toFill.id, '1', '10')),
+      ]);
+      const outcome = await Promise.race([writes, sleep(3_000).then(() => 'still waiting' as const)]);
+      expect(outcome).not.toBe('still waiting');
+      const [, cancelled, filled] = outcome as Awaited<typeof writes>;
+      expect(cancelled).toMatchObject({ ok: true, value: { status: 'CANCELLED' } });
+      expect(filled.outcome).toBe('APPLIED');
+    } finally {
+      await open.rollback().execute();
+    }
   });
 
-  it('makes a write of the account wait for an open one, so that no later stamp becomes visible first', async () => {
+  it('writes of one order still apply one at a time: a cancel waits for an open fill of the same order', async () => {
+    const accountId = someAccount();
+    const order = await submitted(accountId);
+    const open = await db.startTransaction().execute();
+    await markCancelled(open, accountId, order.id);
+    let cancelDone = false;
+    const cancel = cancelOrderSubmission({ db, accountId }, order.id).then((result) => ((cancelDone = true), result));
+    await sleep(200);
+    expect(cancelDone).toBe(false);
+    await open.rollback().execute();
+    expect(await cancel).toMatchObject({ ok: true, value: { status: 'CANCELLED' } });
+  });
+});
+
+describe('the incremental sync (UPDATED_AT_ASC, paged by commit order)', () => {
+  it('holds back a change committed after one still in flight, then hands out both ahead of the cursor', async () => {
     const accountId = someAccount();
     const [slow, fast] = [await submitted(accountId), await submitted(accountId)];
+    // Other tests share the server: their writes in flight hold the horizon back for a moment.
+    let start = await syncFrom(accountId, null);
+    await expect.poll(async () => (start = await syncFrom(accountId, null)).rows.map((row) => row.id)).toEqual([slow.id, fast.id]);
+
     const open = await db.startTransaction().execute();
-    const slowStamp = await stampWrite(open, accountId);
-    await markCancelled(open, accountId, slow.id, slowStamp);
-
-    let fastDone = false;
-    const fastCancel = cancelOrderSubmission({ db, accountId }, fast.id).then((result) => {
-      fastDone = true;
-      return result;
-    });
-    await sleep(300);
-    expect(fastDone).toBe(false);
-    const during = await listOrderSubmissions({ db, accountId }, { orderBy: 'UPDATED_AT_ASC', filter: { updatedAfter: fast.updated_at } });
-    expect(during.nodes).toEqual([]);
-
+    const slowCancel = await markCancelled(open, accountId, slow.id);
+    const fastCancel = await cancelOrderSubmission({ db, accountId }, fast.id);
+    if (!fastCancel.ok) throw new Error(fastCancel.error.message);
+    // The fast cancel committed, but handing it out now would let the slow one land behind the cursor.
+    expect((await syncFrom(accountId, start.cursor)).rows).toEqual([]);
     await open.commit().execute();
-    const fastResult = await fastCancel;
-    if (!fastResult.ok) throw new Error(fastResult.error.message);
-    expect(fastResult.value.updated_at.getTime()).toBeGreaterThan(slowStamp.getTime());
-    const after = await listOrderSubmissions({ db, accountId }, { orderBy: 'UPDATED_AT_ASC', filter: { updatedAfter: fast.updated_at } });
-    expect(after.nodes.map((row) => row.id)).toEqual([slow.id, fast.id]);
+
+    let next = await syncFrom(accountId, start.cursor);
+    await expect.poll(async () => (next = await syncFrom(accountId, start.cursor)).rows.map((row) => [row.id, row.status])).toEqual([
+      [slow.id, 'CANCELLED'],
+      [fast.id, 'CANCELLED'],
+    ]);
+    // updatedAt keeps meaning when the change took effect, which need not follow commit order.
+    expect(next.rows[0]!.updated_at).toEqual(slowCancel.updated_at);
   });
 
-  it('lets a client that syncs repeatedly during concurrent writes see the last version of every order', async () => {
+  it('keeps updatedAfter a plain filter: changed strictly after the instant', async () => {
     const accountId = someAccount();
-    const scope = { db, accountId };
-    const seeded = await Promise.all(Array.from({ length: 20 }, () => submitted(accountId, limitOrder({ quantity: d('5') }))));
-    const deadline = Date.now() + 1_500;
+    const first = await submitted(accountId);
+    const second = await submitted(accountId);
+    await expect
+      .poll(async () => (await listOrderSubmissions({ db, accountId }, { orderBy: 'UPDATED_AT_ASC', filter: { updatedAfter: first.updated_at } })).nodes.map((row) => row.id))
+      .toEqual(second.updated_at > first.updated_at ? [second.id] : []);
+  });
+
+  it('lets a reader syncing in a loop during concurrent orders, cancels and fills with random delays inside their transactions end with exactly the final state, never a version out of order', async () => {
+    const accountId = someAccount();
+    const slowDb = withRandomDelays(8);
+    const scope = { db: slowDb, accountId };
+    const orders = await Promise.all(Array.from({ length: 12 }, () => submitted(accountId, limitOrder({ quantity: d('6') }))));
     const writer = async (worker: number) => {
-      let step = 0;
-      while (Date.now() < deadline) {
-        step += 1;
-        const target = seeded[(worker * 7 + step) % seeded.length]!;
-        if (step % 5 === 0) await cancelOrderSubmission(scope, target.id);
-        else if (step % 3 === 0) await submitted(accountId, limitOrder({ quantity: d('5') }));
-        else await applyFill(scope, fill(target.id, '1', '10'));
+      for (let step = 1; step <= 18; step += 1) {
+        const target = orders[(worker * 5 + step) % orders.length]!;
+        if (step % 7 === 0) await cancelOrderSubmission(scope, target.id);
+        else if (step % 4 === 0) await submitOrder({ ...scope, lookupStrategy: strategies().lookup }, limitOrder({ quantity: d('6') }));
+        else await applyFill(scope, fill(target.id, '1', `${10 + worker}.5`));
       }
     };
 
-    const seen = new Map<string, number>();
-    let updatedAfter: Date | undefined;
+    const latest = new Map<string, OrderRow>();
+    let cursor: string | null = null;
     const sync = async () => {
-      let after: string | null = null;
-      do {
-        const page: Awaited<ReturnType<typeof listOrderSubmissions>> = await listOrderSubmissions(scope, {
-          orderBy: 'UPDATED_AT_ASC',
-          filter: updatedAfter ? { updatedAfter } : null,
-          first: 200,
-          after,
-        });
-        for (const row of page.nodes) {
-          seen.set(row.id, row.updated_at.getTime());
-          updatedAfter = row.updated_at;
-        }
-        after = page.pageInfo.hasNextPage ? page.pageInfo.endCursor : null;
-      } while (after);
+      const { rows, cursor: next } = await syncFrom(accountId, cursor);
+      for (const row of rows) {
+        const previous = latest.get(row.id);
+        // An order comes again only after a later change of it: never an older or the same version.
+        if (previous) expect(row.updated_at.getTime()).toBeGreaterThan(previous.updated_at.getTime());
+        latest.set(row.id, row);
+      }
+      cursor = next;
     };
-    const reader = async () => {
-      while (Date.now() < deadline) await sync();
-    };
-
-    await Promise.all([...Array.from({ length: 6 }, (_, worker) => writer(worker)), reader()]);
-    await sync();
-    const stored = await db.selectFrom('order_submissions').select(['id', 'updated_at']).where('account_id', '=', accountId).execute();
-    expect(stored.length).toBeGreaterThan(20);
-    expect(Object.fromEntries(seen)).toEqual(Object.fromEntries(stored.map((row) => [row.id, row.updated_at.getTime()])));
+    let writing = true;
+    const reader = (async () => {
+      while (writing) await sync();
+    })();
+    try {
+      await Promise.all(Array.from({ length: 6 }, (_, worker) => writer(worker)));
+    } finally {
+      writing = false;
+      await reader;
+    }
+    const stored = await db.selectFrom('order_submissions').selectAll().where('account_id', '=', accountId).execute();
+    expect(stored.length).toBeGreaterThan(12);
+    expect(stored.some((row) => row.status === 'CANCELLED') && stored.some((row) => row.status === 'PARTIALLY_FILLED' || row.status === 'FILLED')).toBe(true);
+    const versions = (rows: Iterable<OrderRow>) => new Map([...rows].map((row) => [row.id, [row.status, row.filled_quantity, row.updated_at.getTime()]]));
+    // Syncing on until the horizon has passed the last write (other tests' transactions may hold it back a moment).
+    await expect.poll(async () => (await sync(), versions(latest.values()))).toEqual(versions(stored));
   });
 });

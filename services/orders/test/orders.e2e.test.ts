@@ -15,6 +15,7 @@ import {
   topLevelError,
   type Client,
   type Order,
+  type Page,
 } from './e2e.ts';
 
 let stack: TestStack;
@@ -311,11 +312,18 @@ describe('listOrderSubmissions', () => {
     expect(ids(await list(stack, client, { filter: { updatedAfter: lastSubmitted } })).sort()).toEqual(['l-1', 'l-2', 'l-3']);
   });
 
-  it('orders by last change for UPDATED_AT_ASC', async () => {
-    expect(ids(await list(stack, client, { orderBy: 'UPDATED_AT_ASC' }))).toEqual(['l-0', 'l-4', 'l-1', 'l-2', 'l-3']);
+  it('orders by last change for UPDATED_AT_ASC (in commit order, once no older write is in flight on the server)', async () => {
+    await expect.poll(async () => ids(await list(stack, client, { orderBy: 'UPDATED_AT_ASC' })), { timeout: 10_000 }).toEqual([
+      'l-0',
+      'l-4',
+      'l-1',
+      'l-2',
+      'l-3',
+    ]);
   });
 
   it('pages with opaque cursors, in both orderings', async () => {
+    await expect.poll(async () => (await list(stack, client, { orderBy: 'UPDATED_AT_ASC' })).nodes.length, { timeout: 10_000 }).toBe(5);
     for (const [orderBy, expected] of [
       ['SUBMITTED_AT_DESC', ['l-4', 'l-3', 'l-2', 'l-1', 'l-0']],
       ['UPDATED_AT_ASC', ['l-0', 'l-4', 'l-1', 'l-2', 'l-3']],
@@ -345,28 +353,54 @@ describe('listOrderSubmissions', () => {
     expect(second.pageInfo.hasNextPage).toBe(false);
   });
 
-  it('is an incremental sync with UPDATED_AT_ASC and updatedAfter: every change since the last one seen', async () => {
+  it('is an incremental sync with UPDATED_AT_ASC: paging on from the last endCursor gives every change since, in commit order', async () => {
     const syncer = await freshClient();
     const a = await submitted(stack, syncer, { quantity: '5' });
     const b = await submitted(stack, syncer, { quantity: '5' });
-    const sync = async (updatedAfter: string | null) =>
-      listAll(stack, syncer, { orderBy: 'UPDATED_AT_ASC', filter: updatedAfter ? { updatedAfter } : null });
-    const initial = await sync(null);
-    expect(initial.map((order) => order.id)).toEqual([a.id, b.id]);
-    let cursor = initial.at(-1)!.updatedAt;
+    let cursor: string | null = null;
+    /** Pages from the cursor to the end, keeping the last endCursor (an empty page has none). */
+    const sync = async () => {
+      const changes: Order[] = [];
+      let page: Page;
+      do {
+        page = await list(stack, syncer, { orderBy: 'UPDATED_AT_ASC', first: 200, after: cursor });
+        changes.push(...page.nodes);
+        cursor = page.pageInfo.endCursor ?? cursor;
+      } while (page.pageInfo.hasNextPage);
+      return changes.map((order) => [order.id, order.status]);
+    };
+    // A change is handed out once every write that began before it has ended, anywhere on the server.
+    const until = async (expected: string[][]) => {
+      const seen: string[][] = [];
+      await expect.poll(async () => (seen.push(...(await sync())), seen), { timeout: 10_000 }).toEqual(expected);
+    };
+    await until([
+      [a.id, 'SUBMITTED'],
+      [b.id, 'SUBMITTED'],
+    ]);
 
     await applyFill(stack, syncer, { fillId: newId(), orderSubmissionId: a.id, quantity: '1', price: '3' });
     const c = await submitted(stack, syncer);
-    const changes = await sync(cursor);
-    expect(changes.map((order) => [order.id, order.status])).toEqual([
+    await until([
       [a.id, 'PARTIALLY_FILLED'],
       [c.id, 'SUBMITTED'],
     ]);
-    cursor = changes.at(-1)!.updatedAt;
-    expect(await sync(cursor)).toEqual([]);
+    expect(await sync()).toEqual([]);
 
     await cancel(stack, syncer, b.id);
-    expect((await sync(cursor)).map((order) => [order.id, order.status])).toEqual([[b.id, 'CANCELLED']]);
+    await until([[b.id, 'CANCELLED']]);
+  });
+
+  it('keeps updatedAfter a filter: orders changed strictly after the instant', async () => {
+    const syncer = await freshClient();
+    const a = await submitted(stack, syncer, { quantity: '5' });
+    const b = await submitted(stack, syncer, { quantity: '5' });
+    const cancelled = (await cancel(stack, syncer, a.id)).orderSubmission!;
+    await expect
+      .poll(async () => (await list(stack, syncer, { orderBy: 'UPDATED_AT_ASC', filter: { updatedAfter: b.updatedAt } })).nodes.map((order) => order.id), {
+        timeout: 10_000,
+      })
+      .toEqual(cancelled.updatedAt > b.updatedAt ? [a.id] : []);
   });
 
   it('refuses first outside 1-200 with a top-level BAD_USER_INPUT, and serves both ends', async () => {

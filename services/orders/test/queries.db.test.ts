@@ -152,7 +152,10 @@ describe('query plans on a table of many accounts', () => {
 
   for (const orderBy of orderings) {
     it.each(filters)(`listOrderSubmissions ${orderBy} by %s reads only the account's index entries`, async (_name, filter) => {
-      const after = { at: new Date('2026-01-01T10:00:00Z'), id: '00000000-0000-4000-8000-000000000000' };
+      const after =
+        orderBy === 'UPDATED_AT_ASC'
+          ? { xid: '1000', id: '00000000-0000-4000-8000-000000000000' }
+          : { at: new Date('2026-01-01T10:00:00Z'), id: '00000000-0000-4000-8000-000000000000' };
       for (const page of [{ filter, orderBy, after: undefined, limit: 51 }, { filter, orderBy, after, limit: 51 }]) {
         expectAccountIndexesOnly(await explainer.plansOf((handle) => repository.listOrders(handle, accountId, page)), 'order_submissions');
       }
