@@ -104,7 +104,7 @@ async function readFeed(): Promise<number> {
 }
 while ((await readFeed()) < total) await new Promise((resolve) => setTimeout(resolve, 100));
 const landed = (performance.now() - seedStarted) / 1000;
-console.log(`${'feed ingest: 8 writers, change → in the feed'.padEnd(52)} ${(seed / landed).toFixed(0)} events/s (${seed} events)`);
+console.log(`${'8 writers creating strategies, until all in the feed'.padEnd(52)} ${(seed / landed).toFixed(0)} events/s (${seed} events)`);
 
 const readStarted = performance.now();
 const rounds = 3;

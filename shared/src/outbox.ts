@@ -5,6 +5,8 @@ import { startLoop, type BackgroundLoop } from './background.ts';
 import { newId } from './ids.ts';
 import type { Config } from './config.ts';
 import type { Logger } from './logger.ts';
+import type { ServiceDefinition, ServiceRuntime } from './service.ts';
+import type { BaseContext } from './subgraph-server.ts';
 
 /**
  * The transactional outbox (contract section 6): a producing service writes each event into the
@@ -202,18 +204,36 @@ export function startOutboxRelay(options: OutboxRelayOptions): BackgroundLoop {
   );
 }
 
-/** A producing service's `startBackground`: its outbox relay, configured from the service's runtime. */
-export function runOutboxRelay<DB extends OutboxDatabase>(runtime: { db: Kysely<DB>; config: Config; log: Logger }): () => Promise<void> {
-  const { config } = runtime;
-  const secret = requireIngestSecret(config);
-  const relay = startOutboxRelay({
-    db: runtime.db as unknown as Kysely<OutboxDatabase>,
-    eventsUrl: () => config.subgraphUrls.events,
-    secret,
-    log: runtime.log,
-    intervalMs: config.outboxRelayIntervalMs,
-  });
-  return () => relay.stop();
+/**
+ * A producing service's relay, as parts of its ServiceDefinition: `startBackground` runs it, and
+ * `registerRoutes` wakes it after every answered request — whatever the request committed is
+ * committed by then — so an event leaves at once instead of at the next poll. (NOTIFY would wake
+ * relays in other processes too, but takes a server-wide lock at every commit that notifies.)
+ */
+export function outboxRelay<DB extends OutboxDatabase, Context extends BaseContext>(): Pick<
+  ServiceDefinition<DB, Context>,
+  'startBackground' | 'registerRoutes'
+> {
+  const relays = new WeakMap<ServiceRuntime<DB>, BackgroundLoop>();
+  return {
+    startBackground: (runtime) => {
+      const { config } = runtime;
+      const relay = startOutboxRelay({
+        db: runtime.db as unknown as Kysely<OutboxDatabase>,
+        eventsUrl: () => config.subgraphUrls.events,
+        secret: requireIngestSecret(config),
+        log: runtime.log,
+        intervalMs: config.outboxRelayIntervalMs,
+      });
+      relays.set(runtime, relay);
+      return () => relay.stop();
+    },
+    registerRoutes: async (app, runtime) => {
+      app.addHook('onResponse', async (request) => {
+        if (request.method === 'POST') relays.get(runtime)?.wake();
+      });
+    },
+  };
 }
 
 /** Events and the producers cannot work without the ingest secret; in production it has no default. */

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { Webhook } from 'standardwebhooks';
 import { startLoop, type BackgroundLoop } from '@ots/shared/background';
 import type { Logger } from '@ots/shared/logger';
@@ -114,6 +115,8 @@ async function recordAttempt(deps: DispatcherDeps, message: ClaimedMessage, atte
  */
 export function startDispatcher(deps: DispatcherDeps, intervalMs: number): BackgroundLoop {
   const stopping = new AbortController();
+  // Every attempt of a batch listens to it at once.
+  setMaxListeners(DISPATCH_BATCH_SIZE + 1, stopping.signal);
   const loop = startLoop(
     'webhook dispatcher',
     async () => ((await dispatchDueMessages(deps, stopping.signal)) === DISPATCH_BATCH_SIZE ? 0 : intervalMs),

@@ -40,10 +40,12 @@ export function postWebhook(request: WebhookRequest): Promise<WebhookAnswer> {
   return new Promise((resolve) => {
     let settled = false;
     let deadline: NodeJS.Timeout | undefined;
+    let onSettled: (() => void) | undefined;
     const finish = (answer: Omit<WebhookAnswer, 'durationMs'>) => {
       if (settled) return;
       settled = true;
       clearTimeout(deadline);
+      onSettled?.();
       resolve({ ...answer, durationMs: elapsed() });
     };
     const failed = (failure: string) => finish({ statusCode: null, failure, succeeded: false });
@@ -82,10 +84,12 @@ export function postWebhook(request: WebhookRequest): Promise<WebhookAnswer> {
       failed(`no answer within ${request.timeoutMs / 1000} s`);
     }, request.timeoutMs);
 
-    request.signal?.addEventListener('abort', () => {
+    const interrupt = () => {
       finish({ statusCode: null, failure: INTERRUPTED, succeeded: false, interrupted: true });
       outgoing.destroy();
-    });
+    };
+    request.signal?.addEventListener('abort', interrupt, { once: true });
+    onSettled = () => request.signal?.removeEventListener('abort', interrupt);
     outgoing.on('error', (error: NodeJS.ErrnoException) => failed(describeError(error)));
     outgoing.on('response', (response) => {
       const status = response.statusCode ?? 0;

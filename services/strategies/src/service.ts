@@ -1,4 +1,4 @@
-import { runOutboxRelay } from '@ots/shared/outbox';
+import { outboxRelay } from '@ots/shared/outbox';
 import type { ServiceDefinition } from '@ots/shared/service';
 import { loadTypeDefs } from '@ots/shared/subgraph-server';
 import { migrations, SCHEMA } from '../migrations/index.ts';
@@ -12,5 +12,5 @@ export const strategiesService: ServiceDefinition<StrategiesDatabase, Strategies
   typeDefs: loadTypeDefs(new URL('../schema.graphql', import.meta.url)),
   resolvers,
   createContext: (base, { db }) => createStrategiesContext(base, db),
-  startBackground: runOutboxRelay,
+  ...outboxRelay<StrategiesDatabase, StrategiesContext>(),
 };
