@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Generated, type Kysely } from 'kysely';
+import { sql, type ColumnType, type Generated, type Kysely } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { startLoop, type BackgroundLoop } from './background.ts';
 import { newId } from './ids.ts';
@@ -44,8 +44,8 @@ export interface OutboxDatabase {
     account_id: string;
     type: EventType;
     occurred_at: Date;
-    /** The object as the API shows it at that moment, as JSON text. */
-    data: string;
+    /** The object as the API shows it at that moment: written as JSON text, read back parsed (jsonb). */
+    data: ColumnType<Record<string, unknown>, string, never>;
     created_at: Generated<Date>;
   };
 }
@@ -150,7 +150,6 @@ export async function relayOutboxOnce(options: OutboxRelayOptions): Promise<numb
       accountId: row.account_id,
       type: row.type,
       occurredAt: row.occurred_at.toISOString(),
-      // pg parses jsonb; the events service receives the object itself.
       data: row.data,
     })),
   };
