@@ -16,7 +16,7 @@ import {
   claimDueMessages,
   deleteEventsBefore,
   insertAttempt,
-  lockEndpointById,
+  lockEndpoint,
   settleMessage,
   updateEndpoint,
   type ClaimedMessage,
@@ -83,7 +83,8 @@ async function attempt(deps: DispatcherDeps, message: ClaimedMessage, stopping: 
 
 async function recordAttempt(deps: DispatcherDeps, message: ClaimedMessage, attemptedAt: Date, answer: WebhookAnswer): Promise<void> {
   await deps.db.transaction().execute(async (trx) => {
-    const endpoint = await lockEndpointById(trx, message.endpoint_id);
+    // Its failure streak decides whether to disable it; locked first, so attempts of one endpoint record one after another.
+    const endpoint = await lockEndpoint(trx, message.account_id, message.endpoint_id);
     await insertAttempt(trx, message, { attemptedAt, ...answer });
     if (answer.succeeded) {
       await settleMessage(trx, message, { state: 'DELIVERED' });

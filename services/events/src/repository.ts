@@ -347,14 +347,10 @@ export async function settleMessage(
   await trx
     .updateTable('webhook_messages')
     .set({ state: next.state, claim_token: null, ...(next.nextAttemptAt ? { next_attempt_at: next.nextAttemptAt } : {}) })
+    .where('account_id', '=', message.account_id)
     .where('id', '=', message.id)
     .where('claim_token', '=', message.claim_token)
     .execute();
-}
-
-/** The endpoint's failure streak, locked (as lockEndpoint): its start decides whether to disable it. */
-export async function lockEndpointById(trx: EventsDb, id: string): Promise<EndpointRow | undefined> {
-  return trx.selectFrom('webhook_endpoints').selectAll().where('id', '=', id).forNoKeyUpdate().executeTakeFirst();
 }
 
 export interface AttemptPosition {
