@@ -58,6 +58,8 @@ export interface Config {
    * strategies and fills only (each refuses to start its part without it in production).
    */
   eventsIngestSecret: string | undefined;
+  /** Seals webhook signing secrets at rest (AES-256-GCM); held by the events service only. */
+  webhookSecretKey: Buffer | undefined;
   /** How often an outbox relay looks for events to forward when it found none. */
   outboxRelayIntervalMs: number;
   /** How often the webhook dispatcher looks for due deliveries when it found none. */
@@ -72,6 +74,7 @@ export class ConfigError extends Error {}
  */
 const DEV_HMAC_SECRET = createHash('sha256').update('ots-development-only-api-key-hmac').digest();
 const DEV_EVENTS_INGEST_SECRET = `whsec_${createHash('sha256').update('ots-development-only-events-ingest').digest('base64')}`;
+const DEV_WEBHOOK_SECRET_KEY = createHash('sha256').update('ots-development-only-webhook-secret-key').digest();
 const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
 const DEV_ASSERTION_PRIVATE_KEY = createPrivateKey({
   key: Buffer.concat([ED25519_PKCS8_PREFIX, createHash('sha256').update('ots-development-only-assertion-key').digest()]),
@@ -135,6 +138,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`NODE_ENV=production refuses development defaults; set ${missing.join(', ')}`);
   }
 
+  let webhookSecretKey = production ? undefined : DEV_WEBHOOK_SECRET_KEY;
+  if (env.WEBHOOK_SECRET_KEY) {
+    webhookSecretKey = Buffer.from(env.WEBHOOK_SECRET_KEY, 'base64');
+    if (webhookSecretKey.length !== 32) throw new ConfigError('WEBHOOK_SECRET_KEY must be 32 random bytes in base64 (e.g. `openssl rand -base64 32`)');
+  }
+
   const host = env.HOST ?? '127.0.0.1';
   const ports = {
     gateway: int(env, 'GATEWAY_PORT', DEFAULT_PORTS.gateway),
@@ -188,6 +197,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     fillSweepIntervalMs: int(env, 'FILL_SWEEP_INTERVAL_MS', 5_000),
     fillSweepMinAgeMs: int(env, 'FILL_SWEEP_MIN_AGE_MS', 10_000),
     eventsIngestSecret,
+    webhookSecretKey,
     outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 200),
     webhookDispatchIntervalMs: int(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', 200),
   };

@@ -22,6 +22,7 @@ import {
   type ClaimedMessage,
   type EventsDb,
 } from './repository.ts';
+import { openSecret } from './secret-box.ts';
 import { postWebhook, type WebhookAnswer } from './webhook-sender.ts';
 
 /** Time as the retry schedule sees it; tests advance it instead of waiting hours. */
@@ -39,6 +40,8 @@ export interface DispatcherDeps {
   random: () => number;
   /** The 10 s of the contract, unless a test shortens it. */
   deliveryTimeoutMs?: number;
+  /** Opens the sealed signing secrets (secret-box.ts). */
+  secretKey: Buffer;
 }
 
 /** Messages claimed per pass and sent concurrently. */
@@ -62,7 +65,9 @@ async function attempt(deps: DispatcherDeps, message: ClaimedMessage, stopping: 
   const body = webhookBody({ id: message.event_id, type: message.type, occurred_at: message.occurred_at, data: message.data });
   const sentAt = new Date();
   // webhook-id is the event's id on every attempt and redelivery: receivers deduplicate by it.
-  const signatures = activeSecrets(message, attemptedAt).map((secret) => new Webhook(secret).sign(message.event_id, sentAt, body));
+  const signatures = activeSecrets(message, attemptedAt).map((sealed) =>
+    new Webhook(openSecret(deps.secretKey, sealed, message.account_id)).sign(message.event_id, sentAt, body),
+  );
   const answer = await postWebhook({
     url: message.url,
     body,

@@ -24,6 +24,7 @@ import {
   type EventRow,
   type EventsDb,
 } from './repository.ts';
+import { sealSecret } from './secret-box.ts';
 import { resolvePublicAddresses } from './url-policy.ts';
 
 /**
@@ -36,6 +37,8 @@ export interface OperationContext {
   accountId: string;
   production: boolean;
   now: Date;
+  /** Seals signing secrets at rest (secret-box.ts). */
+  secretKey: Buffer;
 }
 
 const endpointNotFound = (id: string): Result<never> => fail('NOT_FOUND', notFoundInAccount('webhook endpoint', id), 'id');
@@ -86,7 +89,7 @@ export async function createEndpoint(
     const endpoint = await insertEndpoint(
       trx,
       context.accountId,
-      { url: url.value, eventTypes: eventTypes.value, description: description.value, secret },
+      { url: url.value, eventTypes: eventTypes.value, description: description.value, secret: sealSecret(context.secretKey, secret, context.accountId) },
       context.now,
     );
     return ok({ endpoint, signingSecret: secret });
@@ -181,7 +184,7 @@ export async function rotateSecret(
   if (!grace.ok) return grace;
   const secret = newSigningSecret();
   const rotated = await changeEndpoint(context, id, (current) => ({
-    secret,
+    secret: sealSecret(context.secretKey, secret, context.accountId),
     previous_secret: grace.value > 0 ? current.secret : null,
     previous_secret_expires_at: grace.value > 0 ? new Date(context.now.getTime() + grace.value * 1000) : null,
   }));

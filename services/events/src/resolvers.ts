@@ -36,13 +36,14 @@ import {
 export interface EventsContext extends BaseContext {
   db: EventsDb;
   production: boolean;
+  secretKey: Buffer;
   now(): Date;
   /** Per request and scoped to the caller's account. */
   eventById: ReturnType<typeof loaderById<EventRow>>;
   endpointById: ReturnType<typeof loaderById<EndpointRow>>;
 }
 
-export function createEventsContext(base: BaseContext, deps: { db: EventsDb; production: boolean; now(): Date }): EventsContext {
+export function createEventsContext(base: BaseContext, deps: { db: EventsDb; production: boolean; secretKey: Buffer; now(): Date }): EventsContext {
   const accountId = base.caller.accountId;
   return {
     ...base,
@@ -93,7 +94,7 @@ async function loadById<Row>(loader: { load(id: string): Promise<Row | null> }, 
 }
 
 function operationContext(context: EventsContext): OperationContext {
-  return { db: context.db, accountId: context.caller.accountId, production: context.production, now: context.now() };
+  return { db: context.db, accountId: context.caller.accountId, production: context.production, now: context.now(), secretKey: context.secretKey };
 }
 
 const endpointPayload = (result: Result<EndpointRow>) =>

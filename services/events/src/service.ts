@@ -1,4 +1,5 @@
 import type { BackgroundLoop } from '@ots/shared/background';
+import type { Config } from '@ots/shared/config';
 import { requireIngestSecret } from '@ots/shared/outbox';
 import type { ServiceDefinition, ServiceRuntime } from '@ots/shared/service';
 import { loadTypeDefs } from '@ots/shared/subgraph-server';
@@ -25,9 +26,11 @@ export function createEventsService(options: EventsServiceOptions = {}): Service
     migrations,
     typeDefs: loadTypeDefs(new URL('../schema.graphql', import.meta.url)),
     resolvers,
-    createContext: (base, { db, config }) => createEventsContext(base, { db, production: config.production, now: () => clock.now() }),
+    createContext: (base, { db, config }) =>
+      createEventsContext(base, { db, production: config.production, secretKey: requireSecretKey(config), now: () => clock.now() }),
     startBackground: (runtime) => {
-      const deps = { db: runtime.db, log: runtime.log, production: runtime.config.production, clock, random };
+      const secretKey = requireSecretKey(runtime.config);
+      const deps = { db: runtime.db, log: runtime.log, production: runtime.config.production, clock, random, secretKey };
       const dispatcher = startDispatcher(deps, runtime.config.webhookDispatchIntervalMs);
       const cleanup = startRetentionCleanup(deps);
       dispatchers.set(runtime, dispatcher);
@@ -44,6 +47,12 @@ export function createEventsService(options: EventsServiceOptions = {}): Service
         onIngested: () => dispatchers.get(runtime)?.wake(),
       }),
   };
+}
+
+/** The events service cannot seal or open signing secrets without it; in production it has no default. */
+function requireSecretKey(config: Pick<Config, 'webhookSecretKey'>): Buffer {
+  if (!config.webhookSecretKey) throw new Error('events: WEBHOOK_SECRET_KEY is required to keep webhook signing secrets');
+  return config.webhookSecretKey;
 }
 
 export const eventsService = createEventsService();

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
 import { createDatabase } from '@ots/shared/db';
 import { newId } from '@ots/shared/ids';
@@ -47,3 +48,6 @@ export function strategyEvent(accountId: string, occurredAt: Date, name = 'S'): 
 export async function ingest(db: EventsDb, events: IncomingEvent[], now: Date): Promise<number> {
   return db.transaction().execute((trx) => ingestEvents(trx, events, now));
 }
+
+/** The key that seals signing secrets in these tests. */
+export const secretKey = randomBytes(32);

@@ -5,7 +5,7 @@ import { DELIVERY_WINDOW_MS, RETRY_DELAYS_MS } from '../src/domain.ts';
 import { CLAIM_LEASE_MS, dispatchDueMessages, type DispatcherDeps } from '../src/dispatcher.ts';
 import { createEndpoint, type OperationContext } from '../src/operations.ts';
 import { claimDueMessages, type EventsDb } from '../src/repository.ts';
-import { ingest, ManualClock, openEventsDatabase, strategyEvent } from './database.ts';
+import { ingest, ManualClock, openEventsDatabase, strategyEvent, secretKey } from './database.ts';
 import { Receiver } from './receiver.ts';
 
 let db: EventsDb;
@@ -31,11 +31,11 @@ const MINUTE = 60 * SECOND;
 async function setUp(clock: ManualClock, random = () => 0.5) {
   receiver = await new Receiver().start();
   const accountId = randomUUID();
-  const context: OperationContext = { db, accountId, production: false, now: clock.now() };
+  const context: OperationContext = { db, accountId, production: false, secretKey, now: clock.now() };
   const created = await createEndpoint(context, { url: receiver.url });
   if (!created.ok) throw new Error(created.error.message);
   receiver.secrets = [created.value.signingSecret];
-  const deps: DispatcherDeps = { db, log, production: false, clock, random, deliveryTimeoutMs: 500 };
+  const deps: DispatcherDeps = { db, log, production: false, clock, random, deliveryTimeoutMs: 500, secretKey };
   return { accountId, endpoint: created.value.endpoint, deps };
 }
 

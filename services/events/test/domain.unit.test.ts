@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
   activeSecrets,
@@ -11,6 +12,7 @@ import {
   validateEventTypes,
   validateUrlSyntax,
 } from '../src/domain.ts';
+import { openSecret, sealSecret } from '../src/secret-box.ts';
 
 const at = (iso: string) => new Date(iso);
 
@@ -95,5 +97,18 @@ describe('ingest batches', () => {
       expect(!result.ok && result.error.message).toContain('events[1]');
     }
     expect(parseIngestBatch({}).ok).toBe(false);
+  });
+});
+
+describe('signing secrets at rest', () => {
+  it('are sealed, open only with the key and for the account they belong to', () => {
+    const key = randomBytes(32);
+    const secret = newSigningSecret();
+    const sealed = sealSecret(key, secret, 'account-a');
+    expect(sealed).not.toContain(secret.slice(6, 20));
+    expect(sealed).toMatch(/^v1\./);
+    expect(openSecret(key, sealed, 'account-a')).toBe(secret);
+    expect(() => openSecret(key, sealed, 'account-b')).toThrow();
+    expect(() => openSecret(randomBytes(32), sealed, 'account-a')).toThrow();
   });
 });

@@ -5,7 +5,7 @@ import { dispatchDueMessages } from '../src/dispatcher.ts';
 import { createEndpoint, updateEndpointSettings, type OperationContext } from '../src/operations.ts';
 import { nonPublicRange } from '../src/url-policy.ts';
 import { postWebhook } from '../src/webhook-sender.ts';
-import { ingest, ManualClock, openEventsDatabase, strategyEvent } from './database.ts';
+import { ingest, ManualClock, openEventsDatabase, strategyEvent, secretKey } from './database.ts';
 import { Receiver } from './receiver.ts';
 import type { EventsDb } from '../src/repository.ts';
 
@@ -46,7 +46,7 @@ describe('address ranges', () => {
 });
 
 describe('in production', () => {
-  const context = (): OperationContext => ({ db, accountId: randomUUID(), production: true, now: new Date() });
+  const context = (): OperationContext => ({ db, accountId: randomUUID(), production: true, secretKey, now: new Date() });
 
   it.each([
     ['http://example.com/hooks', 'https://'],
@@ -85,11 +85,11 @@ describe('in production', () => {
     // Through the dispatcher: the endpoint was saved while the name was public (here: written as is).
     const clock = new ManualClock();
     const accountId = randomUUID();
-    const created = await createEndpoint({ db, accountId, production: false, now: clock.now() }, { url: `https://localhost:${port}/hooks` });
+    const created = await createEndpoint({ db, accountId, production: false, secretKey, now: clock.now() }, { url: `https://localhost:${port}/hooks` });
     if (!created.ok) throw new Error(created.error.message);
     const event = strategyEvent(accountId, clock.now());
     await ingest(db, [event], clock.now());
-    await dispatchDueMessages({ db, log: createLogger('test', 'silent'), production: true, clock, random: () => 0.5 });
+    await dispatchDueMessages({ db, log: createLogger('test', 'silent'), production: true, clock, random: () => 0.5, secretKey });
     const [attempt] = await db.selectFrom('webhook_attempts').selectAll().where('event_id', '=', event.id).execute();
     expect(attempt).toMatchObject({ status_code: null, succeeded: false });
     expect(attempt!.failure).toMatch(/^address not allowed/);
@@ -99,7 +99,7 @@ describe('in production', () => {
 
 describe('outside production', () => {
   it('accepts http:// and 127.0.0.1, so that tests and local development receive', async () => {
-    const created = await createEndpoint({ db, accountId: randomUUID(), production: false, now: new Date() }, { url: receiver.url });
+    const created = await createEndpoint({ db, accountId: randomUUID(), production: false, secretKey, now: new Date() }, { url: receiver.url });
     expect(created.ok).toBe(true);
     const answer = await postWebhook({ url: receiver.url, headers: {}, body: '{}', production: false, timeoutMs: 2_000 });
     expect(answer).toMatchObject({ statusCode: 200, succeeded: true, failure: null });
