@@ -227,6 +227,20 @@ describe('endpoint management', () => {
     const [, , again] = await hooks.waitFor(3);
     expect(again!.headers['webhook-id']).toBe(event!.id);
     expect(again!.body).toBe(missed!.body);
+
+    // Deliveries page newest first, keyset-paged.
+    const deliveriesQuery = `query ($id: ID!, $after: String) { webhookEndpoint(id: $id) { deliveries(first: 2, after: $after) { nodes { eventId attemptedAt succeeded } pageInfo { hasNextPage endCursor } } } }`;
+    let deliveries: { nodes: { eventId: string; attemptedAt: string }[]; pageInfo: { hasNextPage: boolean; endCursor: string } };
+    const deadline = Date.now() + 5_000;
+    do {
+      ({ webhookEndpoint: { deliveries } } = await data(stack, client, deliveriesQuery, { id: endpoint.id }));
+    } while (!deliveries.pageInfo.hasNextPage && Date.now() < deadline);
+    const { webhookEndpoint: { deliveries: rest } } = await data(stack, client, deliveriesQuery, { id: endpoint.id, after: deliveries.pageInfo.endCursor });
+    const all = [...deliveries.nodes, ...rest.nodes];
+    expect(all).toHaveLength(3);
+    expect(rest.pageInfo.hasNextPage).toBe(false);
+    expect(all.map((node) => node.attemptedAt)).toEqual([...all.map((node) => node.attemptedAt)].sort().reverse());
+    expect(all.filter((node) => node.eventId === event!.id)).toHaveLength(2);
   });
 
   it('rotates the secret: during the grace both secrets sign, without it only the new one', async () => {
