@@ -17,6 +17,7 @@ import {
   deleteEventsBefore,
   insertAttempt,
   lockEndpoint,
+  parkPendingMessages,
   settleMessage,
   updateEndpoint,
   type ClaimedMessage,
@@ -107,6 +108,7 @@ async function recordAttempt(deps: DispatcherDeps, message: ClaimedMessage, atte
     const failingSince = endpoint.failing_since ?? attemptedAt;
     if (shouldDisable(failingSince, attemptedAt)) {
       await updateEndpoint(trx, endpoint.account_id, endpoint.id, { status: 'DISABLED', disabled_reason: disabledAfterFailuresReason(failingSince) }, attemptedAt);
+      await parkPendingMessages(trx, endpoint.account_id, endpoint.id);
       deps.log.warn({ endpointId: endpoint.id, accountId: endpoint.account_id }, 'webhook endpoint disabled after 5 days of failures');
     } else if (!endpoint.failing_since) {
       await updateEndpoint(trx, endpoint.account_id, endpoint.id, { failing_since: failingSince }, attemptedAt);

@@ -17,6 +17,7 @@ import {
   insertManualMessage,
   lockAccountEndpoints,
   lockEndpoint,
+  parkPendingMessages,
   resumePendingMessages,
   updateEndpoint,
   type EndpointChanges,
@@ -142,8 +143,11 @@ async function changeEndpoint(
 
 /** Disabling stops deliveries (pending retries wait); disabling a disabled endpoint changes nothing. */
 export function disableEndpoint(context: OperationContext, id: string): Promise<Result<EndpointRow>> {
-  return changeEndpoint(context, id, (current) =>
-    current.status === 'DISABLED' ? {} : { status: 'DISABLED', disabled_reason: 'Disabled by the account' },
+  return changeEndpoint(
+    context,
+    id,
+    (current) => (current.status === 'DISABLED' ? {} : { status: 'DISABLED', disabled_reason: 'Disabled by the account' }),
+    (trx, endpoint) => parkPendingMessages(trx, context.accountId, endpoint.id),
   );
 }
 

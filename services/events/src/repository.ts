@@ -228,6 +228,20 @@ export async function deleteEndpoint(trx: EventsDb, accountId: string, id: strin
 }
 
 /**
+ * Disabling parks the endpoint's pending messages beyond every claim's range (`infinity`), so the
+ * dispatcher's index scan never walks over them while the endpoint stays disabled.
+ */
+export async function parkPendingMessages(trx: EventsDb, accountId: string, endpointId: string): Promise<void> {
+  await trx
+    .updateTable('webhook_messages')
+    .set({ next_attempt_at: sql<Date>`'infinity'::timestamptz` })
+    .where('account_id', '=', accountId)
+    .where('endpoint_id', '=', endpointId)
+    .where('state', '=', 'PENDING')
+    .execute();
+}
+
+/**
  * Enabling again: messages that waited while the endpoint was disabled are due at once (those past
  * their 3-day window are marked failed at their next claim).
  */

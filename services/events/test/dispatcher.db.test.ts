@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@ots/shared/logger';
 import { DELIVERY_WINDOW_MS, RETRY_DELAYS_MS } from '../src/domain.ts';
@@ -118,18 +119,26 @@ describe('delivery with retries against a real receiver', () => {
     clock.set(new Date(start.getTime() + 4 * 24 * 60 * MINUTE));
     const second = strategyEvent(accountId, clock.now());
     await ingest(db, [second], clock.now());
-    while ((await messageOf(second.id)).state === 'PENDING') {
+    for (;;) {
+      expect(await dispatchDueMessages(deps)).toBe(1);
       row = await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', endpoint.id).executeTakeFirstOrThrow();
       if (row.status === 'DISABLED') break;
-      expect(await dispatchDueMessages(deps)).toBe(1);
-      clock.set((await messageOf(second.id)).next_attempt_at);
+      const message = await messageOf(second.id);
+      expect(message.state).toBe('PENDING');
+      clock.set(message.next_attempt_at);
     }
     row = await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', endpoint.id).executeTakeFirstOrThrow();
     expect(row.status).toBe('DISABLED');
     expect(row.disabled_reason).toContain('5 days');
     const lastAttempt = (await attemptsOf(second.id)).at(-1)!;
     expect(lastAttempt.attempted_at.getTime() - start.getTime()).toBeGreaterThanOrEqual(5 * 24 * 60 * MINUTE);
-    // Disabled: nothing more is claimed.
+    // Disabled: its pending message is parked out of every claim's range, and nothing more is claimed.
+    const parked = await db
+      .selectFrom('webhook_messages')
+      .select(sql<boolean>`next_attempt_at = 'infinity'`.as('parked'))
+      .where('event_id', '=', second.id)
+      .executeTakeFirstOrThrow();
+    expect(parked).toEqual({ parked: true });
     clock.advance(24 * 60 * MINUTE);
     expect(await dispatchDueMessages(deps)).toBe(0);
   });
