@@ -198,8 +198,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     fillSweepMinAgeMs: int(env, 'FILL_SWEEP_MIN_AGE_MS', 10_000),
     eventsIngestSecret,
     webhookSecretKey,
-    outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 200),
-    webhookDispatchIntervalMs: int(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', 200),
+    outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 1_000),
+    webhookDispatchIntervalMs: int(env, 'WEBHOOK_DISPATCH_INTERVAL_MS', 1_000),
   };
 }
 
