@@ -1,6 +1,7 @@
 import { sql, type Generated, type Kysely, type Selectable } from 'kysely';
 import { inCommitOrder, type FeedPosition } from '@ots/shared/commit-order';
 import { newId } from '@ots/shared/ids';
+import { RETENTION_MS } from './domain.ts';
 
 export type EndpointStatus = 'ENABLED' | 'DISABLED';
 export type MessageState = 'PENDING' | 'DELIVERED' | 'FAILED';
@@ -107,9 +108,18 @@ export async function ingestEvents(trx: EventsDb, events: readonly IncomingEvent
   return inserted.length;
 }
 
+/** Reads show 30 days exactly; the hourly clean-up deletes what is older. */
+const retained = () => new Date(Date.now() - RETENTION_MS);
+
 export async function findEventsByIds(db: EventsDb, accountId: string, ids: readonly string[]): Promise<EventRow[]> {
   if (ids.length === 0) return [];
-  return db.selectFrom('events').selectAll().where('account_id', '=', accountId).where('id', 'in', ids).execute();
+  return db
+    .selectFrom('events')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('id', 'in', ids)
+    .where('occurred_at', '>=', retained())
+    .execute();
 }
 
 export interface EventListQuery {
@@ -122,7 +132,7 @@ export interface EventListQuery {
 /** Oldest first in commit order (shared/src/commit-order.ts): a reader paging forward misses nothing committed late. */
 export async function listEvents(db: EventsDb, accountId: string, query: EventListQuery): Promise<EventRow[]> {
   if (query.types?.length === 0) return [];
-  let select = db.selectFrom('events').selectAll().where('account_id', '=', accountId);
+  let select = db.selectFrom('events').selectAll().where('account_id', '=', accountId).where('occurred_at', '>=', retained());
   if (query.types) select = select.where('type', 'in', query.types);
   if (query.occurredAfter) select = select.where('occurred_at', '>', query.occurredAfter);
   return inCommitOrder(select, { after: query.after, limit: query.limit }).execute();

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteExpiredEvents } from '../src/dispatcher.ts';
 import { RETENTION_MS } from '../src/domain.ts';
 import { createEndpoint } from '../src/operations.ts';
-import { ingestEvents, listEvents, type EventsDb } from '../src/repository.ts';
+import { findEventsByIds, ingestEvents, listEvents, type EventsDb } from '../src/repository.ts';
 import { ingest, openEventsDatabase, strategyEvent, secretKey } from './database.ts';
 import { positionOf, type FeedPosition } from '@ots/shared/commit-order';
 
@@ -86,6 +86,8 @@ describe('retention', () => {
     const old = strategyEvent(accountId, new Date(now.getTime() - RETENTION_MS - 60_000));
     const recent = strategyEvent(accountId, new Date(now.getTime() - RETENTION_MS + 60_000));
     await ingest(db, [old, recent], now);
+    // Not shown even before the clean-up has run.
+    expect((await findEventsByIds(db, accountId, [old.id, recent.id])).map((row) => row.id)).toEqual([recent.id]);
     expect(await deleteExpiredEvents(db, now)).toBeGreaterThanOrEqual(1);
     const left = await db.selectFrom('events').select('id').where('account_id', '=', accountId).execute();
     expect(left.map((row) => row.id)).toEqual([recent.id]);
