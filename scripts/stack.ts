@@ -25,7 +25,7 @@ export async function migrateAll(databaseUrl: string): Promise<void> {
 }
 
 /**
- * Starts the four subgraphs and the gateway in this process. With `freePorts`, every server takes a
+ * Starts the five subgraphs and the gateway in this process. With `freePorts`, every server takes a
  * free port and the gateway is pointed at the subgraphs' actual addresses (tests run stacks side by side).
  */
 export async function launchStack(baseConfig: Config, options: { freePorts?: boolean; logger?: Logger } = {}): Promise<RunningStack> {

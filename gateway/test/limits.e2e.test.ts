@@ -317,7 +317,7 @@ describe('with the default limits', () => {
   describe('health', () => {
     it('/healthz and /readyz answer 200 without auth on the gateway and on every subgraph', async () => {
       const bases = [stack.gatewayUrl, ...SERVICE_NAMES.map((name) => stack.urls[name])].map((url) => url.replace(/\/graphql$/, ''));
-      expect(bases).toHaveLength(5);
+      expect(bases).toHaveLength(6);
       for (const base of bases) {
         for (const path of ['/healthz', '/readyz']) {
           const response = await fetch(`${base}${path}`);

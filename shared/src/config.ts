@@ -2,8 +2,8 @@ import { createHash, createPrivateKey, createPublicKey, type KeyObject } from 'n
 import { accessSync, constants } from 'node:fs';
 import { z } from 'zod';
 
-export type ServiceName = 'accounts' | 'orders' | 'strategies' | 'fills';
-export const SERVICE_NAMES: readonly ServiceName[] = ['accounts', 'orders', 'strategies', 'fills'];
+export type ServiceName = 'accounts' | 'orders' | 'strategies' | 'fills' | 'events';
+export const SERVICE_NAMES: readonly ServiceName[] = ['accounts', 'orders', 'strategies', 'fills', 'events'];
 
 export const DEFAULT_PORTS: Record<ServiceName | 'gateway', number> = {
   gateway: 4000,
@@ -11,6 +11,7 @@ export const DEFAULT_PORTS: Record<ServiceName | 'gateway', number> = {
   orders: 4002,
   strategies: 4003,
   fills: 4004,
+  events: 4005,
 };
 
 export interface Limits {
@@ -60,6 +61,17 @@ export interface Config {
   consoleBaseUrl: string;
   /** Each process serves its Prometheus metrics on this port, apart from the public one. */
   metricsPort: number;
+  /**
+   * Signs what the producers' outbox relays send to the events service; held by events, orders,
+   * strategies and fills only (each refuses to start its part without it in production).
+   */
+  eventsIngestSecret: string | undefined;
+  /** Seals webhook signing secrets at rest (AES-256-GCM); held by the events service only. */
+  webhookSecretKey: Buffer | undefined;
+  /** How often an outbox relay looks for events to forward when it found none. */
+  outboxRelayIntervalMs: number;
+  /** How often the webhook dispatcher looks for due deliveries when it found none. */
+  webhookDispatchIntervalMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -69,6 +81,8 @@ export class ConfigError extends Error {}
  * on them without a shared file; production refuses to start on them.
  */
 const DEV_HMAC_SECRET = createHash('sha256').update('ots-development-only-api-key-hmac').digest();
+const DEV_EVENTS_INGEST_SECRET = `whsec_${createHash('sha256').update('ots-development-only-events-ingest').digest('base64')}`;
+const DEV_WEBHOOK_SECRET_KEY = createHash('sha256').update('ots-development-only-webhook-secret-key').digest();
 const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
 const DEV_ASSERTION_PRIVATE_KEY = createPrivateKey({
   key: Buffer.concat([ED25519_PKCS8_PREFIX, createHash('sha256').update('ots-development-only-assertion-key').digest()]),
@@ -197,10 +211,22 @@ const environmentSchema = z.object({
   ORDERS_PORT: port(DEFAULT_PORTS.orders),
   STRATEGIES_PORT: port(DEFAULT_PORTS.strategies),
   FILLS_PORT: port(DEFAULT_PORTS.fills),
+  EVENTS_PORT: port(DEFAULT_PORTS.events),
   ACCOUNTS_URL: url(['http:', 'https:']),
   ORDERS_URL: url(['http:', 'https:']),
   STRATEGIES_URL: url(['http:', 'https:']),
   FILLS_URL: url(['http:', 'https:']),
+  EVENTS_URL: url(['http:', 'https:']),
+  EVENTS_INGEST_SECRET: variable((raw, problem) =>
+    raw === undefined || /^whsec_[A-Za-z0-9+/]{43}=$/.test(raw)
+      ? raw
+      : problem('must be whsec_ followed by 32 random bytes in base64 (e.g. `echo whsec_$(openssl rand -base64 32)`)'),
+  ),
+  WEBHOOK_SECRET_KEY: variable((raw, problem) => {
+    if (raw === undefined) return undefined;
+    const key = Buffer.from(raw, 'base64');
+    return key.length === 32 ? key : problem('must be 32 random bytes in base64 (e.g. `openssl rand -base64 32`)');
+  }),
   TLS_CERT_FILE: readableFile(),
   TLS_KEY_FILE: readableFile(),
   TRUST_PROXY: trustProxy,
@@ -220,6 +246,8 @@ const environmentSchema = z.object({
   FILL_SWEEP_INTERVAL_MS: milliseconds(5_000),
   FILL_SWEEP_MIN_AGE_MS: milliseconds(10_000),
   METRICS_PORT: port(9464),
+  OUTBOX_RELAY_INTERVAL_MS: milliseconds(1_000),
+  WEBHOOK_DISPATCH_INTERVAL_MS: milliseconds(1_000),
   CONSOLE_BASE_URL: variable((raw, problem) => {
     if (raw === undefined) return undefined;
     const parsed = URL.canParse(raw) ? new URL(raw) : undefined;
@@ -270,6 +298,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   if (missing.length > 0) problems.push(`NODE_ENV=production refuses development defaults; set ${missing.join(', ')}`);
   if (Boolean(e.TLS_CERT_FILE) !== Boolean(e.TLS_KEY_FILE)) problems.push('TLS_CERT_FILE and TLS_KEY_FILE go together: set both or neither');
+  const eventsIngestSecret = e.EVENTS_INGEST_SECRET ?? (production ? undefined : DEV_EVENTS_INGEST_SECRET);
+  const webhookSecretKey = e.WEBHOOK_SECRET_KEY ?? (production ? undefined : DEV_WEBHOOK_SECRET_KEY);
   if (problems.length > 0 || !assertionPublicKey) throw new ConfigError(problems.join('\n'));
 
   const ports = {
@@ -278,6 +308,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     orders: e.ORDERS_PORT,
     strategies: e.STRATEGIES_PORT,
     fills: e.FILLS_PORT,
+    events: e.EVENTS_PORT,
   };
   const subgraphUrl = (name: ServiceName, configured: string | undefined) => configured ?? `http://127.0.0.1:${ports[name]}/graphql`;
 
@@ -290,6 +321,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       orders: subgraphUrl('orders', e.ORDERS_URL),
       strategies: subgraphUrl('strategies', e.STRATEGIES_URL),
       fills: subgraphUrl('fills', e.FILLS_URL),
+      events: subgraphUrl('events', e.EVENTS_URL),
     },
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
@@ -320,6 +352,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     consoleBaseUrl:
       e.CONSOLE_BASE_URL ?? `${e.TLS_CERT_FILE ? 'https' : 'http'}://${['0.0.0.0', '::'].includes(e.HOST) ? '127.0.0.1' : e.HOST}:${ports.gateway}`,
     metricsPort: e.METRICS_PORT,
+    eventsIngestSecret,
+    webhookSecretKey,
+    outboxRelayIntervalMs: e.OUTBOX_RELAY_INTERVAL_MS,
+    webhookDispatchIntervalMs: e.WEBHOOK_DISPATCH_INTERVAL_MS,
   };
 }
 

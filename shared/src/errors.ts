@@ -13,7 +13,8 @@ export type PayloadErrorCode =
   | 'DUPLICATE_EXECUTION_ID'
   | 'STRATEGY_NAME_TAKEN'
   | 'INVALID_STATUS_TRANSITION'
-  | 'TEMPORARILY_UNAVAILABLE';
+  | 'TEMPORARILY_UNAVAILABLE'
+  | 'WEBHOOK_ENDPOINT_LIMIT';
 
 export interface PayloadError {
   code: PayloadErrorCode;

@@ -1,6 +1,7 @@
 import type { Migration } from 'kysely';
 import type { Kysely } from 'kysely';
 import type { GraphQLResolverMap } from '@apollo/subgraph/dist/schema-helper/resolverMap.js';
+import type { FastifyInstance } from 'fastify';
 import type { DocumentNode } from 'graphql';
 import type { Config, ServiceName } from './config.ts';
 import { createDatabase, isDatabaseReachable, migrateSchema } from './db.ts';
@@ -24,6 +25,8 @@ export interface ServiceDefinition<DB, Context extends BaseContext> {
   createContext(base: BaseContext, runtime: ServiceRuntime<DB>): Context;
   /** Background work (e.g. the fills recovery sweeper); the returned function stops it. */
   startBackground?(runtime: ServiceRuntime<DB>): () => Promise<void>;
+  /** Routes besides /graphql (e.g. the events service's internal ingest); they get no assertion check. */
+  registerRoutes?(app: FastifyInstance, runtime: ServiceRuntime<DB>): Promise<void>;
 }
 
 export interface RunOptions {
@@ -56,6 +59,7 @@ export async function runService<DB, Context extends BaseContext>(
     logger: log,
     port: options.port ?? config.ports[definition.name],
     createContext: (base) => definition.createContext(base, runtime),
+    registerRoutes: definition.registerRoutes && ((app) => definition.registerRoutes!(app, runtime)),
     isReady: () => isDatabaseReachable(db as Kysely<unknown>),
   });
   return {

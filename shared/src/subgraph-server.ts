@@ -37,6 +37,7 @@ export interface SubgraphOptions<Context extends BaseContext> {
   createContext(base: BaseContext): Context;
   /** Resolves true when the service's dependencies answer; `/readyz` reports it. */
   isReady(): Promise<boolean>;
+  registerRoutes?: ((app: FastifyInstance) => Promise<void>) | undefined;
 }
 
 export interface RunningServer {
@@ -190,6 +191,7 @@ export async function startSubgraphServer<Context extends BaseContext>(options: 
     path: '/graphql',
   });
   addHealthRoutes(app, options.isReady);
+  await options.registerRoutes?.(app);
 
   await app.listen({ port: options.port, host: config.host });
   const address = app.server.address();

@@ -1,6 +1,7 @@
 import type { Migration } from 'kysely';
 import * as strategies from './001_strategies.ts';
 import * as nameKey from './002_name_key.ts';
+import * as outbox from './003_outbox.ts';
 
 export const SCHEMA = 'strategies';
 
@@ -8,4 +9,5 @@ export const SCHEMA = 'strategies';
 export const migrations: Record<string, Migration> = {
   '001_strategies': strategies,
   '002_name_key': nameKey,
+  '003_outbox': outbox,
 };

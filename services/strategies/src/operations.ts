@@ -1,6 +1,7 @@
 import { fail, ok, type Result } from '@ots/shared/errors';
 import { isUuid } from '@ots/shared/ids';
 import { notFoundInAccount } from '@ots/shared/messages';
+import { recordEvent, type EventType } from '@ots/shared/outbox';
 import {
   decideEdit,
   decideTransition,
@@ -24,6 +25,19 @@ import {
  * under concurrency (the name index, row locks around every read-decide-write).
  */
 
+/** The strategy as the API shows it, for its event (contract section 6). */
+function eventData(row: StrategyRow) {
+  return { id: row.id, name: row.name, description: row.description, status: row.status, createdAt: row.created_at, updatedAt: row.updated_at };
+}
+
+/** Records the event of a change in the outbox, in the change's transaction. */
+async function recordStrategyEvent(trx: StrategiesDb, type: EventType, row: StrategyRow): Promise<StrategyRow> {
+  await recordEvent(trx, { accountId: row.account_id, type, occurredAt: row.updated_at, data: eventData(row) });
+  return row;
+}
+
+const STATUS_EVENT: Record<StatusAction, EventType> = { pause: 'strategy.paused', resume: 'strategy.resumed', archive: 'strategy.archived' };
+
 const notFound = (id: string): Result<never> => fail('NOT_FOUND', notFoundInAccount('strategy', id), 'id');
 
 /** Ids are compared in Postgres' canonical lower-case form; a non-UUID names no strategy. */
@@ -39,7 +53,11 @@ export async function createStrategy(
   const strategy = validateNewStrategy(input);
   if (!strategy.ok) return strategy;
   try {
-    return ok(await insertStrategy(db, accountId, strategy.value));
+    return ok(
+      await db.transaction().execute(async (trx) =>
+        recordStrategyEvent(trx, 'strategy.created', await insertStrategy(trx, accountId, strategy.value)),
+      ),
+    );
   } catch (error) {
     if (isNameTaken(error)) return fail('STRATEGY_NAME_TAKEN', nameTakenMessage(strategy.value.name), 'name');
     throw error;
@@ -67,7 +85,7 @@ export async function updateStrategy(
         case 'unchanged':
           return ok(current);
         case 'change':
-          return ok(await updateStrategyFields(trx, accountId, strategyId, decision.changes));
+          return ok(await recordStrategyEvent(trx, 'strategy.updated', await updateStrategyFields(trx, accountId, strategyId, decision.changes)));
       }
     });
   } catch (error) {
@@ -97,7 +115,7 @@ export async function changeStrategyStatus(
       case 'unchanged':
         return ok(current);
       case 'change':
-        return ok(await setStrategyStatus(trx, accountId, strategyId, decision.to));
+        return ok(await recordStrategyEvent(trx, STATUS_EVENT[action], await setStrategyStatus(trx, accountId, strategyId, decision.to)));
     }
   });
 }

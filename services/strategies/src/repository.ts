@@ -1,8 +1,9 @@
 import { sql, type Generated, type Kysely, type Selectable } from 'kysely';
 import { newId } from '@ots/shared/ids';
+import type { OutboxDatabase } from '@ots/shared/outbox';
 import { nameKey, type NewStrategy, type StrategyChanges, type StrategyStatus } from './domain.ts';
 
-export interface StrategiesDatabase {
+export interface StrategiesDatabase extends OutboxDatabase {
   strategies: {
     id: string;
     account_id: string;

@@ -1,3 +1,4 @@
+import { outboxRelay } from '@ots/shared/outbox';
 import type { ServiceDefinition } from '@ots/shared/service';
 import { loadTypeDefs } from '@ots/shared/subgraph-server';
 import { migrations, SCHEMA } from '../migrations/index.ts';
@@ -11,4 +12,5 @@ export const strategiesService: ServiceDefinition<StrategiesDatabase, Strategies
   typeDefs: loadTypeDefs(new URL('../schema.graphql', import.meta.url)),
   resolvers,
   createContext: (base, { db }) => createStrategiesContext(base, db),
+  ...outboxRelay<StrategiesDatabase, StrategiesContext>(),
 };

@@ -42,7 +42,7 @@ export interface TestStack {
   close(): Promise<void>;
 }
 
-/** A fresh database, migrated, with the four subgraphs and the gateway running in this process on free ports. */
+/** A fresh database, migrated, with the five subgraphs and the gateway running in this process on free ports. */
 export async function startStack(options: StackOptions = {}): Promise<TestStack> {
   const database = await createTestDatabase(inject('postgresUrl'));
   const redisMode = options.redis ?? 'direct';

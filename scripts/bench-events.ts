@@ -1,0 +1,120 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { loadConfig } from '@ots/shared/config';
+import { ensureDevDatabase } from '@ots/shared/dev-database';
+import { createLogger } from '@ots/shared/logger';
+import { createAccount, createKey } from '../services/accounts/src/key-management.ts';
+import { Receiver } from '../services/events/test/receiver.ts';
+import { launchStack, migrateAll } from './stack.ts';
+
+/**
+ * The events part of `npm run bench` (after scripts/bench.ts): how long from a committed change to
+ * its webhook arriving, verified, at a receiver on this machine, and how fast the feed pages. The
+ * changes are strategy changes: they are the producer wired to the outbox so far (orders and fills
+ * follow). Relay and dispatcher poll at their configured intervals (OUTBOX_RELAY_INTERVAL_MS,
+ * WEBHOOK_DISPATCH_INTERVAL_MS), which the delay includes.
+ */
+const logger = createLogger('bench-events', 'warn');
+const base = loadConfig({ ...process.env, LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '1000000', RATE_LIMIT_BURST: '1000000' });
+const dev = base.databaseUrl ? undefined : await ensureDevDatabase(logger);
+const serverUrl = base.databaseUrl ?? dev!.url;
+const databaseName = `ots_bench_events_${randomBytes(4).toString('hex')}`;
+const admin = new pg.Client({ connectionString: serverUrl });
+await admin.connect();
+await admin.query(`create database ${databaseName}`);
+const databaseUrl = Object.assign(new URL(serverUrl), { pathname: `/${databaseName}` }).toString();
+const config = { ...base, databaseUrl, redisKeyPrefix: `bench:${databaseName}:` };
+
+await migrateAll(databaseUrl);
+const stack = await launchStack(config, { freePorts: true, logger });
+const management = { db: stack.keys.db, config, keyStore: stack.keys.keyStore };
+const account = await createAccount(management, 'Bench events account');
+const { apiKey } = await createKey(management, account.id, { name: 'bench' });
+const receiver = await new Receiver().start();
+
+async function graphql<T>(query: string, variables?: Record<string, unknown>): Promise<T> {
+  const response = await fetch(stack.gateway.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+    body: JSON.stringify({ query, variables }),
+  });
+  const body = (await response.json()) as { data: T; errors?: unknown };
+  if (response.status !== 200 || body.errors) throw new Error(`bench request failed: ${JSON.stringify(body)}`);
+  return body.data;
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+
+console.log(
+  `\nbench events: relay polls every ${config.outboxRelayIntervalMs} ms, dispatcher every ${config.webhookDispatchIntervalMs} ms (woken by each ingest)\n`,
+);
+
+const created = await graphql<{ createWebhookEndpoint: { signingSecret: string } }>(
+  'mutation ($url: String!) { createWebhookEndpoint(input: { url: $url }) { signingSecret } }',
+  { url: receiver.url },
+);
+receiver.secrets = [created.createWebhookEndpoint.signingSecret];
+
+// Delay: from the response of a committed createStrategy to its webhook at the receiver, one change at a time.
+const changes = 300;
+const committedAt = new Map<string, number>();
+for (let index = 0; index < changes; index += 1) {
+  const name = `Latency ${index}`;
+  await graphql('mutation ($name: String!) { createStrategy(input: { name: $name }) { strategy { id } } }', { name });
+  committedAt.set(name, performance.now());
+  await receiver.waitFor(index + 1, 30_000);
+}
+const delays = receiver.received
+  .map((hook) => {
+    if (hook.verified === undefined) throw new Error('a webhook failed verification');
+    const { data } = JSON.parse(hook.body) as { data: { name: string } };
+    return hook.receivedAt - committedAt.get(data.name)!;
+  })
+  .sort((a, b) => a - b);
+console.log(
+  `${'committed createStrategy → verified webhook'.padEnd(52)} p50 ${percentile(delays, 50).toFixed(1)} ms   p99 ${percentile(delays, 99).toFixed(1)} ms   (${changes} changes)`,
+);
+
+// Feed: seed events with 8 concurrent writers, wait until the feed holds them all, then page through it.
+const seed = 3_000;
+let toSeed = seed;
+const seedStarted = performance.now();
+await Promise.all(
+  Array.from({ length: 8 }, async () => {
+    while (toSeed > 0) {
+      toSeed -= 1;
+      await graphql('mutation ($name: String!) { createStrategy(input: { name: $name }) { strategy { id } } }', { name: `Feed ${toSeed}` });
+    }
+  }),
+);
+const pageQuery = 'query ($after: String) { listEvents(first: 200, after: $after) { nodes { id type occurredAt data } pageInfo { endCursor hasNextPage } } }';
+interface Page {
+  listEvents: { nodes: unknown[]; pageInfo: { endCursor: string | null; hasNextPage: boolean } };
+}
+const total = changes + seed;
+async function readFeed(): Promise<number> {
+  let after: string | null = null;
+  let read = 0;
+  for (;;) {
+    const page: Page = await graphql<Page>(pageQuery, { after });
+    read += page.listEvents.nodes.length;
+    after = page.listEvents.pageInfo.endCursor ?? after;
+    if (!page.listEvents.pageInfo.hasNextPage) return read;
+  }
+}
+while ((await readFeed()) < total) await new Promise((resolve) => setTimeout(resolve, 100));
+const landed = (performance.now() - seedStarted) / 1000;
+console.log(`${'8 writers creating strategies, until all in the feed'.padEnd(52)} ${(seed / landed).toFixed(0)} events/s (${seed} events)`);
+
+const readStarted = performance.now();
+const rounds = 3;
+for (let round = 0; round < rounds; round += 1) await readFeed();
+const readSeconds = (performance.now() - readStarted) / 1000;
+console.log(`${'feed read: listEvents(first: 200), whole feed'.padEnd(52)} ${((rounds * total) / readSeconds).toFixed(0)} events/s (${total} events, ${rounds} passes)\n`);
+
+await receiver.close();
+await stack.close();
+await admin.query(`drop database ${databaseName} with (force)`);
+await admin.end();
+await dev?.stop();
+process.exit(0);

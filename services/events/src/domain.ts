@@ -1,0 +1,180 @@
+import { randomBytes } from 'node:crypto';
+import { fail, ok, type Result } from '@ots/shared/errors';
+import { characterCount, mustBeLengthAtMost } from '@ots/shared/messages';
+import { EVENT_TYPES, isEventType, type EventType } from '@ots/shared/outbox';
+import { checkLiteralAddress } from './url-policy.ts';
+
+export const MAX_ENDPOINTS_PER_ACCOUNT = 16;
+export const MAX_URL_LENGTH = 2048;
+export const MAX_DESCRIPTION_LENGTH = 500;
+/** A rotation's grace: at most a week of two signing secrets. */
+export const MAX_GRACE_SECONDS = 7 * 24 * 3600;
+export const DEFAULT_GRACE_SECONDS = 24 * 3600;
+
+/** Events are kept 30 days (contract section 6); the clean-up job deletes older ones. */
+export const RETENTION_MS = 30 * 24 * 3600 * 1000;
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** Waits after the 1st, 2nd, … failed attempt; after the last, every 10 h (contract section 6). */
+export const RETRY_DELAYS_MS: readonly number[] = [5 * SECOND, 5 * MINUTE, 30 * MINUTE, 2 * HOUR, 5 * HOUR, 10 * HOUR];
+/** Retries stop this long after the first attempt was due, and the message is marked failed. */
+export const DELIVERY_WINDOW_MS = 3 * DAY;
+/** An endpoint whose every attempt failed for this long is disabled. */
+export const DISABLE_AFTER_FAILING_MS = 5 * DAY;
+/** Each wait is stretched or shrunk by up to this fraction, so that endpoints that failed together do not retry together. */
+export const JITTER = 0.1;
+/** A 2xx within this counts as delivered. */
+export const DELIVERY_TIMEOUT_MS = 10 * SECOND;
+
+// No control characters: a description is one line shown in lists.
+const FORBIDDEN = /[\p{Cc}\p{Cs}]/u;
+
+export function validateDescription(description: string | null | undefined): Result<string | null> {
+  if (description === null || description === undefined) return ok(null);
+  const length = characterCount(description);
+  if (length > MAX_DESCRIPTION_LENGTH) {
+    return fail('VALIDATION_FAILED', mustBeLengthAtMost('description', MAX_DESCRIPTION_LENGTH, length), 'description');
+  }
+  if (FORBIDDEN.test(description)) return fail('VALIDATION_FAILED', 'description must not contain control characters', 'description');
+  return ok(description);
+}
+
+/** Unknown names are refused rather than ignored: a typo would otherwise subscribe to nothing, silently. */
+export function validateEventTypes(types: readonly string[] | null | undefined): Result<EventType[]> {
+  if (types === null || types === undefined) return ok([]);
+  const unknown = types.filter((type) => !isEventType(type));
+  if (unknown.length > 0) {
+    return fail(
+      'VALIDATION_FAILED',
+      `eventTypes holds unknown event types (${unknown.map((type) => JSON.stringify(type)).join(', ')}); known: ${EVENT_TYPES.join(', ')}`,
+      'eventTypes',
+    );
+  }
+  return ok([...new Set(types as EventType[])]);
+}
+
+/**
+ * The rules a URL can be checked against without the network: an absolute http(s) URL, https only
+ * in production, no credentials (they would be stored and shown in clear), and in production no
+ * literal address outside the public unicast ranges. Names are resolved and checked by
+ * url-policy.ts, on save and again at every connection.
+ */
+export function validateUrlSyntax(raw: string, production: boolean): Result<URL> {
+  const bad = (message: string) => fail<URL>('VALIDATION_FAILED', message, 'url');
+  if (characterCount(raw) > MAX_URL_LENGTH) return bad(mustBeLengthAtMost('url', MAX_URL_LENGTH, characterCount(raw)));
+  if (FORBIDDEN.test(raw)) return bad('url must not contain control characters');
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return bad('url must be an absolute URL such as https://example.com/webhooks');
+  }
+  if (production ? url.protocol !== 'https:' : url.protocol !== 'https:' && url.protocol !== 'http:') {
+    return bad(production ? 'url must use https://' : 'url must use https:// (or http:// outside production)');
+  }
+  if (url.username || url.password) return bad('url must not contain a user name or password');
+  if (url.hash) return bad('url must not contain a fragment (#…)');
+  if (production) {
+    const literal = checkLiteralAddress(url.hostname);
+    if (literal) return bad(`url must not point at ${literal}`);
+  }
+  return ok(url);
+}
+
+export function validateGraceSeconds(graceSeconds: number): Result<number> {
+  if (!Number.isInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > MAX_GRACE_SECONDS) {
+    return fail('VALIDATION_FAILED', `graceSeconds must be a whole number from 0 to ${MAX_GRACE_SECONDS} (7 days)`, 'graceSeconds');
+  }
+  return ok(graceSeconds);
+}
+
+/** A Standard Webhooks secret: `whsec_` and 32 random bytes in base64. */
+export function newSigningSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+export interface EndpointSecrets {
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: Date | null;
+}
+
+/** Every secret that signs at `now`: the current one, and the previous one during a rotation's grace. */
+export function activeSecrets(endpoint: EndpointSecrets, now: Date): string[] {
+  const previousValid = endpoint.previous_secret !== null && endpoint.previous_secret_expires_at !== null && endpoint.previous_secret_expires_at > now;
+  return previousValid ? [endpoint.secret, endpoint.previous_secret!] : [endpoint.secret];
+}
+
+/** Does an endpoint with these `eventTypes` want events of `type`? Empty means every type. */
+export function isSubscribed(eventTypes: readonly string[], type: string): boolean {
+  return eventTypes.length === 0 || eventTypes.includes(type);
+}
+
+export type AfterFailure = { kind: 'retry'; at: Date } | { kind: 'failed' };
+
+/**
+ * After the `attempts`-th failed attempt of a message first due at `firstDueAt`: the next attempt's
+ * time, with jitter, or failed once that would fall beyond the 3-day window.
+ * `random` is in [0, 1), as Math.random.
+ */
+export function decideAfterFailure(firstDueAt: Date, attempts: number, now: Date, random: number): AfterFailure {
+  const base = RETRY_DELAYS_MS[Math.min(attempts, RETRY_DELAYS_MS.length) - 1]!;
+  const delay = Math.round(base * (1 - JITTER + 2 * JITTER * random));
+  const at = new Date(now.getTime() + delay);
+  if (at.getTime() > firstDueAt.getTime() + DELIVERY_WINDOW_MS) return { kind: 'failed' };
+  return { kind: 'retry', at };
+}
+
+/** An endpoint failing since `failingSince` is disabled once the run of failures reaches 5 days. */
+export function shouldDisable(failingSince: Date, now: Date): boolean {
+  return now.getTime() - failingSince.getTime() >= DISABLE_AFTER_FAILING_MS;
+}
+
+export function disabledAfterFailuresReason(failingSince: Date): string {
+  return `Disabled automatically: every delivery attempt failed from ${failingSince.toISOString()} for 5 days. Fix the receiver, then enable the endpoint again.`;
+}
+
+/** The body of every webhook: the event as listEvents shows it. */
+export function webhookBody(event: { id: string; type: string; occurred_at: Date; data: unknown }): string {
+  return JSON.stringify({ id: event.id, type: event.type, occurredAt: event.occurred_at.toISOString(), data: event.data });
+}
+
+/** At most this many events per ingest request; relays send 100. */
+export const MAX_INGEST_BATCH = 1000;
+
+export interface IngestedEvent {
+  id: string;
+  accountId: string;
+  type: EventType;
+  occurredAt: Date;
+  data: Record<string, unknown>;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The relay's batch (shared/src/outbox.ts), checked field by field: a message explains a refusal. */
+export function parseIngestBatch(body: unknown): Result<IngestedEvent[]> {
+  const refuse = (message: string) => fail<IngestedEvent[]>('VALIDATION_FAILED', message, 'events');
+  const events = (body as { events?: unknown } | null)?.events;
+  if (!Array.isArray(events) || events.length > MAX_INGEST_BATCH) return refuse(`events must be an array of at most ${MAX_INGEST_BATCH}`);
+  const parsed: IngestedEvent[] = [];
+  for (const [index, raw] of events.entries()) {
+    const event = raw as Partial<Record<keyof IngestedEvent, unknown>> | null;
+    const occurredAt = typeof event?.occurredAt === 'string' ? new Date(event.occurredAt) : undefined;
+    if (
+      typeof event?.id !== 'string' || !UUID.test(event.id) ||
+      typeof event.accountId !== 'string' || !UUID.test(event.accountId) ||
+      typeof event.type !== 'string' || !isEventType(event.type) ||
+      !occurredAt || Number.isNaN(occurredAt.getTime()) ||
+      typeof event.data !== 'object' || event.data === null || Array.isArray(event.data)
+    ) {
+      return refuse(`events[${index}] needs a lower-case UUID id and accountId, a known type, an ISO occurredAt and an object data`);
+    }
+    parsed.push({ id: event.id, accountId: event.accountId, type: event.type, occurredAt, data: event.data as Record<string, unknown> });
+  }
+  return ok(parsed);
+}

@@ -1,0 +1,5 @@
+import { loadConfigOrExit } from '@ots/shared/config';
+import { runServiceProcess } from '@ots/shared/service';
+import { eventsService } from './service.ts';
+
+await runServiceProcess(eventsService, loadConfigOrExit());

@@ -1,0 +1,396 @@
+import { sql, type Generated, type Kysely, type Selectable } from 'kysely';
+import { inCommitOrder, type FeedPosition } from '@ots/shared/commit-order';
+import { newId } from '@ots/shared/ids';
+import { RETENTION_MS } from './domain.ts';
+
+export type EndpointStatus = 'ENABLED' | 'DISABLED';
+export type MessageState = 'PENDING' | 'DELIVERED' | 'FAILED';
+
+export interface EventsDatabase {
+  events: {
+    id: string;
+    account_id: string;
+    type: string;
+    occurred_at: Date;
+    data: unknown;
+    received_at: Generated<Date>;
+    /** xid8 of the ingesting transaction, set by the commit-order trigger; pg hands it over as a string. */
+    commit_xid: Generated<string>;
+  };
+  webhook_endpoints: {
+    id: string;
+    account_id: string;
+    url: string;
+    event_types: string[];
+    description: string | null;
+    status: EndpointStatus;
+    disabled_reason: string | null;
+    secret: string;
+    previous_secret: string | null;
+    previous_secret_expires_at: Date | null;
+    failing_since: Date | null;
+    created_at: Date;
+    updated_at: Date;
+  };
+  webhook_messages: {
+    id: string;
+    account_id: string;
+    endpoint_id: string;
+    event_id: string;
+    manual: boolean;
+    state: MessageState;
+    attempts: number;
+    next_attempt_at: Date;
+    claim_token: string | null;
+    created_at: Date;
+  };
+  webhook_attempts: {
+    id: string;
+    account_id: string;
+    endpoint_id: string;
+    message_id: string;
+    event_id: string;
+    attempt: number;
+    attempted_at: Date;
+    status_code: number | null;
+    failure: string | null;
+    succeeded: boolean;
+    duration_ms: number;
+  };
+}
+
+export type EventsDb = Kysely<EventsDatabase>;
+export type EventRow = Selectable<EventsDatabase['events']>;
+export type EndpointRow = Selectable<EventsDatabase['webhook_endpoints']>;
+export type AttemptRow = Selectable<EventsDatabase['webhook_attempts']>;
+export type MessageRow = Selectable<EventsDatabase['webhook_messages']>;
+
+// ---- events ----
+
+export interface IncomingEvent {
+  id: string;
+  accountId: string;
+  type: string;
+  occurredAt: Date;
+  data: unknown;
+}
+
+/**
+ * Adds the events not stored yet and, in the same transaction, one pending message per event and
+ * enabled endpoint of its account that subscribes to its type. An event already stored (a relay
+ * that sends again after a crash) is skipped whole, so it is neither listed nor sent twice.
+ */
+export async function ingestEvents(trx: EventsDb, events: readonly IncomingEvent[], now: Date): Promise<number> {
+  if (events.length === 0) return 0;
+  const inserted = await trx
+    .insertInto('events')
+    .values(
+      events.map((event) => ({
+        id: event.id,
+        account_id: event.accountId,
+        type: event.type,
+        occurred_at: event.occurredAt,
+        data: JSON.stringify(event.data),
+      })),
+    )
+    .onConflict((conflict) => conflict.column('id').doNothing())
+    .returning(['id', 'account_id', 'type'])
+    .execute();
+  if (inserted.length === 0) return 0;
+  const values = sql.join(inserted.map((event) => sql`(${event.id}::uuid, ${event.account_id}::uuid, ${event.type}::text)`));
+  await sql`
+    insert into events.webhook_messages (id, account_id, endpoint_id, event_id, manual, state, attempts, next_attempt_at, created_at)
+    select gen_random_uuid(), e.account_id, e.id, v.event_id, false, 'PENDING', 0, ${now}, ${now}
+    from (values ${values}) as v (event_id, account_id, type)
+    join events.webhook_endpoints e on e.account_id = v.account_id
+    where e.status = 'ENABLED' and (cardinality(e.event_types) = 0 or v.type = any(e.event_types))
+    on conflict do nothing`.execute(trx);
+  return inserted.length;
+}
+
+/** Reads show 30 days exactly; the hourly clean-up deletes what is older. */
+const retained = () => new Date(Date.now() - RETENTION_MS);
+
+export async function findEventsByIds(db: EventsDb, accountId: string, ids: readonly string[]): Promise<EventRow[]> {
+  if (ids.length === 0) return [];
+  return db
+    .selectFrom('events')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('id', 'in', ids)
+    .where('occurred_at', '>=', retained())
+    .execute();
+}
+
+export interface EventListQuery {
+  types: readonly string[] | undefined;
+  occurredAfter: Date | undefined;
+  after: FeedPosition | undefined;
+  limit: number;
+}
+
+/** Oldest first in commit order (shared/src/commit-order.ts): a reader paging forward misses nothing committed late. */
+export async function listEvents(db: EventsDb, accountId: string, query: EventListQuery): Promise<EventRow[]> {
+  if (query.types?.length === 0) return [];
+  let select = db.selectFrom('events').selectAll().where('account_id', '=', accountId).where('occurred_at', '>=', retained());
+  if (query.types) select = select.where('type', 'in', query.types);
+  if (query.occurredAfter) select = select.where('occurred_at', '>', query.occurredAfter);
+  return inCommitOrder(select, { after: query.after, limit: query.limit }).execute();
+}
+
+/** Retention: deletes up to `batch` events older than `cutoff` (their messages and attempts go with them). */
+export async function deleteEventsBefore(db: EventsDb, cutoff: Date, batch: number): Promise<number> {
+  const result = await db
+    .deleteFrom('events')
+    .where('id', 'in', (eb) => eb.selectFrom('events').select('id').where('occurred_at', '<', cutoff).limit(batch))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
+// ---- endpoints ----
+
+/**
+ * Serialises endpoint creation per account for the rest of the transaction, so that two concurrent
+ * creates cannot both see 15 endpoints and make 17.
+ */
+export async function lockAccountEndpoints(trx: EventsDb, accountId: string): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`webhook_endpoints:${accountId}`}, 0))`.execute(trx);
+}
+
+export async function countEndpoints(trx: EventsDb, accountId: string): Promise<number> {
+  const row = await trx
+    .selectFrom('webhook_endpoints')
+    .select((eb) => eb.fn.countAll<string>().as('count'))
+    .where('account_id', '=', accountId)
+    .executeTakeFirstOrThrow();
+  return Number(row.count);
+}
+
+export interface NewEndpoint {
+  url: string;
+  eventTypes: string[];
+  description: string | null;
+  secret: string;
+}
+
+export async function insertEndpoint(trx: EventsDb, accountId: string, endpoint: NewEndpoint, now: Date): Promise<EndpointRow> {
+  return trx
+    .insertInto('webhook_endpoints')
+    .values({
+      id: newId(now.getTime()),
+      account_id: accountId,
+      url: endpoint.url,
+      event_types: endpoint.eventTypes,
+      description: endpoint.description,
+      status: 'ENABLED',
+      disabled_reason: null,
+      secret: endpoint.secret,
+      previous_secret: null,
+      previous_secret_expires_at: null,
+      failing_since: null,
+      created_at: now,
+      updated_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function findEndpointsByIds(db: EventsDb, accountId: string, ids: readonly string[]): Promise<EndpointRow[]> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('webhook_endpoints').selectAll().where('account_id', '=', accountId).where('id', 'in', ids).execute();
+}
+
+/** Oldest first; an account has at most 16. */
+export async function listEndpoints(db: EventsDb, accountId: string): Promise<EndpointRow[]> {
+  return db.selectFrom('webhook_endpoints').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
+}
+
+/**
+ * `for no key update`: the id never changes, so inserts of messages and attempts referring to the
+ * endpoint (which take a key-share lock) need not wait for an edit, nor deadlock with it.
+ */
+export async function lockEndpoint(trx: EventsDb, accountId: string, id: string): Promise<EndpointRow | undefined> {
+  return trx
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .forNoKeyUpdate()
+    .executeTakeFirst();
+}
+
+export type EndpointChanges = Partial<
+  Pick<EndpointRow, 'url' | 'event_types' | 'description' | 'status' | 'disabled_reason' | 'secret' | 'previous_secret' | 'previous_secret_expires_at' | 'failing_since'>
+>;
+
+export async function updateEndpoint(trx: EventsDb, accountId: string, id: string, changes: EndpointChanges, now: Date): Promise<EndpointRow> {
+  return trx
+    .updateTable('webhook_endpoints')
+    .set({ ...changes, updated_at: now })
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .returningAll()
+    .executeTakeFirstOrThrow();
+}
+
+export async function deleteEndpoint(trx: EventsDb, accountId: string, id: string): Promise<EndpointRow | undefined> {
+  return trx.deleteFrom('webhook_endpoints').where('account_id', '=', accountId).where('id', '=', id).returningAll().executeTakeFirst();
+}
+
+/**
+ * Disabling parks the endpoint's pending messages beyond every claim's range (`infinity`), so the
+ * dispatcher's index scan never walks over them while the endpoint stays disabled.
+ */
+export async function parkPendingMessages(trx: EventsDb, accountId: string, endpointId: string): Promise<void> {
+  await trx
+    .updateTable('webhook_messages')
+    .set({ next_attempt_at: sql<Date>`'infinity'::timestamptz` })
+    .where('account_id', '=', accountId)
+    .where('endpoint_id', '=', endpointId)
+    .where('state', '=', 'PENDING')
+    .execute();
+}
+
+/**
+ * Enabling again: messages that waited while the endpoint was disabled are due at once (those past
+ * their 3-day window are marked failed at their next claim).
+ */
+export async function resumePendingMessages(trx: EventsDb, accountId: string, endpointId: string, now: Date): Promise<void> {
+  await trx
+    .updateTable('webhook_messages')
+    .set({ next_attempt_at: now })
+    .where('account_id', '=', accountId)
+    .where('endpoint_id', '=', endpointId)
+    .where('state', '=', 'PENDING')
+    .execute();
+}
+
+// ---- messages and attempts ----
+
+export async function insertManualMessage(trx: EventsDb, accountId: string, endpointId: string, eventId: string, now: Date): Promise<void> {
+  await trx
+    .insertInto('webhook_messages')
+    .values({
+      id: newId(now.getTime()),
+      account_id: accountId,
+      endpoint_id: endpointId,
+      event_id: eventId,
+      manual: true,
+      state: 'PENDING',
+      attempts: 0,
+      next_attempt_at: now,
+      claim_token: null,
+      created_at: now,
+    })
+    .execute();
+}
+
+/** A claimed message with what its attempt needs. */
+export interface ClaimedMessage {
+  id: string;
+  account_id: string;
+  endpoint_id: string;
+  event_id: string;
+  attempts: number;
+  created_at: Date;
+  claim_token: string;
+  url: string;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: Date | null;
+  type: string;
+  occurred_at: Date;
+  data: unknown;
+}
+
+/**
+ * Claims up to `limit` due messages of enabled endpoints, across accounts (a background job, like
+ * the fills sweeper). `for update skip locked` lets replicas claim side by side without waiting
+ * for or taking each other's rows; the claim then pushes `next_attempt_at` past the lease, so the
+ * row is not due for anyone while its attempt is in flight — without holding a transaction open
+ * during the HTTP call (which would also hold back every commit-ordered feed of the server). If
+ * the claimer dies, the message is due again when the lease ends: at least once.
+ */
+export async function claimDueMessages(db: EventsDb, now: Date, leaseMs: number, limit: number, token: string): Promise<ClaimedMessage[]> {
+  const leaseUntil = new Date(now.getTime() + leaseMs);
+  const result = await sql<ClaimedMessage>`
+    with due as (
+      select m.id from events.webhook_messages m
+      join events.webhook_endpoints e on e.id = m.endpoint_id
+      where m.state = 'PENDING' and m.next_attempt_at <= ${now} and e.status = 'ENABLED'
+      order by m.next_attempt_at
+      limit ${limit}
+      for update of m skip locked
+    ), claimed as (
+      update events.webhook_messages m
+      set next_attempt_at = ${leaseUntil}, attempts = m.attempts + 1, claim_token = ${token}
+      from due where m.id = due.id
+      returning m.*
+    )
+    select c.id, c.account_id, c.endpoint_id, c.event_id, c.attempts, c.created_at, c.claim_token,
+           e.url, e.secret, e.previous_secret, e.previous_secret_expires_at, ev.type, ev.occurred_at, ev.data
+    from claimed c
+    join events.webhook_endpoints e on e.id = c.endpoint_id
+    join events.events ev on ev.id = c.event_id`.execute(db);
+  return result.rows;
+}
+
+export interface AttemptOutcome {
+  attemptedAt: Date;
+  statusCode: number | null;
+  failure: string | null;
+  succeeded: boolean;
+  durationMs: number;
+}
+
+export async function insertAttempt(trx: EventsDb, message: ClaimedMessage, outcome: AttemptOutcome): Promise<void> {
+  await trx
+    .insertInto('webhook_attempts')
+    .values({
+      id: newId(outcome.attemptedAt.getTime()),
+      account_id: message.account_id,
+      endpoint_id: message.endpoint_id,
+      message_id: message.id,
+      event_id: message.event_id,
+      attempt: message.attempts,
+      attempted_at: outcome.attemptedAt,
+      status_code: outcome.statusCode,
+      failure: outcome.failure,
+      succeeded: outcome.succeeded,
+      duration_ms: outcome.durationMs,
+    })
+    .execute();
+}
+
+/** Sets the message's state after an attempt, only if this claimer still holds it. */
+export async function settleMessage(
+  trx: EventsDb,
+  message: ClaimedMessage,
+  next: { state: MessageState; nextAttemptAt?: Date },
+): Promise<void> {
+  await trx
+    .updateTable('webhook_messages')
+    .set({ state: next.state, claim_token: null, ...(next.nextAttemptAt ? { next_attempt_at: next.nextAttemptAt } : {}) })
+    .where('account_id', '=', message.account_id)
+    .where('id', '=', message.id)
+    .where('claim_token', '=', message.claim_token)
+    .execute();
+}
+
+export interface AttemptPosition {
+  attemptedAt: Date;
+  id: string;
+}
+
+/** An endpoint's attempts, newest first, keyset-paged. */
+export async function listAttempts(
+  db: EventsDb,
+  accountId: string,
+  endpointId: string,
+  after: AttemptPosition | undefined,
+  limit: number,
+): Promise<AttemptRow[]> {
+  let select = db.selectFrom('webhook_attempts').selectAll().where('account_id', '=', accountId).where('endpoint_id', '=', endpointId);
+  if (after) select = select.where((eb) => eb(eb.refTuple('attempted_at', 'id'), '<', eb.tuple(after.attemptedAt, after.id)));
+  return select.orderBy('attempted_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+}

@@ -1,0 +1,58 @@
+import type { BackgroundLoop } from '@ots/shared/background';
+import type { Config } from '@ots/shared/config';
+import { requireIngestSecret } from '@ots/shared/outbox';
+import type { ServiceDefinition, ServiceRuntime } from '@ots/shared/service';
+import { loadTypeDefs } from '@ots/shared/subgraph-server';
+import { migrations, SCHEMA } from '../migrations/index.ts';
+import { startDispatcher, startRetentionCleanup, systemClock, type Clock } from './dispatcher.ts';
+import { registerIngestRoute } from './ingest.ts';
+import type { EventsDatabase } from './repository.ts';
+import { createEventsContext, resolvers, type EventsContext } from './resolvers.ts';
+
+export interface EventsServiceOptions {
+  /** The retry schedule's time; tests pass one they advance. */
+  clock?: Clock;
+  random?: () => number;
+}
+
+export function createEventsService(options: EventsServiceOptions = {}): ServiceDefinition<EventsDatabase, EventsContext> {
+  const clock = options.clock ?? systemClock;
+  const random = options.random ?? Math.random;
+  // The ingest route wakes the dispatcher of the same running service.
+  const dispatchers = new WeakMap<ServiceRuntime<EventsDatabase>, BackgroundLoop>();
+  return {
+    name: 'events',
+    schema: SCHEMA,
+    migrations,
+    typeDefs: loadTypeDefs(new URL('../schema.graphql', import.meta.url)),
+    resolvers,
+    createContext: (base, { db, config }) =>
+      createEventsContext(base, { db, production: config.production, secretKey: requireSecretKey(config), now: () => clock.now() }),
+    startBackground: (runtime) => {
+      const secretKey = requireSecretKey(runtime.config);
+      const deps = { db: runtime.db, log: runtime.log, production: runtime.config.production, clock, random, secretKey };
+      const dispatcher = startDispatcher(deps, runtime.config.webhookDispatchIntervalMs);
+      const cleanup = startRetentionCleanup(deps);
+      dispatchers.set(runtime, dispatcher);
+      return async () => {
+        await dispatcher.stop();
+        await cleanup.stop();
+      };
+    },
+    registerRoutes: (app, runtime) =>
+      registerIngestRoute(app, {
+        db: runtime.db,
+        secret: requireIngestSecret(runtime.config),
+        now: () => clock.now(),
+        onIngested: () => dispatchers.get(runtime)?.wake(),
+      }),
+  };
+}
+
+/** The events service cannot seal or open signing secrets without it; in production it has no default. */
+function requireSecretKey(config: Pick<Config, 'webhookSecretKey'>): Buffer {
+  if (!config.webhookSecretKey) throw new Error('events: WEBHOOK_SECRET_KEY is required to keep webhook signing secrets');
+  return config.webhookSecretKey;
+}
+
+export const eventsService = createEventsService();

@@ -1,0 +1,213 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '@ots/shared/logger';
+import { DELIVERY_WINDOW_MS, RETRY_DELAYS_MS } from '../src/domain.ts';
+import { CLAIM_LEASE_MS, dispatchDueMessages, type DispatcherDeps } from '../src/dispatcher.ts';
+import { createEndpoint, type OperationContext } from '../src/operations.ts';
+import { claimDueMessages, type EventsDb } from '../src/repository.ts';
+import { ingest, ManualClock, openEventsDatabase, strategyEvent, secretKey } from './database.ts';
+import { Receiver } from './receiver.ts';
+
+let db: EventsDb;
+let close: () => Promise<void>;
+let receiver: Receiver;
+const log = createLogger('events-test', 'silent');
+
+beforeAll(async () => {
+  ({ db, close } = await openEventsDatabase());
+});
+afterAll(async () => {
+  await close();
+});
+afterEach(async () => {
+  await receiver?.close();
+  // The dispatcher claims across accounts: no test may leave due messages for the next one.
+  await db.deleteFrom('webhook_endpoints').execute();
+});
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+
+async function setUp(clock: ManualClock, random = () => 0.5) {
+  receiver = await new Receiver().start();
+  const accountId = randomUUID();
+  const context: OperationContext = { db, accountId, production: false, secretKey, now: clock.now() };
+  const created = await createEndpoint(context, { url: receiver.url });
+  if (!created.ok) throw new Error(created.error.message);
+  receiver.secrets = [created.value.signingSecret];
+  const deps: DispatcherDeps = { db, log, production: false, clock, random, deliveryTimeoutMs: 500, secretKey };
+  return { accountId, endpoint: created.value.endpoint, deps };
+}
+
+async function messageOf(eventId: string) {
+  return db.selectFrom('webhook_messages').selectAll().where('event_id', '=', eventId).executeTakeFirstOrThrow();
+}
+
+async function attemptsOf(eventId: string) {
+  return db.selectFrom('webhook_attempts').selectAll().where('event_id', '=', eventId).orderBy('attempted_at').execute();
+}
+
+describe('delivery with retries against a real receiver', () => {
+  it('retries a 500 and a time-out on the schedule, with jitter, and delivers on the 200 with the same webhook-id', async () => {
+    const clock = new ManualClock();
+    const { accountId, deps } = await setUp(clock, () => 0.9);
+    receiver.answerNext(500, 'hang');
+    const event = strategyEvent(accountId, clock.now());
+    await ingest(db, [event], clock.now());
+
+    expect(await dispatchDueMessages(deps)).toBe(1);
+    let message = await messageOf(event.id);
+    // 5 s, stretched by the jitter (random 0.9 → +8 %), and not due before.
+    expect(message.next_attempt_at.getTime() - clock.now().getTime()).toBe(5_400);
+    expect(await dispatchDueMessages(deps)).toBe(0);
+
+    clock.advance(5_400);
+    expect(await dispatchDueMessages(deps)).toBe(1);
+    message = await messageOf(event.id);
+    expect(message.next_attempt_at.getTime() - clock.now().getTime()).toBe(5 * MINUTE * 1.08);
+
+    clock.advance(5 * MINUTE * 1.08);
+    expect(await dispatchDueMessages(deps)).toBe(1);
+    expect((await messageOf(event.id)).state).toBe('DELIVERED');
+
+    expect(receiver.received).toHaveLength(3);
+    for (const hook of receiver.received) {
+      expect(hook.headers['webhook-id']).toBe(event.id);
+      expect(hook.verified).toEqual({ id: event.id, type: event.type, occurredAt: event.occurredAt.toISOString(), data: event.data });
+    }
+    const attempts = await attemptsOf(event.id);
+    expect(attempts.map((row) => [row.attempt, row.status_code, row.failure, row.succeeded])).toEqual([
+      [1, 500, null, false],
+      [2, null, 'no answer within 0.5 s', false],
+      [3, 200, null, true],
+    ]);
+    expect(attempts[1]!.duration_ms).toBeGreaterThanOrEqual(450);
+  });
+
+  it('follows the whole schedule for 3 days, then marks the delivery failed; 5 days of failures disable the endpoint', async () => {
+    const clock = new ManualClock();
+    const { accountId, endpoint, deps } = await setUp(clock);
+    receiver.defaultAnswer = 503;
+    const start = clock.now();
+    const first = strategyEvent(accountId, start);
+    await ingest(db, [first], start);
+
+    const times: number[] = [];
+    for (;;) {
+      expect(await dispatchDueMessages(deps)).toBe(1);
+      times.push(clock.now().getTime() - start.getTime());
+      const message = await messageOf(first.id);
+      if (message.state !== 'PENDING') {
+        expect(message.state).toBe('FAILED');
+        break;
+      }
+      clock.set(message.next_attempt_at);
+    }
+    const gaps = times.slice(1).map((time, index) => time - times[index]!);
+    const TEN_HOURS = 10 * 60 * MINUTE;
+    expect(gaps.slice(0, RETRY_DELAYS_MS.length)).toEqual(RETRY_DELAYS_MS);
+    expect(gaps.slice(RETRY_DELAYS_MS.length).every((gap) => gap === TEN_HOURS)).toBe(true);
+    expect(times.at(-1)!).toBeLessThanOrEqual(DELIVERY_WINDOW_MS);
+    expect(times.at(-1)! + TEN_HOURS).toBeGreaterThan(DELIVERY_WINDOW_MS);
+    expect(receiver.received.every((hook) => hook.headers['webhook-id'] === first.id)).toBe(true);
+
+    let row = await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', endpoint.id).executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ status: 'ENABLED', failing_since: start });
+
+    // A later event keeps failing until the run of failures reaches 5 days.
+    clock.set(new Date(start.getTime() + 4 * 24 * 60 * MINUTE));
+    const second = strategyEvent(accountId, clock.now());
+    await ingest(db, [second], clock.now());
+    for (;;) {
+      expect(await dispatchDueMessages(deps)).toBe(1);
+      row = await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', endpoint.id).executeTakeFirstOrThrow();
+      if (row.status === 'DISABLED') break;
+      const message = await messageOf(second.id);
+      expect(message.state).toBe('PENDING');
+      clock.set(message.next_attempt_at);
+    }
+    row = await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', endpoint.id).executeTakeFirstOrThrow();
+    expect(row.status).toBe('DISABLED');
+    expect(row.disabled_reason).toContain('5 days');
+    const lastAttempt = (await attemptsOf(second.id)).at(-1)!;
+    expect(lastAttempt.attempted_at.getTime() - start.getTime()).toBeGreaterThanOrEqual(5 * 24 * 60 * MINUTE);
+    // Disabled: its pending message is parked out of every claim's range, and nothing more is claimed.
+    const parked = await db
+      .selectFrom('webhook_messages')
+      .select(sql<boolean>`next_attempt_at = 'infinity'`.as('parked'))
+      .where('event_id', '=', second.id)
+      .executeTakeFirstOrThrow();
+    expect(parked).toEqual({ parked: true });
+    clock.advance(24 * 60 * MINUTE);
+    expect(await dispatchDueMessages(deps)).toBe(0);
+  });
+
+  it('does not follow redirects and reads at most a few KiB of an endless answer', async () => {
+    const clock = new ManualClock();
+    const { accountId, deps } = await setUp(clock);
+    receiver.answerNext(302, 'endless');
+    const event = strategyEvent(accountId, clock.now());
+    await ingest(db, [event], clock.now());
+    await dispatchDueMessages(deps);
+    clock.advance(6 * SECOND);
+    const started = performance.now();
+    await dispatchDueMessages(deps);
+    expect(performance.now() - started).toBeLessThan(400);
+    const attempts = await attemptsOf(event.id);
+    expect(attempts.map((row) => [row.status_code, row.failure, row.succeeded])).toEqual([
+      [302, 'redirect not followed', false],
+      [200, null, true],
+    ]);
+    expect(receiver.received).toHaveLength(2);
+  });
+});
+
+describe('claims', () => {
+  it('two dispatchers working side by side send each message once', async () => {
+    const clock = new ManualClock();
+    const { accountId, deps } = await setUp(clock);
+    const events = Array.from({ length: 60 }, (_, index) => strategyEvent(accountId, clock.now(), `S${index}`));
+    await ingest(db, events, clock.now());
+    let sent = 0;
+    for (;;) {
+      const [a, b] = await Promise.all([dispatchDueMessages(deps), dispatchDueMessages(deps)]);
+      sent += a + b;
+      if (a + b === 0) break;
+    }
+    expect(sent).toBe(60);
+    const ids = receiver.received.map((hook) => hook.headers['webhook-id']);
+    expect(ids).toHaveLength(60);
+    expect(new Set(ids).size).toBe(60);
+  });
+
+  it('a dispatcher that dies after claiming: nobody sends while its claim holds, then another sends it, same webhook-id', async () => {
+    const clock = new ManualClock();
+    const { accountId, deps } = await setUp(clock);
+    const event = strategyEvent(accountId, clock.now());
+    await ingest(db, [event], clock.now());
+    // The claim commits; the claimer dies before sending or recording anything.
+    expect(await claimDueMessages(db, clock.now(), CLAIM_LEASE_MS, 10, randomUUID())).toHaveLength(1);
+    expect(await dispatchDueMessages(deps)).toBe(0);
+    clock.advance(CLAIM_LEASE_MS - 1);
+    expect(await dispatchDueMessages(deps)).toBe(0);
+    clock.advance(1);
+    expect(await dispatchDueMessages(deps)).toBe(1);
+    expect(receiver.received.map((hook) => hook.headers['webhook-id'])).toEqual([event.id]);
+    expect((await messageOf(event.id)).state).toBe('DELIVERED');
+  });
+});
+
+describe('ingest', () => {
+  it('keeps one copy of an event sent twice (a relay that crashed before deleting its rows) and fans it out once', async () => {
+    const clock = new ManualClock();
+    const { accountId, deps } = await setUp(clock);
+    const event = strategyEvent(accountId, clock.now());
+    expect(await ingest(db, [event], clock.now())).toBe(1);
+    expect(await ingest(db, [event, strategyEvent(accountId, clock.now())], clock.now())).toBe(1);
+    await dispatchDueMessages(deps);
+    expect(receiver.received.filter((hook) => hook.headers['webhook-id'] === event.id)).toHaveLength(1);
+    const stored = await db.selectFrom('events').select('id').where('account_id', '=', accountId).execute();
+    expect(stored).toHaveLength(2);
+  });
+});

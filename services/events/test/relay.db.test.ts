@@ -1,0 +1,142 @@
+import { createServer } from 'node:http';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Kysely } from 'kysely';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createDatabase } from '@ots/shared/db';
+import { createLogger } from '@ots/shared/logger';
+import { newId } from '@ots/shared/ids';
+import { loadConfig } from '@ots/shared/config';
+import {
+  createOutboxTable,
+  EventsUnavailableError,
+  recordEvent,
+  relayOutboxOnce,
+  startOutboxRelay,
+  type OutboxDatabase,
+  type OutboxRelayOptions,
+} from '@ots/shared/outbox';
+import { registerIngestRoute } from '../src/ingest.ts';
+import type { EventsDb } from '../src/repository.ts';
+import { openEventsDatabase } from './database.ts';
+
+let events: EventsDb;
+let producer: Kysely<OutboxDatabase>;
+let close: () => Promise<void>;
+let app: FastifyInstance;
+let eventsUrl: string;
+const secret = loadConfig({ NODE_ENV: 'test' }).eventsIngestSecret!;
+const log = createLogger('relay-test', 'silent');
+const accountId = '01936f0e-0000-7000-8000-00000000000a';
+
+beforeAll(async () => {
+  const opened = await openEventsDatabase();
+  events = opened.db;
+  producer = createDatabase<OutboxDatabase>({ url: opened.database.url, schema: 'producer', applicationName: 'producer-test' });
+  await producer.schema.createSchema('producer').ifNotExists().execute();
+  await createOutboxTable(producer as unknown as Kysely<unknown>);
+  app = Fastify();
+  await registerIngestRoute(app, { db: events, secret, now: () => new Date(), onIngested: () => undefined });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  eventsUrl = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/graphql`;
+  close = async () => {
+    await app.close();
+    await producer.destroy();
+    await opened.close();
+  };
+});
+afterAll(async () => {
+  await close();
+});
+beforeEach(async () => {
+  await producer.deleteFrom('outbox').execute();
+});
+
+const relay = (overrides: Partial<OutboxRelayOptions> = {}): OutboxRelayOptions => ({
+  db: producer,
+  eventsUrl: () => eventsUrl,
+  secret,
+  log,
+  intervalMs: 50,
+  ...overrides,
+});
+
+const outboxIds = async () => (await producer.selectFrom('outbox').select('id').orderBy('id').execute()).map((row) => row.id);
+const storedCount = async (ids: string[]) =>
+  ids.length === 0 ? 0 : (await events.selectFrom('events').select('id').where('id', 'in', ids).execute()).length;
+
+async function writeChange(commit: boolean, name: string): Promise<void> {
+  await producer
+    .transaction()
+    .execute(async (trx) => {
+      await recordEvent(trx, { accountId, type: 'strategy.created', occurredAt: new Date(), data: { id: newId(), name } });
+      if (!commit) throw new Error('rolled back');
+    })
+    .catch((error: Error) => {
+      if (error.message !== 'rolled back') throw error;
+    });
+}
+
+describe('the outbox and its relay', () => {
+  it('an event lives and dies with its transaction; the relay forwards committed ones and empties the outbox', async () => {
+    await writeChange(false, 'rolled back');
+    await writeChange(true, 'committed');
+    const ids = await outboxIds();
+    expect(ids).toHaveLength(1);
+    expect(await relayOutboxOnce(relay())).toBe(1);
+    expect(await outboxIds()).toEqual([]);
+    const [stored] = await events.selectFrom('events').selectAll().where('id', '=', ids[0]!).execute();
+    expect(stored).toMatchObject({ account_id: accountId, type: 'strategy.created', data: { name: 'committed' } });
+  });
+
+  it('keeps the rows while events is down or refuses the signature, and forwards them later', async () => {
+    await writeChange(true, 'waiting');
+    const ids = await outboxIds();
+    await expect(relayOutboxOnce(relay({ eventsUrl: () => 'http://127.0.0.1:1/graphql' }))).rejects.toBeInstanceOf(EventsUnavailableError);
+    await expect(relayOutboxOnce(relay({ secret: `whsec_${Buffer.alloc(32, 1).toString('base64')}` }))).rejects.toThrow(/HTTP 401/);
+    expect(await outboxIds()).toEqual(ids);
+    expect(await storedCount(ids)).toBe(0);
+    expect(await relayOutboxOnce(relay())).toBe(1);
+    expect(await storedCount(ids)).toBe(1);
+  });
+
+  it('a relay that crashed after events stored its batch but before deleting it sends again: one copy, one delivery each', async () => {
+    await events.insertInto('webhook_endpoints').values({
+      id: newId(), account_id: accountId, url: 'https://example.com/h', event_types: [], description: null, status: 'ENABLED',
+      disabled_reason: null, secret, previous_secret: null, previous_secret_expires_at: null, failing_since: null,
+      created_at: new Date(), updated_at: new Date(),
+    }).execute();
+    await writeChange(true, 'twice');
+    const rows = await producer.selectFrom('outbox').selectAll().execute();
+    expect(await relayOutboxOnce(relay())).toBe(1);
+    // The delete "did not happen": the same rows are back.
+    await producer.insertInto('outbox').values(rows.map((row) => ({ ...row, data: JSON.stringify(row.data) }))).execute();
+    expect(await relayOutboxOnce(relay())).toBe(1);
+    const ids = rows.map((row) => row.id);
+    expect(await storedCount(ids)).toBe(1);
+    const messages = await events.selectFrom('webhook_messages').select('id').where('event_id', 'in', ids).execute();
+    expect(messages).toHaveLength(1);
+  });
+
+  it('backs off while events answers errors instead of hammering it, then resumes', async () => {
+    let calls = 0;
+    const down = createServer((_request, response) => {
+      calls += 1;
+      response.writeHead(503).end();
+    });
+    await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve));
+    const downUrl = `http://127.0.0.1:${(down.address() as { port: number }).port}/graphql`;
+    let url = downUrl;
+    await writeChange(true, 'backoff');
+    const loop = startOutboxRelay(relay({ eventsUrl: () => url }));
+    await new Promise((resolve) => setTimeout(resolve, 1_600));
+    // Without back-off a 50 ms interval would have called about 32 times.
+    expect(calls).toBeGreaterThanOrEqual(3);
+    expect(calls).toBeLessThanOrEqual(8);
+    url = eventsUrl;
+    const deadline = Date.now() + 10_000;
+    while ((await outboxIds()).length > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await outboxIds()).toEqual([]);
+    await loop.stop();
+    await new Promise<void>((resolve) => down.close(() => resolve()));
+  });
+});

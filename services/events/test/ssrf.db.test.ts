@@ -1,0 +1,107 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '@ots/shared/logger';
+import { dispatchDueMessages } from '../src/dispatcher.ts';
+import { createEndpoint, updateEndpointSettings, type OperationContext } from '../src/operations.ts';
+import { nonPublicRange } from '../src/url-policy.ts';
+import { postWebhook } from '../src/webhook-sender.ts';
+import { ingest, ManualClock, openEventsDatabase, strategyEvent, secretKey } from './database.ts';
+import { Receiver } from './receiver.ts';
+import type { EventsDb } from '../src/repository.ts';
+
+let db: EventsDb;
+let close: () => Promise<void>;
+let receiver: Receiver;
+
+beforeAll(async () => {
+  ({ db, close } = await openEventsDatabase());
+  receiver = await new Receiver().start();
+});
+afterAll(async () => {
+  await receiver.close();
+  await close();
+});
+
+describe('address ranges', () => {
+  it.each([
+    ['127.0.0.1', 'loopback'],
+    ['10.1.2.3', 'private'],
+    ['172.16.0.1', 'private'],
+    ['192.168.1.1', 'private'],
+    ['169.254.169.254', 'linkLocal'],
+    ['100.100.100.200', 'carrierGradeNat'],
+    ['0.0.0.0', 'unspecified'],
+    ['::1', 'loopback'],
+    ['fe80::1', 'linkLocal'],
+    ['fd00:ec2::254', 'uniqueLocal'],
+    ['::ffff:10.0.0.1', 'private'],
+    ['::ffff:127.0.0.1', 'loopback'],
+  ])('%s is refused (%s)', (address, range) => {
+    expect(nonPublicRange(address)).toContain(range);
+  });
+
+  it.each(['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8'])('%s is public', (address) => {
+    expect(nonPublicRange(address)).toBeUndefined();
+  });
+});
+
+describe('in production', () => {
+  const context = (): OperationContext => ({ db, accountId: randomUUID(), production: true, secretKey, now: new Date() });
+
+  it.each([
+    ['http://example.com/hooks', 'https://'],
+    ['https://127.0.0.1/hooks', 'loopback'],
+    ['https://[::1]/hooks', 'loopback'],
+    ['https://169.254.169.254/latest/meta-data', 'linkLocal'],
+    ['https://10.0.0.8/hooks', 'private'],
+    ['https://[::ffff:192.168.0.1]/hooks', 'private'],
+    ['https://localhost/hooks', 'loopback'],
+  ])('refuses %s when the endpoint is saved', async (url, reason) => {
+    const created = await createEndpoint(context(), { url });
+    expect(created.ok).toBe(false);
+    expect(!created.ok && created.error).toMatchObject({ code: 'VALIDATION_FAILED', field: 'url' });
+    expect(!created.ok && created.error.message).toContain(reason);
+  });
+
+  it('refuses the same on update', async () => {
+    const owner = context();
+    const created = await createEndpoint({ ...owner, production: false }, { url: 'https://example.com/hooks' });
+    if (!created.ok) throw new Error(created.error.message);
+    const updated = await updateEndpointSettings(owner, created.value.endpoint.id, { url: 'https://localhost:8443/x' });
+    expect(!updated.ok && updated.error).toMatchObject({ code: 'VALIDATION_FAILED', field: 'url' });
+  });
+
+  it('checks again at connect time: a saved name that now resolves to loopback (DNS rebinding) gets no request', async () => {
+    const port = new URL(receiver.url).port;
+    for (const url of [`https://localhost:${port}/hooks`, `https://127.0.0.1:${port}/hooks`]) {
+      const answer = await postWebhook({ url, headers: {}, body: '{}', production: true, timeoutMs: 2_000 });
+      expect(answer).toMatchObject({ statusCode: null, succeeded: false });
+      expect(answer.failure).toMatch(/^address not allowed: .*loopback/);
+    }
+    const plain = await postWebhook({ url: receiver.url, headers: {}, body: '{}', production: true, timeoutMs: 2_000 });
+    expect(plain.failure).toBe('scheme not allowed: http:');
+    expect(receiver.received).toHaveLength(0);
+
+    // Through the dispatcher: the endpoint was saved while the name was public (here: written as is).
+    const clock = new ManualClock();
+    const accountId = randomUUID();
+    const created = await createEndpoint({ db, accountId, production: false, secretKey, now: clock.now() }, { url: `https://localhost:${port}/hooks` });
+    if (!created.ok) throw new Error(created.error.message);
+    const event = strategyEvent(accountId, clock.now());
+    await ingest(db, [event], clock.now());
+    await dispatchDueMessages({ db, log: createLogger('test', 'silent'), production: true, clock, random: () => 0.5, secretKey });
+    const [attempt] = await db.selectFrom('webhook_attempts').selectAll().where('event_id', '=', event.id).execute();
+    expect(attempt).toMatchObject({ status_code: null, succeeded: false });
+    expect(attempt!.failure).toMatch(/^address not allowed/);
+    expect(receiver.received).toHaveLength(0);
+  });
+});
+
+describe('outside production', () => {
+  it('accepts http:// and 127.0.0.1, so that tests and local development receive', async () => {
+    const created = await createEndpoint({ db, accountId: randomUUID(), production: false, secretKey, now: new Date() }, { url: receiver.url });
+    expect(created.ok).toBe(true);
+    const answer = await postWebhook({ url: receiver.url, headers: {}, body: '{}', production: false, timeoutMs: 2_000 });
+    expect(answer).toMatchObject({ statusCode: 200, succeeded: true, failure: null });
+  });
+});

@@ -1,0 +1,242 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type ColumnType, type Generated, type Kysely } from 'kysely';
+import { Webhook } from 'standardwebhooks';
+import { startLoop, type BackgroundLoop } from './background.ts';
+import { newId } from './ids.ts';
+import type { Config } from './config.ts';
+import type { Logger } from './logger.ts';
+import type { ServiceDefinition, ServiceRuntime } from './service.ts';
+import type { BaseContext } from './subgraph-server.ts';
+
+/**
+ * The transactional outbox (contract section 6): a producing service writes each event into the
+ * `outbox` table of its own schema in the same transaction as the change it reports, and a relay
+ * forwards committed rows to the events service. A crash before the commit loses the change and
+ * its event together; a crash after it leaves the row, which the relay sends (again) until the
+ * events service has acknowledged it. The events service keeps one copy per event id, so sending
+ * twice doubles nothing.
+ */
+
+export const EVENT_TYPES = [
+  'order_submission.submitted',
+  'order_submission.partially_filled',
+  'order_submission.filled',
+  'order_submission.cancelled',
+  'order_submission.replaced',
+  'fill.recorded',
+  'strategy.created',
+  'strategy.updated',
+  'strategy.paused',
+  'strategy.resumed',
+  'strategy.archived',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export function isEventType(value: string): value is EventType {
+  return (EVENT_TYPES as readonly string[]).includes(value);
+}
+
+/** Add to a producer's database interface; `createOutboxTable` makes the table. */
+export interface OutboxDatabase {
+  outbox: {
+    /** The event's id, time-ordered; the events service deduplicates by it. */
+    id: string;
+    account_id: string;
+    type: EventType;
+    occurred_at: Date;
+    /** The object as the API shows it at that moment: written as JSON text, read back parsed (jsonb). */
+    data: ColumnType<Record<string, unknown>, string, never>;
+    created_at: Generated<Date>;
+  };
+}
+
+/** Migration step of a producing service: the outbox table in the service's own schema. */
+export async function createOutboxTable(db: Kysely<unknown>): Promise<void> {
+  await db.schema
+    .createTable('outbox')
+    .addColumn('id', 'uuid', (col) => col.primaryKey())
+    .addColumn('account_id', 'uuid', (col) => col.notNull())
+    .addColumn('type', 'text', (col) => col.notNull())
+    .addColumn('occurred_at', sql`timestamptz(3)`, (col) => col.notNull())
+    .addColumn('data', 'jsonb', (col) => col.notNull())
+    .addColumn('created_at', sql`timestamptz(3)`, (col) => col.notNull().defaultTo(sql`now()`))
+    .execute();
+}
+
+export interface NewEvent {
+  accountId: string;
+  type: EventType;
+  /** When the change happened: the changed row's own timestamp, so the event and the API agree. */
+  occurredAt: Date;
+  /** The object as the API shows it (Dates serialise as ISO-8601 with milliseconds). */
+  data: Record<string, unknown>;
+}
+
+/**
+ * Writes an event into the outbox. Call it with the transaction that makes the change, so that
+ * the two commit or roll back together.
+ */
+export async function recordEvent<DB extends OutboxDatabase>(trx: Kysely<DB>, event: NewEvent): Promise<void> {
+  await (trx as unknown as Kysely<OutboxDatabase>)
+    .insertInto('outbox')
+    .values({
+      id: newId(),
+      account_id: event.accountId,
+      type: event.type,
+      occurred_at: event.occurredAt,
+      data: JSON.stringify(event.data),
+    })
+    .execute();
+}
+
+/** What the relay posts to the events service's ingest route. */
+export interface IngestBatch {
+  events: { id: string; accountId: string; type: string; occurredAt: string; data: unknown }[];
+}
+
+/** The events service's route for relays; not under /graphql, so the gateway never routes to it. */
+export const INGEST_PATH = '/internal/events';
+
+/**
+ * Relays authenticate with a Standard Webhooks signature under EVENTS_INGEST_SECRET, the same
+ * scheme (and library) the service signs its own webhooks with. A service-wide secret rather than
+ * a gateway assertion: a relay forwards many accounts' events at once, and a producer that held
+ * the assertion key could act as any account on every subgraph, while this secret only lets it
+ * add events. The signature's timestamp bounds a replay to five minutes, and a replayed batch
+ * doubles nothing since events are kept once per id.
+ */
+export function signIngestRequest(secret: string, body: string, now = new Date()): Record<string, string> {
+  const id = `ingest_${randomUUID()}`;
+  return {
+    'content-type': 'application/json',
+    'webhook-id': id,
+    'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+    'webhook-signature': new Webhook(secret).sign(id, now, body),
+  };
+}
+
+export interface OutboxRelayOptions {
+  db: Kysely<OutboxDatabase>;
+  /** The events service's /graphql URL (read at each pass: tests start services on free ports); the ingest route is beside it. */
+  eventsUrl: () => string;
+  secret: string;
+  log: Pick<Logger, 'error' | 'warn' | 'info'>;
+  /** How long to wait when the outbox was empty. */
+  intervalMs: number;
+  batchSize?: number;
+  timeoutMs?: number;
+}
+
+export class EventsUnavailableError extends Error {}
+
+/**
+ * One pass: sends the oldest outbox rows to the events service and deletes them once it has
+ * acknowledged them. Rows are read without a lock (holding one across the HTTP call would keep a
+ * transaction open, which holds back every commit-ordered feed of the server); two relays that
+ * send the same rows at once are harmless, since the events service keeps one copy per id.
+ * Returns how many rows it forwarded.
+ */
+export async function relayOutboxOnce(options: OutboxRelayOptions): Promise<number> {
+  const rows = await options.db
+    .selectFrom('outbox')
+    .select(['id', 'account_id', 'type', 'occurred_at', 'data'])
+    .orderBy('id')
+    .limit(options.batchSize ?? 100)
+    .execute();
+  if (rows.length === 0) return 0;
+  const batch: IngestBatch = {
+    events: rows.map((row) => ({
+      id: row.id,
+      accountId: row.account_id,
+      type: row.type,
+      occurredAt: row.occurred_at.toISOString(),
+      data: row.data,
+    })),
+  };
+  const body = JSON.stringify(batch);
+  let response: Response;
+  try {
+    response = await fetch(new URL(INGEST_PATH, options.eventsUrl()), {
+      method: 'POST',
+      headers: signIngestRequest(options.secret, body),
+      body,
+      signal: AbortSignal.timeout(options.timeoutMs ?? 5_000),
+    });
+  } catch (error) {
+    throw new EventsUnavailableError(`the events service did not answer: ${(error as Error).message}`);
+  }
+  await response.body?.cancel();
+  if (!response.ok) throw new EventsUnavailableError(`the events service answered HTTP ${response.status}`);
+  await options.db
+    .deleteFrom('outbox')
+    .where('id', 'in', rows.map((row) => row.id))
+    .execute();
+  return rows.length;
+}
+
+const MAX_BACKOFF_MS = 30_000;
+
+/**
+ * Starts a relay: a full batch is followed at once by the next, an empty outbox is looked at again
+ * after `intervalMs`, and while the events service is down the wait doubles up to 30 s, so a long
+ * outage costs neither side much and nothing written meanwhile is lost.
+ */
+export function startOutboxRelay(options: OutboxRelayOptions): BackgroundLoop {
+  const batchSize = options.batchSize ?? 100;
+  let backoffMs = 0;
+  return startLoop(
+    'outbox relay',
+    async () => {
+      try {
+        const sent = await relayOutboxOnce({ ...options, batchSize });
+        if (backoffMs > 0) options.log.info('the events service answers again; outbox relay resumed');
+        backoffMs = 0;
+        return sent === batchSize ? 0 : options.intervalMs;
+      } catch (error) {
+        if (!(error instanceof EventsUnavailableError)) throw error;
+        if (backoffMs === 0) options.log.warn({ err: error }, 'outbox relay: events service unavailable, backing off');
+        backoffMs = Math.min(MAX_BACKOFF_MS, Math.max(options.intervalMs, backoffMs * 2));
+        return backoffMs;
+      }
+    },
+    options.log,
+  );
+}
+
+/**
+ * A producing service's relay, as parts of its ServiceDefinition: `startBackground` runs it, and
+ * `registerRoutes` wakes it after every answered request — whatever the request committed is
+ * committed by then — so an event leaves at once instead of at the next poll. (NOTIFY would wake
+ * relays in other processes too, but takes a server-wide lock at every commit that notifies.)
+ */
+export function outboxRelay<DB extends OutboxDatabase, Context extends BaseContext>(): Pick<
+  ServiceDefinition<DB, Context>,
+  'startBackground' | 'registerRoutes'
+> {
+  const relays = new WeakMap<ServiceRuntime<DB>, BackgroundLoop>();
+  return {
+    startBackground: (runtime) => {
+      const { config } = runtime;
+      const relay = startOutboxRelay({
+        db: runtime.db as unknown as Kysely<OutboxDatabase>,
+        eventsUrl: () => config.subgraphUrls.events,
+        secret: requireIngestSecret(config),
+        log: runtime.log,
+        intervalMs: config.outboxRelayIntervalMs,
+      });
+      relays.set(runtime, relay);
+      return () => relay.stop();
+    },
+    registerRoutes: async (app, runtime) => {
+      app.addHook('onResponse', async (request) => {
+        if (request.method === 'POST') relays.get(runtime)?.wake();
+      });
+    },
+  };
+}
+
+/** Events and the producers cannot work without the ingest secret; in production it has no default. */
+export function requireIngestSecret(config: Pick<Config, 'eventsIngestSecret'>): string {
+  if (!config.eventsIngestSecret) throw new Error('EVENTS_INGEST_SECRET is required by the events service and the outbox relays');
+  return config.eventsIngestSecret;
+}
