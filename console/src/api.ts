@@ -1,0 +1,110 @@
+/** The console's HTTP API (`/console/api/*`, same origin, session cookie); see the README. */
+
+export interface Owner {
+  id: string;
+  email: string;
+}
+
+export interface Account {
+  id: string;
+  name: string;
+  apiAccessEnabled: boolean;
+}
+
+export interface Session {
+  owner: Owner;
+  account: Account;
+}
+
+export type KeyStatus = 'Active' | 'Expiring' | 'Expired' | 'Revoked';
+
+export interface ApiKey {
+  id: string;
+  label: string;
+  environment: 'LIVE' | 'SANDBOX';
+  displayPrefix: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  expiresAt: string | null;
+  revokedAt: string | null;
+  status: KeyStatus;
+}
+
+export type LogEventType = 'key.created' | 'key.rolled' | 'key.revoked' | 'sign_in.succeeded' | 'sign_in.failed' | 'password.set';
+
+export interface LogEvent {
+  id: string;
+  type: LogEventType;
+  occurredAt: string;
+  ownerEmail: string | null;
+  clientAddress: string | null;
+  userAgent: string | null;
+  keyDisplayPrefix: string | null;
+}
+
+export type ExpiryChoice = 'never' | '30d' | '90d' | 'date';
+export type GraceChoice = 'now' | '1h' | '24h' | '7d';
+
+export interface CreateKeyInput {
+  label: string;
+  expires: ExpiryChoice;
+  expiresOn?: string;
+}
+
+/** A refusal from the console API: `detail` is written for people and shown as it is. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly detail: string,
+    readonly field?: string,
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(detail);
+  }
+}
+
+let onSignedOut: () => void = () => {};
+
+/** Called when a signed-in request is answered 401: the session ended (idle, absolute, elsewhere). */
+export function whenSignedOut(listener: () => void): void {
+  onSignedOut = listener;
+}
+
+async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown, options: { signedIn?: boolean } = {}): Promise<T> {
+  let response: Response;
+  try {
+    response = await fetch(`/console/api${path}`, {
+      method,
+      credentials: 'same-origin',
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch {
+    throw new ApiError(0, 'The console cannot reach the server. Check your connection and try again.');
+  }
+  if (response.status === 204) return undefined as T;
+  const payload = await response.json().catch(() => undefined);
+  if (response.ok) return payload as T;
+  if (response.status === 401 && options.signedIn !== false) onSignedOut();
+  const retryAfter = Number(response.headers.get('retry-after'));
+  throw new ApiError(
+    response.status,
+    typeof payload?.detail === 'string' ? payload.detail : `The server answered ${response.status}. Try again.`,
+    typeof payload?.field === 'string' ? payload.field : undefined,
+    Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined,
+  );
+}
+
+export const consoleApi = {
+  session: () => call<Session>('GET', '/session', undefined, { signedIn: false }),
+  signIn: (email: string, password: string) => call<Session>('POST', '/sign-in', { email, password }, { signedIn: false }),
+  signOut: () => call<void>('POST', '/sign-out', {}, { signedIn: false }),
+  setPassword: (token: string, password: string) => call<Session>('POST', '/set-password', { token, password }, { signedIn: false }),
+  listKeys: () => call<{ keys: ApiKey[] }>('GET', '/keys'),
+  createKey: (input: CreateKeyInput) => call<{ key: ApiKey; apiKey: string }>('POST', '/keys', input),
+  rollKey: (id: string, grace: GraceChoice) =>
+    call<{ key: ApiKey; apiKey: string; previousKey: ApiKey }>('POST', `/keys/${encodeURIComponent(id)}/roll`, { grace }),
+  revokeKey: (id: string) => call<{ key: ApiKey }>('POST', `/keys/${encodeURIComponent(id)}/revoke`, {}),
+  securityLog: (after?: string) =>
+    call<{ events: LogEvent[]; nextCursor: string | null }>('GET', `/security-log${after ? `?after=${encodeURIComponent(after)}` : ''}`),
+};

@@ -1,0 +1,43 @@
+import react from '@vitejs/plugin-react';
+import { defineConfig, type Plugin } from 'vite';
+import { CONSOLE_DIR, SOURCE_HASH_FILE, consoleSourceHash } from './source-hash.ts';
+
+/** Records what the build was made from, for `npm start`'s staleness check (ensure-built.ts). */
+function sourceHashStamp(): Plugin {
+  return {
+    name: 'ots-source-hash',
+    apply: 'build',
+    generateBundle() {
+      this.emitFile({ type: 'asset', fileName: SOURCE_HASH_FILE, source: `${consoleSourceHash()}\n` });
+    },
+  };
+}
+
+// `npm run dev -w @ots/console` proxies to a running `npm start` (GATEWAY_URL, default port 4000).
+const gateway = process.env.GATEWAY_URL ?? 'http://127.0.0.1:4000';
+
+export default defineConfig({
+  root: CONSOLE_DIR,
+  plugins: [react(), sourceHashStamp()],
+  build: {
+    outDir: 'dist',
+    emptyOutDir: true,
+    assetsDir: 'assets',
+    // Nothing becomes a data: URI, so the gateway's Content-Security-Policy can stay at 'self'.
+    assetsInlineLimit: 0,
+    // GraphiQL (CodeMirror, the doc explorer) is most of the bundle; it loads only on /explorer.
+    chunkSizeWarningLimit: 1500,
+    rolldownOptions: {
+      onwarn(warning, warn) {
+        // GraphiQL's React-compiler runtime says "use no memo"; dropping the directive changes nothing.
+        if (warning.code === 'MODULE_LEVEL_DIRECTIVE' && warning.message.includes('react-compiler-runtime')) return;
+        warn(warning);
+      },
+    },
+  },
+  server: {
+    proxy: Object.fromEntries(
+      ['/console/api', '/graphql'].map((path) => [path, { target: gateway, headers: { origin: gateway } }]),
+    ),
+  },
+});
