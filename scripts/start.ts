@@ -9,6 +9,7 @@ import { decideKey, hashApiKey } from '../services/accounts/src/domain.ts';
 import { createAccount, createKey } from '../services/accounts/src/key-management.ts';
 import { hasAnyAccount } from '../services/accounts/src/repository.ts';
 import { composeAndWrite } from '../gateway/src/compose.ts';
+import { ensureConsoleBuilt } from '../console/ensure-built.ts';
 import { launchStack, migrateAll, type RunningStack } from './stack.ts';
 
 /**
@@ -20,6 +21,7 @@ const DEMO_KEY_FILE = fileURLToPath(new URL('../.data/demo-api-key', import.meta
 let config = loadConfigOrExit();
 try {
   composeAndWrite();
+  ensureConsoleBuilt();
 } catch (error) {
   console.error((error as Error).message);
   process.exit(1);
