@@ -1,14 +1,20 @@
 import { useEffect, useId, useRef, type ReactNode } from 'react';
 
+const FIRST_CONTROL = '[data-autofocus], input:not([disabled]), select, textarea, button:not([disabled])';
+
 /**
- * A modal built on the native <dialog>: the browser traps focus inside it, closes it on Escape
- * and returns focus to the control that opened it.
+ * A modal built on the native <dialog>: the browser keeps focus inside it, closes it on Escape
+ * and returns focus to the control that opened it. It opens on its first control, or on the one
+ * marked `data-autofocus` (browsers differ on where showModal() puts focus).
  */
 export function Dialog({ title, onClose, children, wide }: { title: string; onClose: () => void; children: ReactNode; wide?: boolean }) {
   const dialog = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   useEffect(() => {
-    if (!dialog.current?.open) dialog.current?.showModal();
+    const element = dialog.current;
+    if (!element || element.open) return;
+    element.showModal();
+    element.querySelector<HTMLElement>(FIRST_CONTROL)?.focus();
   }, []);
   return (
     <dialog ref={dialog} className={`dialog${wide ? ' dialog-wide' : ''}`} aria-labelledby={titleId} onClose={onClose}>

@@ -358,7 +358,7 @@ function RevokeKeyDialog({ apiKey, onClose, onRevoked }: { apiKey: ApiKey; onClo
         </p>
       )}
       <div className="dialog-actions">
-        <button type="button" className="button" autoFocus onClick={(event) => closeDialogOf(event.currentTarget)}>
+        <button type="button" className="button" data-autofocus onClick={(event) => closeDialogOf(event.currentTarget)}>
           Cancel
         </button>
         <button type="button" className="button button-danger" disabled={busy} onClick={(event) => revoke(event.currentTarget)}>
