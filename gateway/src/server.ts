@@ -13,6 +13,7 @@ import { createLogger, type Logger } from '@ots/shared/logger';
 import { addHealthRoutes, createHttpApp, maskErrors, REQUEST_ID_HEADER, type RunningServer } from '@ots/shared/subgraph-server';
 import { decideKey, hashApiKey, isWellFormedApiKey } from '../../services/accounts/src/domain.ts';
 import type { ApiKeyStore } from '../../services/accounts/src/key-store.ts';
+import { registerConsole } from '../../services/accounts/src/console/http.ts';
 import { errorPathsPlugin, rootFieldOwners } from './error-paths.ts';
 import { aliasLimit, costLimit, depthLimit } from './limits.ts';
 import { RateLimiter, SharedRateLimiter } from './rate-limit.ts';
@@ -40,6 +41,8 @@ export interface GatewayOptions {
   isReady: () => Promise<boolean>;
   logger?: Logger;
   port?: number;
+  /** The console's clock (sessions, links, sign-in limits); tests move it. */
+  consoleClock?: () => number;
 }
 
 const INVALID_KEY = { detail: 'Invalid or expired API key' };
@@ -247,6 +250,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
     });
   });
   addHealthRoutes(app, options.isReady);
+  await registerConsole(app, { config, keyStore, now: options.consoleClock });
 
   await app.listen({ port: options.port ?? config.ports.gateway, host: config.host });
   const address = app.server.address();

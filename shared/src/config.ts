@@ -52,6 +52,8 @@ export interface Config {
   fillSweepIntervalMs: number;
   /** A pending fill younger than this belongs to a request still in flight; the sweeper leaves it alone. */
   fillSweepMinAgeMs: number;
+  /** Where people reach the console (set-password links, the allowed Origin); no trailing slash. */
+  consoleBaseUrl: string;
 }
 
 export class ConfigError extends Error {}
@@ -87,6 +89,20 @@ function parseTrustProxy(raw: string | undefined): false | string[] {
     throw new ConfigError('TRUST_PROXY takes the addresses of the proxies in front: CIDRs or loopback, uniquelocal, linklocal, comma-separated');
   }
   return raw.split(',').map((entry) => entry.trim()).filter(Boolean);
+}
+
+function parseConsoleBaseUrl(raw: string | undefined, fallback: string): string {
+  if (raw === undefined || raw === '') return fallback;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  if (!url || !['http:', 'https:'].includes(url.protocol) || url.search || url.hash) {
+    throw new ConfigError(`CONSOLE_BASE_URL must be an http(s) URL without query or fragment, got "${raw}"`);
+  }
+  return url.toString().replace(/\/+$/, '');
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -134,6 +150,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const tlsCert = env.TLS_CERT_FILE;
   const tlsKey = env.TLS_KEY_FILE;
   if (Boolean(tlsCert) !== Boolean(tlsKey)) throw new ConfigError('TLS_CERT_FILE and TLS_KEY_FILE go together');
+  const consoleBaseUrl = parseConsoleBaseUrl(env.CONSOLE_BASE_URL, `${tlsCert ? 'https' : 'http'}://${['0.0.0.0', '::'].includes(host) ? '127.0.0.1' : host}:${ports.gateway}`);
 
   return {
     production,
@@ -170,6 +187,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.LOG_LEVEL ?? (env.NODE_ENV === 'test' ? 'warn' : 'info'),
     fillSweepIntervalMs: int(env, 'FILL_SWEEP_INTERVAL_MS', 5_000),
     fillSweepMinAgeMs: int(env, 'FILL_SWEEP_MIN_AGE_MS', 10_000),
+    consoleBaseUrl,
   };
 }
 

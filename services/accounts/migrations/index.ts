@@ -1,6 +1,8 @@
 import type { Migration } from 'kysely';
 import * as accountsAndKeys from './001_accounts_and_keys.ts';
 import * as keyCacheGeneration from './002_key_cache_generation.ts';
+import * as ownersAndSessions from './003_owners_and_sessions.ts';
+import * as securityLog from './004_security_log.ts';
 
 export const SCHEMA = 'accounts';
 
@@ -8,4 +10,6 @@ export const SCHEMA = 'accounts';
 export const migrations: Record<string, Migration> = {
   '001_accounts_and_keys': accountsAndKeys,
   '002_key_cache_generation': keyCacheGeneration,
+  '003_owners_and_sessions': ownersAndSessions,
+  '004_security_log': securityLog,
 };

@@ -1,3 +1,4 @@
+import { parseArgs } from 'node:util';
 import { loadConfigOrExit } from '@ots/shared/config';
 import { ensureDevDatabase } from '@ots/shared/dev-database';
 import { createLogger } from '@ots/shared/logger';
@@ -6,6 +7,7 @@ import { openKeyStore } from './key-store.ts';
 import * as keys from './key-management.ts';
 import { KeyManagementError, type KeyManagement } from './key-management.ts';
 import type { ApiKeyRow } from './repository.ts';
+import { inviteOwner, resetOwnerPassword, type ConsoleDeps } from './console/use-cases.ts';
 
 /** The operator CLI of contract section 5: `npm run admin -- <command> [--json]`. */
 const USAGE = `usage: npm run admin -- <command> [--json]
@@ -16,6 +18,9 @@ const USAGE = `usage: npm run admin -- <command> [--json]
   key list --account ACCOUNT_ID
   key revoke KEY_ID
   key roll KEY_ID [--grace DURATION]
+  key events --account ACCOUNT_ID
+  owner invite --account ACCOUNT_ID --email EMAIL
+  owner reset-password OWNER_ID
 DURATION is a whole number and a unit: 30s, 15m, 12h, 90d.`;
 
 class UsageError extends Error {}
@@ -26,24 +31,42 @@ interface Parsed {
   json: boolean;
 }
 
-const VALUE_OPTIONS = new Set(['--name', '--account', '--expires-in', '--grace']);
+const VALUE_OPTIONS = ['--name', '--account', '--expires-in', '--grace', '--email'];
 
+/**
+ * `node:util`'s parseArgs splits the arguments (`--name=x` and `--name x` alike); it runs non-strict
+ * so that each mistake is reported in this CLI's own one-line words, checked below from its tokens.
+ */
 function parseArguments(argv: string[]): Parsed {
+  const { tokens } = parseArgs({
+    args: argv,
+    options: {
+      ...Object.fromEntries(VALUE_OPTIONS.map((name) => [name.slice(2), { type: 'string' as const }])),
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: true,
+    strict: false,
+    tokens: true,
+  });
   const words: string[] = [];
   const options = new Map<string, string>();
   let json = false;
-  for (let i = 0; i < argv.length; i += 1) {
-    const arg = argv[i]!;
-    if (arg === '--json') json = true;
-    else if (arg === '--help' || arg === '-h') throw new UsageError(USAGE);
-    else if (arg.startsWith('--')) {
-      const [name, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
-      if (!VALUE_OPTIONS.has(name)) throw new UsageError(`unknown option ${name}`);
-      const value = inline ?? argv[++i];
+  for (const token of tokens) {
+    if (token.kind === 'positional') words.push(token.value);
+    else if (token.kind === 'option-terminator') throw new UsageError('unknown option --');
+    else if (token.name === 'help') throw new UsageError(USAGE);
+    else if (token.name === 'json') {
+      if (token.value !== undefined) throw new UsageError('--json takes no value');
+      json = true;
+    } else {
+      const name = token.rawName;
+      if (!VALUE_OPTIONS.includes(name)) throw new UsageError(`unknown option ${name}`);
+      const value = token.value;
       // `--name --json` is a forgotten value, not an account named "--json".
-      if (value === undefined || value === '' || (inline === undefined && value.startsWith('--'))) throw new UsageError(`${name} needs a value`);
+      if (value === undefined || value === '' || (!token.inlineValue && value.startsWith('--'))) throw new UsageError(`${name} needs a value`);
       options.set(name, value);
-    } else words.push(arg);
+    }
   }
   return { words, options, json };
 }
@@ -95,7 +118,7 @@ function keyView(key: ApiKeyRow) {
   };
 }
 
-type Command = (parsed: Parsed, management: KeyManagement) => Promise<{ json: Record<string, unknown>; text: string }>;
+type Command = (parsed: Parsed, management: KeyManagement, owners: ConsoleDeps) => Promise<{ json: Record<string, unknown>; text: string }>;
 
 /** Every command checks its arguments before `run` opens a connection, so a bad call changes nothing. */
 const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = {
@@ -159,6 +182,39 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
       };
     },
   },
+  'key events': {
+    check: (p) => (allowOnly(p, ['--account'], 0), required(p, '--account'), undefined),
+    run: async (p, m) => {
+      const events = await keys.listEvents(m, required(p, '--account'));
+      const text =
+        events.length === 0
+          ? 'no events'
+          : events
+              .map((e) => [e.occurredAt, e.type, e.keyDisplayPrefix ?? '', e.ownerEmail ?? 'operator (CLI)', e.clientAddress ?? '', e.userAgent ?? ''].join('  ').trimEnd())
+              .join('\n');
+      return { json: { events }, text };
+    },
+  },
+  'owner invite': {
+    check: (p) => (allowOnly(p, ['--account', '--email'], 0), required(p, '--account'), required(p, '--email'), undefined),
+    run: async (p, _m, owners) => {
+      const invited = await inviteOwner(owners, required(p, '--account'), required(p, '--email'));
+      return {
+        json: invited,
+        text: `invited owner ${invited.ownerId}; this one-time link sets their password (valid 24 hours):\n${invited.setPasswordUrl}`,
+      };
+    },
+  },
+  'owner reset-password': {
+    check: (p) => (allowOnly(p, [], 1), positional(p, 'OWNER_ID'), undefined),
+    run: async (p, _m, owners) => {
+      const reset = await resetOwnerPassword(owners, positional(p, 'OWNER_ID'));
+      return {
+        json: reset,
+        text: `signed owner ${reset.ownerId} out everywhere and cleared the password; this one-time link sets a new one (valid 24 hours):\n${reset.setPasswordUrl}`,
+      };
+    },
+  },
 };
 
 function fail(message: string, code: number): never {
@@ -192,7 +248,8 @@ const devDatabase = config.databaseUrl ? undefined : await ensureDevDatabase(log
 const opened = openKeyStore({ ...config, databaseUrl: config.databaseUrl ?? devDatabase!.url }, log, { listen: false });
 let exitCode = 0;
 try {
-  const result = await command.run(parsed, { db: opened.db, config, keyStore: opened.keyStore });
+  const management = { db: opened.db, config, keyStore: opened.keyStore };
+  const result = await command.run(parsed, management, { db: opened.db, keys: management, consoleBaseUrl: config.consoleBaseUrl, now: Date.now });
   process.stdout.write(`${parsed.json ? JSON.stringify(result.json) : result.text}\n`);
 } catch (error) {
   exitCode = 1;

@@ -105,3 +105,15 @@ export function expiryAfterRoll(currentExpiry: number | null, now: number, grace
   const graceEnd = now + graceMs;
   return currentExpiry === null ? graceEnd : Math.min(currentExpiry, graceEnd);
 }
+
+export type SecurityEventType = 'key.created' | 'key.rolled' | 'key.revoked' | 'sign_in.succeeded' | 'sign_in.failed' | 'password.set';
+
+/** Who made a change, as the security log shows it: an owner in the console, or the operator's CLI (all null). */
+export interface Actor {
+  ownerId: string | null;
+  ownerEmail: string | null;
+  clientAddress: string | null;
+  userAgent: string | null;
+}
+
+export const OPERATOR: Actor = { ownerId: null, ownerEmail: null, clientAddress: null, userAgent: null };

@@ -1,12 +1,28 @@
 import type { Config } from '@ots/shared/config';
 import { isUuid } from '@ots/shared/ids';
-import { displayPrefixOf, expiryAfterRoll, generateApiKey, hashApiKey } from './domain.ts';
+import { displayPrefixOf, expiryAfterRoll, generateApiKey, hashApiKey, OPERATOR, type Actor } from './domain.ts';
 import type { ApiKeyStore } from './key-store.ts';
 import * as repository from './repository.ts';
 import type { AccountsDb, ApiKeyRow } from './repository.ts';
 
+/**
+ * Key and account changes, for the operator's CLI and the console alike: every key change bumps
+ * the cache generation in its transaction (so it holds at every gateway within 1 s) and is written
+ * to the account's security log in that same transaction.
+ */
+
+/** What went wrong, so that the console can answer 404 or 409; the message is the CLI's line. */
+export type KeyManagementProblem = 'not-found' | 'not-rollable' | 'invalid';
+
 /** An operator request that names something that does not exist, or breaks a rule; nothing was changed. */
-export class KeyManagementError extends Error {}
+export class KeyManagementError extends Error {
+  constructor(
+    message: string,
+    readonly problem: KeyManagementProblem = 'invalid',
+  ) {
+    super(message);
+  }
+}
 
 export interface KeyManagement {
   db: AccountsDb;
@@ -14,9 +30,18 @@ export interface KeyManagement {
   keyStore: ApiKeyStore;
 }
 
+/**
+ * Who acts, and for which account: the console passes the signed-in owner and their account, so a
+ * key of another account is "not found"; the CLI acts as the operator on any key.
+ */
+export interface KeyChangeOptions {
+  actor?: Actor;
+  accountId?: string;
+}
+
 async function existingAccount(db: AccountsDb, accountId: string) {
   const account = isUuid(accountId) ? await repository.findAccount(db, accountId) : undefined;
-  if (!account) throw new KeyManagementError(`no account ${accountId}`);
+  if (!account) throw new KeyManagementError(`no account ${accountId}`, 'not-found');
   return account;
 }
 
@@ -30,29 +55,76 @@ export async function setApiAccess({ db, keyStore }: KeyManagement, accountId: s
   await existingAccount(db, accountId);
   const { hashes, generation } = await db.transaction().execute(async (trx) => {
     const keyHashes = await repository.setApiAccess(trx, accountId, enabled);
-    if (!keyHashes) throw new KeyManagementError(`no account ${accountId}`);
+    if (!keyHashes) throw new KeyManagementError(`no account ${accountId}`, 'not-found');
     return { hashes: keyHashes, generation: await repository.bumpKeyCacheGeneration(trx) };
   });
   await keyStore.invalidate(hashes, generation);
   return { accountId, apiAccessEnabled: enabled };
 }
 
+/** Inside a transaction: a new live key of the account, logged as created. */
+async function issueKey(
+  trx: AccountsDb,
+  config: KeyManagement['config'],
+  accountId: string,
+  options: { name: string | null; expiresAt: Date | null },
+  actor: Actor,
+): Promise<{ key: ApiKeyRow; apiKey: string }> {
+  const apiKey = generateApiKey();
+  const key = await repository.insertApiKey(trx, {
+    accountId,
+    name: options.name,
+    keyHash: hashApiKey(config.apiKeyHmacSecret, apiKey),
+    displayPrefix: displayPrefixOf(apiKey),
+    expiresAt: options.expiresAt,
+  });
+  await repository.insertSecurityEvent(trx, {
+    accountId,
+    type: 'key.created',
+    occurredAt: key.created_at,
+    actor,
+    key: { id: key.id, displayPrefix: key.display_prefix },
+  });
+  return { key, apiKey };
+}
+
 /** Creates a key; the full key is returned here and never again. */
 export async function createKey(
   { db, config }: KeyManagement,
   accountId: string,
-  options: { name?: string | null; expiresInMs?: number | null } = {},
+  options: { name?: string | null; expiresInMs?: number | null; expiresAt?: Date | null } = {},
+  actor: Actor = OPERATOR,
 ): Promise<{ key: ApiKeyRow; apiKey: string }> {
   await existingAccount(db, accountId);
-  const apiKey = generateApiKey();
-  const key = await repository.insertApiKey(db, {
-    accountId,
-    name: options.name ?? null,
-    keyHash: hashApiKey(config.apiKeyHmacSecret, apiKey),
-    displayPrefix: displayPrefixOf(apiKey),
-    expiresAt: options.expiresInMs != null ? new Date(Date.now() + options.expiresInMs) : null,
-  });
-  return { key, apiKey };
+  const expiresAt = options.expiresAt ?? (options.expiresInMs != null ? new Date(Date.now() + options.expiresInMs) : null);
+  return db.transaction().execute((trx) => issueKey(trx, config, accountId, { name: options.name ?? null, expiresAt }, actor));
+}
+
+/** The account's whole security log, newest first, for the CLI's `key events`. */
+export async function listEvents({ db }: KeyManagement, accountId: string) {
+  await existingAccount(db, accountId);
+  const events: ReturnType<typeof securityEventView>[] = [];
+  let after: { occurredAt: Date; id: string } | undefined;
+  for (;;) {
+    const page = await repository.listSecurityEvents(db, accountId, { limit: 500, after });
+    events.push(...page.map(securityEventView));
+    const last = page.at(-1);
+    if (page.length < 500 || !last) return events;
+    after = { occurredAt: last.occurred_at, id: last.id };
+  }
+}
+
+/** A security log entry as the console and the CLI show it. */
+export function securityEventView(event: repository.SecurityEventRow) {
+  return {
+    id: event.id,
+    type: event.type,
+    occurredAt: event.occurred_at.toISOString(),
+    ownerEmail: event.owner_email,
+    clientAddress: event.client_address,
+    userAgent: event.user_agent,
+    keyDisplayPrefix: event.key_display_prefix,
+  };
 }
 
 export async function listKeys({ db }: KeyManagement, accountId: string) {
@@ -60,33 +132,60 @@ export async function listKeys({ db }: KeyManagement, accountId: string) {
   return repository.listApiKeys(db, accountId);
 }
 
-export async function revokeKey({ db, keyStore }: KeyManagement, keyId: string) {
-  if (!isUuid(keyId)) throw new KeyManagementError(`no key ${keyId}`);
-  const { revoked, generation } = await db.transaction().execute(async (trx) => {
-    const row = await repository.revokeApiKey(trx, keyId);
-    if (!row) throw new KeyManagementError(`no key ${keyId}`);
-    return { revoked: row, generation: await repository.bumpKeyCacheGeneration(trx) };
+/** Revokes once: revoking a revoked key changes nothing and keeps the first time. */
+export async function revokeKey({ db, keyStore }: KeyManagement, keyId: string, options: KeyChangeOptions = {}) {
+  if (!isUuid(keyId)) throw new KeyManagementError(`no key ${keyId}`, 'not-found');
+  const { key, keyHash, generation } = await db.transaction().execute(async (trx) => {
+    const current = await repository.lockApiKey(trx, keyId, options.accountId);
+    if (!current) throw new KeyManagementError(`no key ${keyId}`, 'not-found');
+    const { key_hash: hash, ...unchanged } = current;
+    if (current.revoked_at) return { key: unchanged as ApiKeyRow, keyHash: hash, generation: undefined };
+    const revoked = await repository.revokeApiKey(trx, current.account_id, keyId);
+    await repository.insertSecurityEvent(trx, {
+      accountId: current.account_id,
+      type: 'key.revoked',
+      occurredAt: revoked.revoked_at!,
+      actor: options.actor ?? OPERATOR,
+      key: { id: keyId, displayPrefix: current.display_prefix },
+    });
+    return { key: revoked, keyHash: hash, generation: await repository.bumpKeyCacheGeneration(trx) };
   });
-  await keyStore.invalidate([revoked.keyHash], generation);
-  return { keyId, revokedAt: revoked.revokedAt };
+  if (generation !== undefined) await keyStore.invalidate([keyHash], generation);
+  return { keyId, revokedAt: key.revoked_at!, key };
 }
 
 /** A new key of the same account; the old one works until the grace ends (0 ends it at once). */
-export async function rollKey(management: KeyManagement, keyId: string, graceMs: number) {
-  const { db, keyStore } = management;
-  const previous = isUuid(keyId) ? await repository.findApiKeyWithHash(db, keyId) : undefined;
-  if (!previous) throw new KeyManagementError(`no key ${keyId}`);
-  if (previous.revoked_at) throw new KeyManagementError(`key ${keyId} is revoked and cannot be rolled`);
-  const now = Date.now();
-  if (previous.expires_at && previous.expires_at.getTime() <= now) {
-    throw new KeyManagementError(`key ${keyId} has expired and cannot be rolled`);
-  }
-  const previousExpiresAt = new Date(expiryAfterRoll(previous.expires_at?.getTime() ?? null, now, graceMs));
-  const { created, generation } = await db.transaction().execute(async (trx) => {
-    const issued = await createKey({ ...management, db: trx }, previous.account_id, { name: previous.name });
-    await repository.setApiKeyExpiry(trx, keyId, previousExpiresAt);
-    return { created: issued, generation: await repository.bumpKeyCacheGeneration(trx) };
+export async function rollKey(management: KeyManagement, keyId: string, graceMs: number, options: KeyChangeOptions = {}) {
+  const { db, config, keyStore } = management;
+  if (!isUuid(keyId)) throw new KeyManagementError(`no key ${keyId}`, 'not-found');
+  const actor = options.actor ?? OPERATOR;
+  const result = await db.transaction().execute(async (trx) => {
+    const previous = await repository.lockApiKey(trx, keyId, options.accountId);
+    if (!previous) throw new KeyManagementError(`no key ${keyId}`, 'not-found');
+    if (previous.revoked_at) throw new KeyManagementError(`key ${keyId} is revoked and cannot be rolled`, 'not-rollable');
+    const now = Date.now();
+    if (previous.expires_at && previous.expires_at.getTime() <= now) {
+      throw new KeyManagementError(`key ${keyId} has expired and cannot be rolled`, 'not-rollable');
+    }
+    const previousExpiresAt = new Date(expiryAfterRoll(previous.expires_at?.getTime() ?? null, now, graceMs));
+    const issued = await issueKey(trx, config, previous.account_id, { name: previous.name, expiresAt: null }, actor);
+    const previousKey = await repository.markApiKeyRolled(trx, previous.account_id, keyId, previousExpiresAt, issued.key.id);
+    await repository.insertSecurityEvent(trx, {
+      accountId: previous.account_id,
+      type: 'key.rolled',
+      occurredAt: issued.key.created_at,
+      actor,
+      key: { id: keyId, displayPrefix: previous.display_prefix },
+    });
+    return { ...issued, previousKey, previousHash: previous.key_hash, generation: await repository.bumpKeyCacheGeneration(trx) };
   });
-  await keyStore.invalidate([previous.key_hash], generation);
-  return { keyId: created.key.id, apiKey: created.apiKey, previousKeyId: keyId, previousExpiresAt };
+  await keyStore.invalidate([result.previousHash], result.generation);
+  return {
+    keyId: result.key.id,
+    apiKey: result.apiKey,
+    previousKeyId: keyId,
+    previousExpiresAt: result.previousKey.expires_at!,
+    key: result.key,
+    previousKey: result.previousKey,
+  };
 }

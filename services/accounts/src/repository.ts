@@ -1,6 +1,6 @@
 import { sql, type Generated, type Kysely, type Selectable } from 'kysely';
 import { newId } from '@ots/shared/ids';
-import type { KeyRecord } from './domain.ts';
+import type { Actor, KeyRecord, SecurityEventType } from './domain.ts';
 
 export interface AccountsDatabase {
   accounts: {
@@ -20,11 +20,56 @@ export interface AccountsDatabase {
     expires_at: Date | null;
     last_used_at: Date | null;
     revoked_at: Date | null;
+    /** Set by a roll: the key that replaced this one, which works on while this one's grace runs. */
+    replaced_by_key_id: Generated<string | null>;
   };
   key_cache_generation: {
     singleton: Generated<boolean>;
     /** bigint: pg returns it as a string. */
     generation: Generated<string>;
+  };
+  owners: {
+    id: string;
+    account_id: string;
+    email: string;
+    password_hash: string | null;
+    password_set_at: Date | null;
+    created_at: Date;
+  };
+  set_password_tokens: {
+    id: string;
+    account_id: string;
+    owner_id: string;
+    token_hash: Buffer;
+    created_at: Date;
+    expires_at: Date;
+    used_at: Date | null;
+  };
+  sessions: {
+    id: string;
+    account_id: string;
+    owner_id: string;
+    token_hash: Buffer;
+    created_at: Date;
+    last_seen_at: Date;
+  };
+  security_events: {
+    id: string;
+    account_id: string;
+    type: SecurityEventType;
+    occurred_at: Date;
+    owner_id: string | null;
+    owner_email: string | null;
+    client_address: string | null;
+    user_agent: string | null;
+    key_id: string | null;
+    key_display_prefix: string | null;
+  };
+  sign_in_failures: {
+    id: string;
+    email_hash: Buffer;
+    client_address: string;
+    failed_at: Date;
   };
 }
 
@@ -42,6 +87,7 @@ const API_KEY_COLUMNS = [
   'expires_at',
   'last_used_at',
   'revoked_at',
+  'replaced_by_key_id',
 ] as const;
 
 export async function insertAccount(db: AccountsDb, name: string): Promise<AccountRow> {
@@ -89,13 +135,13 @@ export async function insertApiKey(db: AccountsDb, key: NewApiKey): Promise<ApiK
     .executeTakeFirstOrThrow();
 }
 
-export async function listApiKeys(db: AccountsDb, accountId: string): Promise<ApiKeyRow[]> {
+export async function listApiKeys(db: AccountsDb, accountId: string, order: 'asc' | 'desc' = 'asc'): Promise<ApiKeyRow[]> {
   return db
     .selectFrom('api_keys')
     .select(API_KEY_COLUMNS)
     .where('account_id', '=', accountId)
-    .orderBy('created_at', 'asc')
-    .orderBy('id', 'asc')
+    .orderBy('created_at', order)
+    .orderBy('id', order)
     .execute();
 }
 
@@ -109,27 +155,74 @@ export async function findApiKeyOfAccount(db: AccountsDb, accountId: string, key
     .executeTakeFirst();
 }
 
-export async function findApiKeyWithHash(db: AccountsDb, keyId: string) {
+/**
+ * A key and its hash, locked for the transaction that changes it; scoped to `accountId` when the
+ * caller acts for one account (the console), by id alone for the operator's CLI.
+ */
+export async function lockApiKey(db: AccountsDb, keyId: string, accountId: string | undefined) {
+  let query = db.selectFrom('api_keys').select([...API_KEY_COLUMNS, 'key_hash']).where('id', '=', keyId);
+  if (accountId !== undefined) query = query.where('account_id', '=', accountId);
+  return query.forUpdate().executeTakeFirst();
+}
+
+export async function revokeApiKey(db: AccountsDb, accountId: string, keyId: string): Promise<ApiKeyRow> {
   return db
-    .selectFrom('api_keys')
-    .select([...API_KEY_COLUMNS, 'key_hash'])
-    .where('id', '=', keyId)
-    .executeTakeFirst();
-}
-
-/** Revokes once: a second revoke keeps the first time. */
-export async function revokeApiKey(db: AccountsDb, keyId: string): Promise<{ revokedAt: Date; keyHash: Buffer } | undefined> {
-  const row = await db
     .updateTable('api_keys')
-    .set({ revoked_at: sql<Date>`coalesce(revoked_at, now())` })
+    .set({ revoked_at: sql<Date>`now()` })
+    .where('account_id', '=', accountId)
     .where('id', '=', keyId)
-    .returning(['revoked_at', 'key_hash'])
-    .executeTakeFirst();
-  return row ? { revokedAt: row.revoked_at!, keyHash: row.key_hash } : undefined;
+    .returning(API_KEY_COLUMNS)
+    .executeTakeFirstOrThrow();
 }
 
-export async function setApiKeyExpiry(db: AccountsDb, keyId: string, expiresAt: Date): Promise<void> {
-  await db.updateTable('api_keys').set({ expires_at: expiresAt }).where('id', '=', keyId).execute();
+export async function markApiKeyRolled(db: AccountsDb, accountId: string, keyId: string, expiresAt: Date, replacedByKeyId: string): Promise<ApiKeyRow> {
+  return db
+    .updateTable('api_keys')
+    .set({ expires_at: expiresAt, replaced_by_key_id: replacedByKeyId })
+    .where('account_id', '=', accountId)
+    .where('id', '=', keyId)
+    .returning(API_KEY_COLUMNS)
+    .executeTakeFirstOrThrow();
+}
+
+export type SecurityEventRow = Selectable<AccountsDatabase['security_events']>;
+
+/** Written in the transaction of the change it records, so the log never misses one. */
+export async function insertSecurityEvent(
+  db: AccountsDb,
+  event: { accountId: string; type: SecurityEventType; occurredAt: Date; actor: Actor; key?: { id: string; displayPrefix: string } },
+): Promise<void> {
+  await db
+    .insertInto('security_events')
+    .values({
+      id: newId(event.occurredAt.getTime()),
+      account_id: event.accountId,
+      type: event.type,
+      occurred_at: event.occurredAt,
+      owner_id: event.actor.ownerId,
+      owner_email: event.actor.ownerEmail,
+      client_address: event.actor.clientAddress,
+      user_agent: event.actor.userAgent,
+      key_id: event.key?.id ?? null,
+      key_display_prefix: event.key?.displayPrefix ?? null,
+    })
+    .execute();
+}
+
+/** Newest first, keyset-paged on (occurred_at, id): `after` is the last event of the previous page. */
+export async function listSecurityEvents(
+  db: AccountsDb,
+  accountId: string,
+  options: { limit: number; after?: { occurredAt: Date; id: string } },
+): Promise<SecurityEventRow[]> {
+  let query = db.selectFrom('security_events').selectAll().where('account_id', '=', accountId);
+  const after = options.after;
+  if (after) {
+    query = query.where((eb) =>
+      eb.or([eb('occurred_at', '<', after.occurredAt), eb.and([eb('occurred_at', '=', after.occurredAt), eb('id', '<', after.id)])]),
+    );
+  }
+  return query.orderBy('occurred_at', 'desc').orderBy('id', 'desc').limit(options.limit).execute();
 }
 
 /** The gateway's look-up: everything it needs to decide on a key, by the key's hash. */

@@ -1,0 +1,214 @@
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import fastifyCookie from '@fastify/cookie';
+import fastifyStatic from '@fastify/static';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '@ots/shared/config';
+import { createDatabase } from '@ots/shared/db';
+import { SCHEMA } from '../../migrations/index.ts';
+import type { ApiKeyStore } from '../key-store.ts';
+import type { AccountsDatabase } from '../repository.ts';
+import { isSameOriginRequest, SESSION_ABSOLUTE_MS } from './domain.ts';
+import * as useCases from './use-cases.ts';
+import { ConsoleError, SIGN_IN_REQUIRED, type ConsoleDeps, type RequestOrigin, type Session } from './use-cases.ts';
+
+/**
+ * The account console on the gateway's origin: the JSON API under `/console/api/` (CONSOLE-API.md)
+ * and the built front end (`console/dist/`). Registered as its own encapsulated plugin, so its
+ * cookie parsing, origin check and headers never touch `/graphql`.
+ */
+
+export const SESSION_COOKIE = 'ots_session';
+
+/** The front end's client-side routes: each is answered with its index.html. */
+export const CONSOLE_PAGES = ['/', '/sign-in', '/set-password', '/settings/api-keys', '/settings/security-log', '/explorer'] as const;
+
+export const DEFAULT_DIST_DIR = fileURLToPath(new URL('../../../../console/dist/', import.meta.url));
+
+/**
+ * Everything is served from this origin (no CDN, no inline script). Styles may only come from the
+ * bundle's own files too; `data:` images cover the few icons that stylesheets embed.
+ */
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const SECURITY_HEADERS = {
+  'content-security-policy': CONTENT_SECURITY_POLICY,
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY',
+  'cross-origin-opener-policy': 'same-origin',
+  'cross-origin-resource-policy': 'same-origin',
+};
+
+const NOT_BUILT_PAGE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Console not built</title></head>
+<body><h1>The console is not built</h1><p>Build the front end (it lands in <code>console/dist/</code>) and restart the gateway. The API at <code>/graphql</code> works meanwhile.</p></body></html>
+`;
+
+export interface ConsoleHttpOptions {
+  config: Config;
+  /** The gateway's key store: key changes invalidate its caches like the CLI's do. */
+  keyStore: ApiKeyStore;
+  /** The clock of sessions, links and sign-in limits; tests move it. */
+  now?: () => number;
+  distDir?: string;
+}
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/**
+ * The origins a state-changing request may come from: the configured console address and, outside
+ * production, this request's own origin when it is addressed to this machine (a development gateway
+ * answers on 127.0.0.1 and localhost alike, on whatever port it was given). A DNS-rebound name is
+ * not this machine's name, so it stays refused.
+ */
+function allowedOrigins(config: Config, request: FastifyRequest): string[] {
+  const origins = [new URL(config.consoleBaseUrl).origin];
+  if (!config.production) {
+    const host = request.headers.host ?? '';
+    const hostname = host.replace(/:\d+$/, '');
+    if (LOOPBACK_HOSTS.has(hostname) || hostname === config.host) origins.push(`${request.protocol}://${host}`);
+  }
+  return origins;
+}
+
+function originOf(request: FastifyRequest): RequestOrigin {
+  const agent = request.headers['user-agent'];
+  return { clientAddress: request.ip, userAgent: typeof agent === 'string' ? agent : null };
+}
+
+function bodyOf(request: FastifyRequest): Record<string, unknown> {
+  const body = request.body;
+  return body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+}
+
+export async function registerConsole(app: FastifyInstance, options: ConsoleHttpOptions): Promise<void> {
+  const { config } = options;
+  if (!config.databaseUrl) throw new Error('the console needs DATABASE_URL');
+  // Its own small pool: console traffic never queues behind (or ahead of) the gateway's key look-ups.
+  const db = createDatabase<AccountsDatabase>({ url: config.databaseUrl, schema: SCHEMA, applicationName: 'console', maxConnections: 4 });
+  const deps: ConsoleDeps = {
+    db,
+    keys: { db, config, keyStore: options.keyStore },
+    consoleBaseUrl: config.consoleBaseUrl,
+    now: options.now ?? Date.now,
+  };
+  const distDir = options.distDir ?? DEFAULT_DIST_DIR;
+  const cookieOptions = { path: '/', httpOnly: true, sameSite: 'strict' as const, secure: config.production };
+
+  app.addHook('onClose', async () => db.destroy());
+
+  await app.register(async (scope) => {
+    await scope.register(fastifyCookie);
+
+    scope.addHook('onRequest', async (request, reply) => {
+      if (request.method === 'GET' || request.method === 'HEAD') return;
+      const origin = request.headers.origin;
+      const fetchSite = request.headers['sec-fetch-site'];
+      const sameOrigin = isSameOriginRequest(
+        { origin: typeof origin === 'string' ? origin : undefined, secFetchSite: typeof fetchSite === 'string' ? fetchSite : undefined },
+        allowedOrigins(config, request),
+      );
+      if (!sameOrigin) return reply.code(403).send({ detail: 'Cross-origin request refused' });
+    });
+    scope.addHook('onSend', async (_request, reply) => {
+      reply.headers(SECURITY_HEADERS);
+    });
+
+    await scope.register(async (api) => apiRoutes(api, deps, cookieOptions), { prefix: '/console/api' });
+
+    for (const page of CONSOLE_PAGES) {
+      scope.get(page, async (_request, reply) => {
+        try {
+          return reply.type('text/html; charset=utf-8').send(await readFile(`${distDir}/index.html`));
+        } catch {
+          return reply.code(503).type('text/html; charset=utf-8').send(NOT_BUILT_PAGE);
+        }
+      });
+    }
+    if (existsSync(`${distDir}/assets`)) {
+      await scope.register(fastifyStatic, {
+        root: `${distDir}/assets`,
+        prefix: '/assets/',
+        decorateReply: false,
+        index: false,
+        list: false,
+        cacheControl: false,
+      });
+    }
+  });
+}
+
+type CookieOptions = { path: string; httpOnly: boolean; sameSite: 'strict'; secure: boolean };
+
+async function apiRoutes(api: FastifyInstance, deps: ConsoleDeps, cookieOptions: CookieOptions): Promise<void> {
+  const sessions = new WeakMap<FastifyRequest, Session>();
+  const sessionOf = (request: FastifyRequest) => sessions.get(request)!;
+  const signedIn = { config: { signedIn: true } };
+
+  const startSession = (reply: FastifyReply, token: string) =>
+    reply.setCookie(SESSION_COOKIE, token, { ...cookieOptions, maxAge: SESSION_ABSOLUTE_MS / 1000 });
+
+  api.addHook('preHandler', async (request, reply) => {
+    if (!(request.routeOptions.config as { signedIn?: boolean }).signedIn) return;
+    const session = await useCases.currentSession(deps, request.cookies[SESSION_COOKIE]);
+    if (!session) return reply.code(401).clearCookie(SESSION_COOKIE, cookieOptions).send({ detail: SIGN_IN_REQUIRED });
+    sessions.set(request, session);
+  });
+
+  api.setErrorHandler((error, _request, reply) => {
+    if (!(error instanceof ConsoleError)) throw error;
+    if (error.retryAfterSeconds !== undefined) reply.header('Retry-After', String(error.retryAfterSeconds));
+    return reply.code(error.status).send({ detail: error.detail, ...(error.field ? { field: error.field } : {}) });
+  });
+  api.setNotFoundHandler((_request, reply) => reply.code(404).send({ detail: 'Not found' }));
+
+  api.post('/sign-in', async (request, reply) => {
+    const { token, view } = await useCases.signIn(deps, bodyOf(request), originOf(request));
+    return startSession(reply, token).send(view);
+  });
+
+  api.post('/sign-out', async (request, reply) => {
+    await useCases.signOut(deps, request.cookies[SESSION_COOKIE]);
+    return reply.code(204).clearCookie(SESSION_COOKIE, cookieOptions).send();
+  });
+
+  api.post('/set-password', async (request, reply) => {
+    const { token, view } = await useCases.setPassword(deps, bodyOf(request), originOf(request));
+    return startSession(reply, token).send(view);
+  });
+
+  api.get('/session', signedIn, async (request) => {
+    const { owner, account } = sessionOf(request);
+    return { owner, account };
+  });
+
+  api.get('/keys', signedIn, async (request) => useCases.listKeys(deps, sessionOf(request)));
+
+  api.post('/keys', signedIn, async (request, reply) => reply.code(201).send(await useCases.createKey(deps, sessionOf(request), bodyOf(request), originOf(request))));
+
+  api.post<{ Params: { id: string } }>('/keys/:id/roll', signedIn, async (request, reply) =>
+    reply.code(201).send(await useCases.rollKey(deps, sessionOf(request), request.params.id, bodyOf(request), originOf(request))),
+  );
+
+  api.post<{ Params: { id: string } }>('/keys/:id/revoke', signedIn, async (request) =>
+    useCases.revokeKey(deps, sessionOf(request), request.params.id, originOf(request)),
+  );
+
+  api.get<{ Querystring: { after?: string } }>('/security-log', signedIn, async (request) =>
+    useCases.securityLog(deps.db, sessionOf(request).account.id, typeof request.query.after === 'string' ? request.query.after : undefined),
+  );
+}

@@ -1,0 +1,348 @@
+import { isUuid } from '@ots/shared/ids';
+import type { Actor } from '../domain.ts';
+import * as keys from '../key-management.ts';
+import { KeyManagementError, type KeyManagement } from '../key-management.ts';
+import * as accounts from '../repository.ts';
+import type { AccountsDb, ApiKeyRow, SecurityEventRow } from '../repository.ts';
+import {
+  expiryOf,
+  GRACE_MS,
+  hashSecret,
+  isSessionLive,
+  isValidEmail,
+  keyStatus,
+  labelProblem,
+  newSecret,
+  normalizeEmail,
+  passwordProblem,
+  SESSION_ABSOLUTE_MS,
+  SESSION_IDLE_MS,
+  SET_PASSWORD_LINK_TTL_MS,
+  setPasswordUrl,
+  SIGN_IN_WINDOW_MS,
+  signInAllowance,
+  type ExpiryChoice,
+  type GraceChoice,
+} from './domain.ts';
+import { hashPassword, verifyPassword } from './passwords.ts';
+import * as repository from './repository.ts';
+
+/** What the console's use cases need; `now` is the clock every session and limit rule reads. */
+export interface ConsoleDeps {
+  db: AccountsDb;
+  keys: KeyManagement;
+  consoleBaseUrl: string;
+  now: () => number;
+}
+
+/** Where a request came from, for the security log and the per-address limit. */
+export interface RequestOrigin {
+  clientAddress: string;
+  userAgent: string | null;
+}
+
+/** A refusal the console shows: the HTTP status and the contract's `{detail, field?}`. */
+export class ConsoleError extends Error {
+  constructor(
+    readonly status: 400 | 401 | 404 | 409 | 429,
+    readonly detail: string,
+    readonly field?: string,
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(detail);
+  }
+}
+
+export const SIGN_IN_FAILED = 'Email or password is incorrect';
+export const SIGN_IN_REQUIRED = 'Sign in required';
+export const LINK_INVALID = 'This link is invalid or has expired';
+export const NOT_FOUND = 'Not found';
+
+export interface SessionView {
+  owner: { id: string; email: string };
+  account: { id: string; name: string; apiAccessEnabled: boolean };
+}
+
+/** The signed-in owner: what every console route after sign-in acts as. */
+export interface Session extends SessionView {
+  sessionId: string;
+}
+
+export interface KeyView {
+  id: string;
+  label: string | null;
+  environment: 'LIVE' | 'SANDBOX';
+  displayPrefix: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  expiresAt: string | null;
+  revokedAt: string | null;
+  status: ReturnType<typeof keyStatus>;
+}
+
+export function keyView(key: ApiKeyRow, now: number): KeyView {
+  return {
+    id: key.id,
+    label: key.name,
+    environment: key.environment,
+    displayPrefix: key.display_prefix,
+    createdAt: key.created_at.toISOString(),
+    lastUsedAt: key.last_used_at?.toISOString() ?? null,
+    expiresAt: key.expires_at?.toISOString() ?? null,
+    revokedAt: key.revoked_at?.toISOString() ?? null,
+    status: keyStatus(
+      { revokedAt: key.revoked_at?.getTime() ?? null, expiresAt: key.expires_at?.getTime() ?? null, replaced: key.replaced_by_key_id !== null },
+      now,
+    ),
+  };
+}
+
+const MAX_USER_AGENT_LENGTH = 512;
+
+function actorOf(session: Session | { owner: { id: string; email: string } }, request: RequestOrigin): Actor {
+  return {
+    ownerId: session.owner.id,
+    ownerEmail: session.owner.email,
+    clientAddress: request.clientAddress,
+    // eslint-disable-next-line no-control-regex
+    userAgent: request.userAgent?.replace(/[\u0000-\u001f\u007f]/g, '').slice(0, MAX_USER_AGENT_LENGTH) || null,
+  };
+}
+
+// ---- Owners and their links: the operator's CLI -------------------------------------------------
+
+async function issueSetPasswordLink(deps: ConsoleDeps, db: AccountsDb, owner: { accountId: string; ownerId: string }): Promise<string> {
+  const token = newSecret();
+  const now = deps.now();
+  await repository.replaceSetPasswordToken(db, {
+    accountId: owner.accountId,
+    ownerId: owner.ownerId,
+    tokenHash: hashSecret(token),
+    createdAt: new Date(now),
+    expiresAt: new Date(now + SET_PASSWORD_LINK_TTL_MS),
+  });
+  return setPasswordUrl(deps.consoleBaseUrl, token);
+}
+
+/** `owner invite`: a new owner of the account and their one-time set-password link (24 h). */
+export async function inviteOwner(deps: ConsoleDeps, accountId: string, email: string) {
+  const address = normalizeEmail(email);
+  if (!isValidEmail(address)) throw new KeyManagementError(`"${email}" is not an email address`);
+  const account = isUuid(accountId) ? await accounts.findAccount(deps.db, accountId) : undefined;
+  if (!account) throw new KeyManagementError(`no account ${accountId}`, 'not-found');
+  return deps.db.transaction().execute(async (trx) => {
+    const existing = await repository.findOwnerByEmail(trx, address);
+    if (existing) {
+      throw new KeyManagementError(`${address} is already owner ${existing.id}; to send a new link use owner reset-password ${existing.id}`);
+    }
+    const owner = await repository.insertOwner(trx, { accountId, email: address, createdAt: new Date(deps.now()) });
+    return { ownerId: owner.id, setPasswordUrl: await issueSetPasswordLink(deps, trx, { accountId, ownerId: owner.id }) };
+  });
+}
+
+/**
+ * `owner reset-password`: a new link, the owner's sessions ended and the old password cleared, so
+ * whoever knew it (the reason for most resets) is out at once.
+ */
+export async function resetOwnerPassword(deps: ConsoleDeps, ownerId: string) {
+  const owner = isUuid(ownerId) ? await repository.findOwner(deps.db, ownerId) : undefined;
+  if (!owner) throw new KeyManagementError(`no owner ${ownerId}`, 'not-found');
+  return deps.db.transaction().execute(async (trx) => {
+    await repository.setOwnerPassword(trx, owner.account_id, owner.id, null, null);
+    await repository.deleteOwnerSessions(trx, owner.account_id, owner.id);
+    return { ownerId: owner.id, setPasswordUrl: await issueSetPasswordLink(deps, trx, { accountId: owner.account_id, ownerId: owner.id }) };
+  });
+}
+
+/** The demo owner's link for `npm start`: a new one while the owner has not set a password (an old link cannot be shown again). */
+export async function demoOwnerLink(deps: ConsoleDeps, accountId: string, email: string): Promise<string | undefined> {
+  const owner = await repository.findOwnerByEmail(deps.db, normalizeEmail(email));
+  if (!owner) return (await inviteOwner(deps, accountId, email)).setPasswordUrl;
+  if (owner.password_hash !== null) return undefined;
+  return issueSetPasswordLink(deps, deps.db, { accountId: owner.account_id, ownerId: owner.id });
+}
+
+// ---- Sessions ---------------------------------------------------------------------------------
+
+async function startSession(deps: ConsoleDeps, db: AccountsDb, owner: { accountId: string; ownerId: string }): Promise<string> {
+  const token = newSecret();
+  await repository.insertSession(db, { accountId: owner.accountId, ownerId: owner.ownerId, tokenHash: hashSecret(token), now: new Date(deps.now()) });
+  return token;
+}
+
+async function sessionViewOf(deps: ConsoleDeps, token: string): Promise<SessionView> {
+  const session = await currentSession(deps, token);
+  if (!session) throw new Error('a session just started is not found');
+  return { owner: session.owner, account: session.account };
+}
+
+/**
+ * Sign-in: 401 with one message for every failure, whatever failed (unknown email, no password
+ * yet, wrong password), in about the same time. The attempt is recorded as a failure before the
+ * password is checked and cleared on success, so parallel guesses cannot slip past the limits.
+ */
+export async function signIn(deps: ConsoleDeps, body: { email?: unknown; password?: unknown }, request: RequestOrigin) {
+  const email = typeof body.email === 'string' ? normalizeEmail(body.email) : '';
+  const password = typeof body.password === 'string' ? body.password : '';
+  const now = deps.now();
+  const attempt = { emailHash: hashSecret(email), clientAddress: request.clientAddress, failedAt: new Date(now) };
+  const pendingId = await repository.insertSignInFailure(deps.db, attempt);
+  const failures = await repository.recentSignInFailures(deps.db, attempt.emailHash, request.clientAddress, new Date(now - SIGN_IN_WINDOW_MS), pendingId);
+  const allowance = signInAllowance(failures, now);
+  if (!allowance.allowed) {
+    await repository.deleteSignInFailure(deps.db, pendingId);
+    throw new ConsoleError(429, 'Too many failed sign-ins; try again later', undefined, allowance.retryAfterSeconds);
+  }
+  const owner = email === '' ? undefined : await repository.findOwnerByEmail(deps.db, email);
+  const valid = await verifyPassword(owner?.password_hash ?? null, password);
+  if (!owner || !valid) {
+    if (owner) {
+      await accounts.insertSecurityEvent(deps.db, {
+        accountId: owner.account_id,
+        type: 'sign_in.failed',
+        occurredAt: new Date(now),
+        actor: actorOf({ owner: { id: owner.id, email: owner.email } }, request),
+      });
+    }
+    await repository.deleteSignInFailuresBefore(deps.db, new Date(now - SIGN_IN_WINDOW_MS));
+    throw new ConsoleError(401, SIGN_IN_FAILED);
+  }
+  const token = await deps.db.transaction().execute(async (trx) => {
+    await repository.deleteSignInFailure(trx, pendingId);
+    await repository.deleteEndedSessions(trx, owner.account_id, owner.id, new Date(now - SESSION_IDLE_MS), new Date(now - SESSION_ABSOLUTE_MS));
+    await accounts.insertSecurityEvent(trx, {
+      accountId: owner.account_id,
+      type: 'sign_in.succeeded',
+      occurredAt: new Date(now),
+      actor: actorOf({ owner: { id: owner.id, email: owner.email } }, request),
+    });
+    return startSession(deps, trx, { accountId: owner.account_id, ownerId: owner.id });
+  });
+  return { token, view: await sessionViewOf(deps, token) };
+}
+
+/** The session a cookie names, if it is live; using it restarts the idle timeout. */
+export async function currentSession(deps: ConsoleDeps, token: string | undefined): Promise<Session | undefined> {
+  if (!token) return undefined;
+  const row = await repository.findSession(deps.db, hashSecret(token));
+  if (!row) return undefined;
+  const now = deps.now();
+  if (!isSessionLive({ createdAt: row.createdAt.getTime(), lastSeenAt: row.lastSeenAt.getTime() }, now)) {
+    await repository.deleteSession(deps.db, row.accountId, row.sessionId);
+    return undefined;
+  }
+  await repository.touchSession(deps.db, row.accountId, row.sessionId, new Date(now));
+  return {
+    sessionId: row.sessionId,
+    owner: { id: row.ownerId, email: row.email },
+    account: { id: row.accountId, name: row.accountName, apiAccessEnabled: row.apiAccessEnabled },
+  };
+}
+
+export async function signOut(deps: ConsoleDeps, token: string | undefined): Promise<void> {
+  if (!token) return;
+  const row = await repository.findSession(deps.db, hashSecret(token));
+  if (row) await repository.deleteSession(deps.db, row.accountId, row.sessionId);
+}
+
+/**
+ * Through a one-time link: sets the password, ends every session of the owner and signs in anew.
+ * The link is checked before the password so that a short password does not use it up.
+ */
+export async function setPassword(deps: ConsoleDeps, body: { token?: unknown; password?: unknown }, request: RequestOrigin) {
+  const link = typeof body.token === 'string' && body.token.length <= 100 ? body.token : '';
+  const password = typeof body.password === 'string' ? body.password : '';
+  const now = new Date(deps.now());
+  const found = link === '' ? undefined : await repository.findUsableSetPasswordToken(deps.db, hashSecret(link), now);
+  if (!found) throw new ConsoleError(400, LINK_INVALID);
+  const problem = passwordProblem(password);
+  if (problem) throw new ConsoleError(400, problem, 'password');
+  const passwordHash = await hashPassword(password);
+  const token = await deps.db.transaction().execute(async (trx) => {
+    if (!(await repository.useSetPasswordToken(trx, found.accountId, found.tokenId, now))) throw new ConsoleError(400, LINK_INVALID);
+    await repository.setOwnerPassword(trx, found.accountId, found.ownerId, passwordHash, now);
+    await repository.deleteOwnerSessions(trx, found.accountId, found.ownerId);
+    await accounts.insertSecurityEvent(trx, {
+      accountId: found.accountId,
+      type: 'password.set',
+      occurredAt: now,
+      actor: actorOf({ owner: { id: found.ownerId, email: found.email } }, request),
+    });
+    return startSession(deps, trx, { accountId: found.accountId, ownerId: found.ownerId });
+  });
+  return { token, view: await sessionViewOf(deps, token) };
+}
+
+// ---- Keys: through key-management, the CLI's own module ----------------------------------------
+
+function keyProblem(error: unknown): never {
+  if (error instanceof KeyManagementError) {
+    if (error.problem === 'not-found') throw new ConsoleError(404, NOT_FOUND);
+    if (error.problem === 'not-rollable') throw new ConsoleError(409, 'A revoked or expired key cannot be rolled');
+  }
+  throw error;
+}
+
+export async function listKeys(deps: ConsoleDeps, session: Session) {
+  const rows = await accounts.listApiKeys(deps.db, session.account.id, 'desc');
+  const now = deps.now();
+  return { keys: rows.map((row) => keyView(row, now)) };
+}
+
+export async function createKey(deps: ConsoleDeps, session: Session, body: { label?: unknown; environment?: unknown; expires?: unknown; expiresOn?: unknown }, request: RequestOrigin) {
+  if (typeof body.label !== 'string') throw new ConsoleError(400, 'Give the key a label', 'label');
+  const label = body.label.trim();
+  const problem = labelProblem(label);
+  if (problem) throw new ConsoleError(400, problem, 'label');
+  if (body.environment !== undefined && body.environment !== 'LIVE') throw new ConsoleError(400, 'Sandbox keys are coming soon', 'environment');
+  const choice = body.expires ?? 'never';
+  if (typeof choice !== 'string' || !['never', '30d', '90d', 'date'].includes(choice)) throw new ConsoleError(400, 'Choose never, 30 days, 90 days or a date', 'expires');
+  const expiry = expiryOf(choice as ExpiryChoice, typeof body.expiresOn === 'string' ? body.expiresOn : undefined, deps.now());
+  if ('problem' in expiry) throw new ConsoleError(400, expiry.problem, 'expiresOn');
+  const { key, apiKey } = await keys
+    .createKey(deps.keys, session.account.id, { name: label, expiresAt: expiry.expiresAt === null ? null : new Date(expiry.expiresAt) }, actorOf(session, request))
+    .catch(keyProblem);
+  return { key: keyView(key, deps.now()), apiKey };
+}
+
+export async function rollKey(deps: ConsoleDeps, session: Session, keyId: string, body: { grace?: unknown }, request: RequestOrigin) {
+  const grace = body.grace;
+  if (typeof grace !== 'string' || !Object.hasOwn(GRACE_MS, grace)) throw new ConsoleError(400, 'Choose a grace period: now, 1 hour, 24 hours or 7 days', 'grace');
+  const rolled = await keys
+    .rollKey(deps.keys, keyId, GRACE_MS[grace as GraceChoice], { accountId: session.account.id, actor: actorOf(session, request) })
+    .catch(keyProblem);
+  const now = deps.now();
+  return { key: keyView(rolled.key, now), apiKey: rolled.apiKey, previousKey: keyView(rolled.previousKey, now) };
+}
+
+export async function revokeKey(deps: ConsoleDeps, session: Session, keyId: string, request: RequestOrigin) {
+  const revoked = await keys.revokeKey(deps.keys, keyId, { accountId: session.account.id, actor: actorOf(session, request) }).catch(keyProblem);
+  return { key: keyView(revoked.key, deps.now()) };
+}
+
+// ---- The security log ---------------------------------------------------------------------------
+
+export const LOG_PAGE_SIZE = 50;
+
+function encodeLogCursor(event: SecurityEventRow): string {
+  return Buffer.from(JSON.stringify([event.occurred_at.toISOString(), event.id])).toString('base64url');
+}
+
+function decodeLogCursor(cursor: string): { occurredAt: Date; id: string } | undefined {
+  try {
+    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (typeof at !== 'string' || typeof id !== 'string' || !isUuid(id) || Number.isNaN(Date.parse(at))) return undefined;
+    return { occurredAt: new Date(at), id };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Newest first, 50 a page; a cursor only positions within the caller's own account's log. */
+export async function securityLog(db: AccountsDb, accountId: string, after: string | undefined, pageSize = LOG_PAGE_SIZE) {
+  const position = after === undefined || after === '' ? undefined : decodeLogCursor(after);
+  if (after && !position) throw new ConsoleError(400, 'This cursor is not one the security log gave', 'after');
+  const rows = await accounts.listSecurityEvents(db, accountId, { limit: pageSize + 1, after: position });
+  const page = rows.slice(0, pageSize);
+  return { events: page.map(keys.securityEventView), nextCursor: rows.length > pageSize ? encodeLogCursor(page.at(-1)!) : null };
+}
