@@ -20,7 +20,8 @@ export type KeyStatus = 'Active' | 'Expiring' | 'Expired' | 'Revoked';
 
 export interface ApiKey {
   id: string;
-  label: string;
+  /** Null for a key the CLI made without --name. */
+  label: string | null;
   environment: 'LIVE' | 'SANDBOX';
   displayPrefix: string;
   createdAt: string;

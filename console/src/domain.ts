@@ -32,15 +32,17 @@ export const GRACE_CHOICES: { value: GraceChoice; label: string }[] = [
 
 export const DEFAULT_GRACE: GraceChoice = '24h';
 
-/** `YYYY-MM-DD` of a local calendar day, as `<input type="date">` reads and writes it. */
-export function localDate(date: Date): string {
-  const pad = (n: number) => String(n).padStart(2, '0');
-  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}`;
+/**
+ * The earliest expiry date the form offers, `YYYY-MM-DD` as `<input type="date">` reads it: today
+ * in UTC, since a key given a date works through the end of that day, UTC.
+ */
+export function earliestExpiryDate(now: Date): string {
+  return now.toISOString().slice(0, 10);
 }
 
-/** The earliest expiry date the form offers: tomorrow (a key that expires today is of little use). */
-export function earliestExpiryDate(now: Date): string {
-  return localDate(new Date(now.getFullYear(), now.getMonth(), now.getDate() + 1));
+/** How a key is named on the page: its label, or what it is when the CLI made it without one. */
+export function keyName(key: { label: string | null; displayPrefix: string }): string {
+  return key.label ? `“${key.label}”` : key.displayPrefix;
 }
 
 export type FormResult<T> = { ok: true; value: T } | { ok: false; field: string; message: string };
@@ -52,7 +54,7 @@ export function createKeyRequest(form: { label: string; expires: ExpiryChoice; e
   if (label.length > MAX_LABEL_LENGTH) return { ok: false, field: 'label', message: `Use at most ${MAX_LABEL_LENGTH} characters.` };
   if (form.expires !== 'date') return { ok: true, value: { label, expires: form.expires } };
   if (!/^\d{4}-\d{2}-\d{2}$/.test(form.expiresOn)) return { ok: false, field: 'expiresOn', message: 'Choose the day the key expires.' };
-  if (form.expiresOn < earliestExpiryDate(now)) return { ok: false, field: 'expiresOn', message: 'Choose a day after today.' };
+  if (form.expiresOn < earliestExpiryDate(now)) return { ok: false, field: 'expiresOn', message: 'Choose today or a later day.' };
   return { ok: true, value: { label, expires: 'date', expiresOn: form.expiresOn } };
 }
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ApiKey } from '../src/api.ts';
-import { canRevoke, canRoll, createKeyRequest, earliestExpiryDate, formatRelative, passwordProblem, retryAfterText, tokenFromFragment } from '../src/domain.ts';
+import { canRevoke, canRoll, createKeyRequest, earliestExpiryDate, formatRelative, keyName, passwordProblem, retryAfterText, tokenFromFragment } from '../src/domain.ts';
 
-const NOW = new Date(2026, 10, 23, 10, 0, 0);
+const NOW = new Date('2026-11-23T10:00:00.000Z');
 
 describe('set-password rules', () => {
   it('asks for at least 12 characters', () => {
@@ -32,19 +32,25 @@ describe('the create-key form', () => {
     expect(createKeyRequest({ ...form, label: 'x'.repeat(100) }, NOW)).toMatchObject({ ok: true });
   });
 
-  it('takes a date after today, and only with "On a date"', () => {
-    expect(earliestExpiryDate(NOW)).toBe('2026-11-24');
+  it('takes today (UTC) or a later date, and only with "On a date"', () => {
+    expect(earliestExpiryDate(NOW)).toBe('2026-11-23');
+    expect(earliestExpiryDate(new Date('2026-11-23T23:59:59.999Z'))).toBe('2026-11-23');
     expect(createKeyRequest({ ...form, expires: 'date', expiresOn: '' }, NOW)).toMatchObject({ ok: false, field: 'expiresOn' });
-    expect(createKeyRequest({ ...form, expires: 'date', expiresOn: '2026-11-23' }, NOW)).toMatchObject({ ok: false, field: 'expiresOn' });
-    expect(createKeyRequest({ ...form, expires: 'date', expiresOn: '2026-11-24' }, NOW)).toEqual({
+    expect(createKeyRequest({ ...form, expires: 'date', expiresOn: '2026-11-22' }, NOW)).toMatchObject({ ok: false, field: 'expiresOn' });
+    expect(createKeyRequest({ ...form, expires: 'date', expiresOn: '2026-11-23' }, NOW)).toEqual({
       ok: true,
-      value: { label: 'market maker', expires: 'date', expiresOn: '2026-11-24' },
+      value: { label: 'market maker', expires: 'date', expiresOn: '2026-11-23' },
     });
     expect(createKeyRequest({ ...form, expires: '30d', expiresOn: '2020-01-01' }, NOW)).toEqual({ ok: true, value: { label: 'market maker', expires: '30d' } });
   });
 });
 
 describe('what a key offers', () => {
+  it('is named by its label, or by its prefix when it has none', () => {
+    expect(keyName({ label: 'ci-bot', displayPrefix: 'svc_live_Ab3x…9fQe' })).toBe('“ci-bot”');
+    expect(keyName({ label: null, displayPrefix: 'svc_live_Ab3x…9fQe' })).toBe('svc_live_Ab3x…9fQe');
+  });
+
   const key = (status: ApiKey['status']) => ({ status }) as ApiKey;
 
   it('rolls only a key in normal service and revokes any key that still works', () => {

@@ -16,6 +16,7 @@ import {
   EXPIRY_CHOICES,
   formatDateTime,
   GRACE_CHOICES,
+  keyName,
 } from '../domain.ts';
 import { useSignedIn } from '../session.tsx';
 import { useLoad } from '../useLoad.ts';
@@ -63,9 +64,9 @@ export function ApiKeysPage() {
         <KeyTable keys={keys.data.keys} onRoll={(key) => setDialog({ kind: 'roll', key })} onRevoke={(key) => setDialog({ kind: 'revoke', key })} />
       )}
 
-      {dialog?.kind === 'create' && <CreateKeyDialog onClose={close} onCreated={(key) => changed(`Key “${key.label}” created.`)} />}
+      {dialog?.kind === 'create' && <CreateKeyDialog onClose={close} onCreated={(key) => changed(`Key ${keyName(key)} created.`)} />}
       {dialog?.kind === 'roll' && (
-        <RollKeyDialog apiKey={dialog.key} onClose={close} onRolled={(key) => changed(`Key “${key.label}” rolled: ${key.displayPrefix} replaces ${dialog.key.displayPrefix}.`)} />
+        <RollKeyDialog apiKey={dialog.key} onClose={close} onRolled={(key) => changed(`Key ${keyName(dialog.key)} rolled: ${key.displayPrefix} replaces ${dialog.key.displayPrefix}.`)} />
       )}
       {dialog?.kind === 'revoke' && (
         <RevokeKeyDialog apiKey={dialog.key} onClose={close} onRevoked={(key) => changed(`Key ${key.displayPrefix} revoked.`)} />
@@ -186,7 +187,7 @@ function CreateKeyDialog({ onClose, onCreated }: { onClose(): void; onCreated(ke
     return (
       <Dialog title="API key created" onClose={onClose} wide>
         <p>
-          Key “{created.key.label}” is ready. It expires {created.key.expiresAt ? formatDateTime(created.key.expiresAt) : 'never'}.
+          Key {keyName(created.key)} is ready. It {created.key.expiresAt ? `expires ${formatDateTime(created.key.expiresAt)}` : 'never expires'}.
         </p>
         <NewKeyReveal apiKey={created.apiKey} />
         <div className="dialog-actions">
@@ -221,7 +222,7 @@ function CreateKeyDialog({ onClose, onCreated }: { onClose(): void; onCreated(ke
           )}
         </Field>
         {expires === 'date' && (
-          <Field label="Expiry date" hint="The key stops working on this day." error={errors.expiresOn}>
+          <Field label="Expiry date" hint="The key works through the end of this day (UTC)." error={errors.expiresOn}>
             {(props) => (
               <input {...props} type="date" min={earliestExpiryDate(new Date())} value={expiresOn} onChange={(event) => setExpiresOn(event.target.value)} />
             )}
@@ -294,7 +295,7 @@ function RollKeyDialog({ apiKey, onClose, onRolled }: { apiKey: ApiKey; onClose(
   }
 
   return (
-    <Dialog title={`Roll key “${apiKey.label}”`} onClose={onClose}>
+    <Dialog title={`Roll key ${keyName(apiKey)}`} onClose={onClose}>
       <p>
         Rolling makes a new key to replace <code>{apiKey.displayPrefix}</code>. The old key keeps working for the grace
         period, so you can deploy the new one first.
@@ -349,8 +350,8 @@ function RevokeKeyDialog({ apiKey, onClose, onRevoked }: { apiKey: ApiKey; onClo
   return (
     <Dialog title="Revoke this key?" onClose={onClose}>
       <p>
-        Requests made with <code>{apiKey.displayPrefix}</code> (“{apiKey.label}”) will be refused within a second. This
-        cannot be undone.
+        Requests made with <code>{apiKey.displayPrefix}</code>
+        {apiKey.label && ` (“${apiKey.label}”)`} will be refused within a second. This cannot be undone.
       </p>
       {error && (
         <p className="callout callout-danger" role="alert">

@@ -1,6 +1,7 @@
 import { GraphiQL } from 'graphiql';
 import 'graphiql/style.css';
-import { useEffect, useMemo, useState, type ComponentProps } from 'react';
+import './explorer.css';
+import { useEffect, useMemo, useRef, useState, type ComponentProps } from 'react';
 import { Field } from '../components/Field.tsx';
 import { PageHeader } from '../components/PageHeader.tsx';
 
@@ -35,8 +36,9 @@ function memoryStorage(): Storage {
 }
 
 /** Sends each operation to /graphql with the key as X-API-Key; without a key it explains instead of calling. */
-function keyFetcher(apiKey: string): Fetcher {
+function keyFetcher(currentKey: () => string): Fetcher {
   return async (params) => {
+    const apiKey = currentKey();
     if (!apiKey) return { errors: [{ message: 'Paste an API key into "API key" above the editor to run queries.' }] };
     const response = await fetch('/graphql', {
       method: 'POST',
@@ -49,13 +51,17 @@ function keyFetcher(apiKey: string): Fetcher {
 
 export default function ExplorerPage() {
   const [typed, setTyped] = useState('');
-  // Pausing before using what was typed keeps a half-typed key from being sent (and counted as a failure).
-  const [apiKey, setApiKey] = useState('');
+  const apiKey = useRef('');
+  apiKey.current = typed.trim();
+  // A new fetcher makes GraphiQL load the schema again: only once typing pauses, so that a half-typed
+  // key is not sent (and counted as a failed authentication). Queries always use the key as it is now.
+  const [schemaKey, setSchemaKey] = useState('');
   useEffect(() => {
-    const timer = setTimeout(() => setApiKey(typed.trim()), 400);
+    const timer = setTimeout(() => setSchemaKey(typed.trim()), 400);
     return () => clearTimeout(timer);
   }, [typed]);
-  const fetcher = useMemo(() => keyFetcher(apiKey), [apiKey]);
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  const fetcher = useMemo(() => keyFetcher(() => apiKey.current), [schemaKey]);
   const storage = useMemo(memoryStorage, []);
 
   return (
