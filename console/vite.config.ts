@@ -44,6 +44,8 @@ export default defineConfig({
     // GraphiQL (CodeMirror, the doc explorer) is most of the bundle; it loads only on /explorer.
     chunkSizeWarningLimit: 1500,
     rolldownOptions: {
+      // On a busy machine Rolldown warns that plugins took a share of the build; that is no defect here.
+      checks: { bundlerTimings: false },
       onwarn(warning, warn) {
         // GraphiQL's React-compiler runtime says "use no memo"; dropping the directive changes nothing.
         if (warning.code === 'MODULE_LEVEL_DIRECTIVE' && warning.message.includes('react-compiler-runtime')) return;

@@ -57,6 +57,18 @@ export async function shown(locator: Locator, timeout = 10_000): Promise<Locator
   return locator;
 }
 
+/**
+ * With CONSOLE_SCREENSHOTS=<folder>, the tests also save what each page looks like there (for the
+ * README and for looking at the console at laptop and phone widths); without it, nothing.
+ */
+export async function snapshot(page: Page, name: string): Promise<void> {
+  const folder = process.env.CONSOLE_SCREENSHOTS;
+  if (!folder) return;
+  mkdirSync(folder, { recursive: true });
+  const width = page.viewportSize()?.width ?? 0;
+  await page.screenshot({ path: join(folder, `console-${name}-${width}.png`) });
+}
+
 /** Whether the page is wider than its window (something a person would have to scroll sideways to see). */
 export function overflowsSideways(page: Page): Promise<boolean> {
   return page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type TestStack } from '@ots/shared/testing/stack';
 import { createAccount } from '../../services/accounts/src/key-management.ts';
 import { ensureConsoleBuilt } from '../ensure-built.ts';
-import { launchBrowser, openSession, overflowsSideways, PHONE, shown } from './browser.ts';
+import { launchBrowser, openSession, overflowsSideways, PHONE, shown, snapshot } from './browser.ts';
 
 /**
  * The console in a real browser (Debian's Chromium through playwright-core) against a real stack,
@@ -116,17 +116,20 @@ describe('the console, in Chromium', () => {
     await (await shown(page.getByLabel('New password'))).fill('short');
     await page.getByRole('button', { name: 'Set password' }).click();
     await shown(page.getByText('Use at least 12 characters.'));
+    await snapshot(page, 'set-password');
     await page.getByLabel('New password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Set password' }).click();
     await shown(page.getByRole('heading', { level: 1, name: 'Northwind Capital' }));
     await shown(page.getByText('Enabled', { exact: true }));
     expect(page.url()).toBe(`${origin}/`);
+    await snapshot(page, 'overview');
 
     // Sign out, then a wrong password gets the one message, and the right one gets in.
     await page.getByRole('link', { name: 'Sign out' }).click();
     await page.waitForURL(`${origin}/sign-in`);
     await signIn(page, email, 'not the password at all');
     await expect.poll(() => page.getByRole('alert').textContent()).toBe('Email or password is incorrect');
+    await snapshot(page, 'sign-in');
     await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await shown(page.getByRole('heading', { level: 1, name: 'Northwind Capital' }));
@@ -140,8 +143,10 @@ describe('the console, in Chromium', () => {
     expect(await create.getByRole('radio', { name: 'Live' }).isChecked()).toBe(true);
     await create.getByLabel('Label').fill('ci-bot');
     await create.getByLabel('Expires').selectOption({ label: 'In 90 days' });
+    await snapshot(page, 'create-key');
     await create.getByRole('button', { name: 'Create', exact: true }).click();
     const firstKey = await readNewKey(page);
+    await snapshot(page, 'new-key');
 
     const first = await viewer(firstKey);
     expect(first.status).toBe(200);
@@ -163,6 +168,7 @@ describe('the console, in Chromium', () => {
     await page.getByRole('row').filter({ hasText: firstPrefix }).getByRole('button', { name: 'Roll', exact: true }).click();
     const roll = await shown(page.getByRole('dialog'));
     await roll.getByLabel('Grace period').selectOption({ label: '1 hour' });
+    await snapshot(page, 'roll-key');
     await roll.getByRole('button', { name: 'Roll key' }).click();
     const secondKey = await readNewKey(page);
     expect(secondKey).not.toBe(firstKey);
@@ -174,10 +180,12 @@ describe('the console, in Chromium', () => {
     await page.getByRole('button', { name: 'Done' }).click();
     await expect.poll(() => page.getByRole('row').filter({ hasText: firstPrefix }).textContent()).toContain('Expiring');
     await shown(page.getByRole('row').filter({ hasText: secondPrefix }));
+    await snapshot(page, 'api-keys');
 
     // Revoke the new key: it is refused within a second, the old one keeps its grace.
     await page.getByRole('row').filter({ hasText: secondPrefix }).getByRole('button', { name: 'Revoke', exact: true }).click();
     const revoke = await shown(page.getByRole('dialog', { name: 'Revoke this key?' }));
+    await snapshot(page, 'revoke-key');
     await revoke.getByRole('button', { name: 'Revoke key' }).click();
     await revoke.waitFor({ state: 'hidden' });
     const revokedAt = Date.now();
@@ -205,6 +213,7 @@ describe('the console, in Chromium', () => {
     ];
     expect(steps.every((index) => index >= 0), log.join('\n')).toBe(true);
     expect([...steps].sort((a, b) => a - b)).toEqual(steps);
+    await snapshot(page, 'security-log');
     const revokedRow = log[steps[0]!]!;
     expect(revokedRow).toContain(email);
     expect(revokedRow).toContain('127.0.0.1');
@@ -220,6 +229,7 @@ describe('the console, in Chromium', () => {
     await page.getByRole('button', { name: /Execute query/ }).click();
     const result = page.getByRole('region', { name: 'Result Window' });
     await expect.poll(() => result.textContent(), { timeout: 10_000 }).toContain('"Northwind Capital"');
+    await snapshot(page, 'explorer');
     expect(await keptOutsideMemory(page)).not.toContain(firstKey);
 
     // Sign out ends the session: the console is behind the sign-in page again.
@@ -260,10 +270,11 @@ describe('the console, in Chromium', () => {
       ['Security log', 'Security log'],
       ['API explorer', 'API explorer'],
       ['Overview', 'Keyboard & Phone Ltd'],
-    ]) {
+    ] as const) {
       await page.getByRole('link', { name: link, exact: true }).click();
       await shown(page.getByRole('heading', { level: 1, name: heading }));
       expect(await overflowsSideways(page), link).toBe(false);
+      await snapshot(page, link.toLowerCase().replace(' ', '-'));
     }
 
     // Reach "API Keys" and "Create API key" with Tab, open with Enter; the focused control shows an outline.
@@ -280,6 +291,7 @@ describe('the console, in Chromium', () => {
     await page.keyboard.type('phone-bot');
     await page.keyboard.press('Enter');
     const apiKey = await readNewKey(page);
+    await snapshot(page, 'new-key');
     expect((await viewer(apiKey)).status).toBe(200);
     expect(await overflowsSideways(page)).toBe(false);
     // Escape closes the dialog and the key with it.
