@@ -1,50 +1,19 @@
 /** The console's HTTP API (`/console/api/*`, same origin, session cookie); see the README. */
 
-export interface Owner {
-  id: string;
-  email: string;
-}
+// The JSON shapes are the server's own types (type-only imports: no server code reaches the bundle),
+// so a change on either side fails the type-check instead of a page.
+import type { SecurityEventType } from '../../services/accounts/src/domain.ts';
+import type { securityEventView } from '../../services/accounts/src/key-management.ts';
+import type { ExpiryChoice, GraceChoice } from '../../services/accounts/src/console/domain.ts';
+import type { KeyView, SessionView } from '../../services/accounts/src/console/use-cases.ts';
 
-export interface Account {
-  id: string;
-  name: string;
-  apiAccessEnabled: boolean;
-}
+export type { ExpiryChoice, GraceChoice };
 
-export interface Session {
-  owner: Owner;
-  account: Account;
-}
-
-export type KeyStatus = 'Active' | 'Expiring' | 'Expired' | 'Revoked';
-
-export interface ApiKey {
-  id: string;
-  /** Null for a key the CLI made without --name. */
-  label: string | null;
-  environment: 'LIVE' | 'SANDBOX';
-  displayPrefix: string;
-  createdAt: string;
-  lastUsedAt: string | null;
-  expiresAt: string | null;
-  revokedAt: string | null;
-  status: KeyStatus;
-}
-
-export type LogEventType = 'key.created' | 'key.rolled' | 'key.revoked' | 'sign_in.succeeded' | 'sign_in.failed' | 'password.set';
-
-export interface LogEvent {
-  id: string;
-  type: LogEventType;
-  occurredAt: string;
-  ownerEmail: string | null;
-  clientAddress: string | null;
-  userAgent: string | null;
-  keyDisplayPrefix: string | null;
-}
-
-export type ExpiryChoice = 'never' | '30d' | '90d' | 'date';
-export type GraceChoice = 'now' | '1h' | '24h' | '7d';
+export type Session = SessionView;
+export type ApiKey = KeyView;
+export type KeyStatus = KeyView['status'];
+export type LogEventType = SecurityEventType;
+export type LogEvent = ReturnType<typeof securityEventView>;
 
 export interface CreateKeyInput {
   label: string;

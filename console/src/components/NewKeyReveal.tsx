@@ -1,10 +1,12 @@
-import { useId, useRef, useState } from 'react';
+import { useId, useRef, useState, type ReactNode } from 'react';
+import { closeDialogOf } from './Dialog.tsx';
 
 /**
- * The full key, shown once. It lives in the state of the dialog that shows it: closing the dialog,
- * leaving or reloading the page loses it for good (the server keeps only its hash).
+ * The full key, shown once, in the dialog that made it, after what the owner should know about it
+ * (`children`). It lives in that dialog's state: "Done", Escape, leaving or reloading the page loses
+ * it for good (the server keeps only its hash).
  */
-export function NewKeyReveal({ apiKey }: { apiKey: string }) {
+export function NewKeyReveal({ apiKey, children }: { apiKey: string; children: ReactNode }) {
   const id = useId();
   const field = useRef<HTMLTextAreaElement>(null);
   const [copyNote, setCopyNote] = useState('');
@@ -22,6 +24,7 @@ export function NewKeyReveal({ apiKey }: { apiKey: string }) {
 
   return (
     <div className="reveal">
+      <p>{children}</p>
       <label htmlFor={id}>New API key</label>
       <div className="copy-field">
         <textarea
@@ -48,6 +51,11 @@ export function NewKeyReveal({ apiKey }: { apiKey: string }) {
         <strong>This key will not be shown again.</strong> Copy it now and keep it in an environment variable or a
         secret manager. If it is lost, roll the key to get a new one.
       </p>
+      <div className="dialog-actions">
+        <button type="button" className="button button-primary" onClick={(event) => closeDialogOf(event.currentTarget)}>
+          Done
+        </button>
+      </div>
     </div>
   );
 }

@@ -1,5 +1,6 @@
 import { useId, useState, type FormEvent } from 'react';
 import { ApiError, consoleApi, type ApiKey, type ExpiryChoice, type GraceChoice } from '../api.ts';
+import { DataTable } from '../components/DataTable.tsx';
 import { closeDialogOf, Dialog } from '../components/Dialog.tsx';
 import { Field } from '../components/Field.tsx';
 import { Loading } from '../components/Loading.tsx';
@@ -77,73 +78,57 @@ export function ApiKeysPage() {
 
 function KeyTable({ keys, onRoll, onRevoke }: { keys: ApiKey[]; onRoll(key: ApiKey): void; onRevoke(key: ApiKey): void }) {
   const idPrefix = useId();
-  // Explicit roles keep the table a table for assistive technology when phone widths lay rows out as cards.
   return (
-    <div className="table-wrap" role="region" aria-label="API keys" tabIndex={0}>
-      <table className="table table-cards" role="table">
-        <thead role="rowgroup">
-          <tr role="row">
-            <th scope="col" role="columnheader">Label</th>
-            <th scope="col" role="columnheader">Key</th>
-            <th scope="col" role="columnheader">Environment</th>
-            <th scope="col" role="columnheader">Created</th>
-            <th scope="col" role="columnheader">Last used</th>
-            <th scope="col" role="columnheader">Expires</th>
-            <th scope="col" role="columnheader">Status</th>
-            <th scope="col" role="columnheader">
-              <span className="visually-hidden">Actions</span>
+    <DataTable
+      label="API keys"
+      columns={['Label', 'Key', 'Environment', 'Created', 'Last used', 'Expires', 'Status', <span className="visually-hidden">Actions</span>]}
+    >
+      {keys.map((key) => {
+        // The row's buttons are all named "Roll" and "Revoke"; the label describes which key they act on.
+        const labelId = `${idPrefix}-${key.id}`;
+        return (
+          <tr key={key.id} role="row">
+            <th scope="row" role="rowheader" id={labelId}>
+              {key.label || <span className="muted">Unnamed</span>}
             </th>
+            <td role="cell" data-label="Key">
+              <code className="nowrap">{key.displayPrefix}</code>
+            </td>
+            <td role="cell" data-label="Environment">
+              {key.environment === 'LIVE' ? 'Live' : 'Sandbox'}
+            </td>
+            <td role="cell" data-label="Created" className="nowrap">
+              <Time iso={key.createdAt} as="date" />
+            </td>
+            <td role="cell" data-label="Last used" className="nowrap">
+              <Time iso={key.lastUsedAt} as="relative" empty="Never" />
+            </td>
+            <td role="cell" data-label="Expires" className="nowrap">
+              {key.status === 'Revoked' ? (
+                <span className="muted">—</span>
+              ) : (
+                <Time iso={key.expiresAt} as={key.status === 'Expiring' ? 'relative' : 'date'} empty="Never" />
+              )}
+            </td>
+            <td role="cell" data-label="Status">
+              <StatusBadge status={key.status} />
+            </td>
+            <td role="cell" className="row-actions">
+              {canRoll(key) && (
+                <button type="button" className="button button-small" aria-describedby={labelId} onClick={() => onRoll(key)}>
+                  Roll
+                </button>
+              )}
+              {canRevoke(key) && (
+                <button type="button" className="button button-small button-danger-quiet" aria-describedby={labelId} onClick={() => onRevoke(key)}>
+                  Revoke
+                </button>
+              )}
+            </td>
           </tr>
-        </thead>
-        <tbody role="rowgroup">
-          {keys.map((key) => {
-            // The row's buttons are all named "Roll" and "Revoke"; the label describes which key they act on.
-            const labelId = `${idPrefix}-${key.id}`;
-            return (
-              <tr key={key.id} role="row">
-                <th scope="row" role="rowheader" id={labelId}>
-                  {key.label || <span className="muted">Unnamed</span>}
-                </th>
-                <td role="cell" data-label="Key">
-                  <code className="nowrap">{key.displayPrefix}</code>
-                </td>
-                <td role="cell" data-label="Environment">
-                  {key.environment === 'LIVE' ? 'Live' : 'Sandbox'}
-                </td>
-                <td role="cell" data-label="Created" className="nowrap">
-                  <Time iso={key.createdAt} as="date" />
-                </td>
-                <td role="cell" data-label="Last used" className="nowrap">
-                  <Time iso={key.lastUsedAt} as="relative" empty="Never" />
-                </td>
-                <td role="cell" data-label="Expires" className="nowrap">
-                  {key.status === 'Revoked' ? (
-                    <span className="muted">—</span>
-                  ) : (
-                    <Time iso={key.expiresAt} as={key.status === 'Expiring' ? 'relative' : 'date'} empty="Never" />
-                  )}
-                </td>
-                <td role="cell" data-label="Status">
-                  <StatusBadge status={key.status} />
-                </td>
-                <td role="cell" className="row-actions">
-                  {canRoll(key) && (
-                    <button type="button" className="button button-small" aria-describedby={labelId} onClick={() => onRoll(key)}>
-                      Roll
-                    </button>
-                  )}
-                  {canRevoke(key) && (
-                    <button type="button" className="button button-small button-danger-quiet" aria-describedby={labelId} onClick={() => onRevoke(key)}>
-                      Revoke
-                    </button>
-                  )}
-                </td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
-    </div>
+        );
+      })}
+    </DataTable>
   );
 }
 
@@ -186,15 +171,9 @@ function CreateKeyDialog({ onClose, onCreated }: { onClose(): void; onCreated(ke
   if (created) {
     return (
       <Dialog title="API key created" onClose={onClose} wide>
-        <p>
+        <NewKeyReveal apiKey={created.apiKey}>
           Key {keyName(created.key)} is ready. It {created.key.expiresAt ? `expires ${formatDateTime(created.key.expiresAt)}` : 'never expires'}.
-        </p>
-        <NewKeyReveal apiKey={created.apiKey} />
-        <div className="dialog-actions">
-          <button type="button" className="button button-primary" onClick={(event) => closeDialogOf(event.currentTarget)}>
-            Done
-          </button>
-        </div>
+        </NewKeyReveal>
       </Dialog>
     );
   }
@@ -279,17 +258,11 @@ function RollKeyDialog({ apiKey, onClose, onRolled }: { apiKey: ApiKey; onClose(
     const previousStillWorks = until !== null && new Date(until).getTime() > Date.now() && rolled.previousKey.status !== 'Revoked';
     return (
       <Dialog title="Key rolled" onClose={onClose} wide>
-        <p>
+        <NewKeyReveal apiKey={rolled.apiKey}>
           {previousStillWorks
             ? `The previous key ${rolled.previousKey.displayPrefix} keeps working until ${formatDateTime(until)}. Deploy the new key before then.`
             : `The previous key ${rolled.previousKey.displayPrefix} no longer works.`}
-        </p>
-        <NewKeyReveal apiKey={rolled.apiKey} />
-        <div className="dialog-actions">
-          <button type="button" className="button button-primary" onClick={(event) => closeDialogOf(event.currentTarget)}>
-            Done
-          </button>
-        </div>
+        </NewKeyReveal>
       </Dialog>
     );
   }

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'react';
 import { ApiError, consoleApi, type LogEvent } from '../api.ts';
+import { DataTable } from '../components/DataTable.tsx';
 import { Loading } from '../components/Loading.tsx';
 import { PageHeader } from '../components/PageHeader.tsx';
 import { Time } from '../components/Time.tsx';
@@ -50,37 +51,24 @@ export function SecurityLogPage() {
         </div>
       ) : (
         <>
-          <div className="table-wrap" role="region" aria-label="Security log" tabIndex={0}>
-            <table className="table table-cards" role="table">
-              <thead role="rowgroup">
-                <tr role="row">
-                  <th scope="col" role="columnheader">Event</th>
-                  <th scope="col" role="columnheader">Time</th>
-                  <th scope="col" role="columnheader">Owner</th>
-                  <th scope="col" role="columnheader">Client address</th>
-                  <th scope="col" role="columnheader">User agent</th>
-                </tr>
-              </thead>
-              <tbody role="rowgroup">
-                {events.map((event) => (
-                  <tr key={event.id} role="row">
-                    <th scope="row" role="rowheader">
-                      <span className={`event event-${event.type.replace('.', '-')}`}>{eventLabel(event.type)}</span>
-                      {event.keyDisplayPrefix && <code className="subtle nowrap">{event.keyDisplayPrefix}</code>}
-                    </th>
-                    <td role="cell" data-label="Time" className="nowrap">
-                      <Time iso={event.occurredAt} />
-                    </td>
-                    <td role="cell" data-label="Owner">{event.ownerEmail ?? <span className="muted">—</span>}</td>
-                    <td role="cell" data-label="Client address" className="nowrap">{event.clientAddress ?? <span className="muted">—</span>}</td>
-                    <td role="cell" data-label="User agent" className="user-agent" title={event.userAgent ?? undefined}>
-                      {event.userAgent ?? <span className="muted">—</span>}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable label="Security log" columns={['Event', 'Time', 'Owner', 'Client address', 'User agent']}>
+            {events.map((event) => (
+              <tr key={event.id} role="row">
+                <th scope="row" role="rowheader">
+                  <span className={`event event-${event.type.replace('.', '-')}`}>{eventLabel(event.type)}</span>
+                  {event.keyDisplayPrefix && <code className="subtle nowrap">{event.keyDisplayPrefix}</code>}
+                </th>
+                <td role="cell" data-label="Time" className="nowrap">
+                  <Time iso={event.occurredAt} />
+                </td>
+                <td role="cell" data-label="Owner">{event.ownerEmail ?? <span className="muted">—</span>}</td>
+                <td role="cell" data-label="Client address" className="nowrap">{event.clientAddress ?? <span className="muted">—</span>}</td>
+                <td role="cell" data-label="User agent" className="user-agent" title={event.userAgent ?? undefined}>
+                  {event.userAgent ?? <span className="muted">—</span>}
+                </td>
+              </tr>
+            ))}
+          </DataTable>
           {nextCursor && (
             <p className="more">
               <button type="button" className="button" disabled={busy} onClick={() => load(nextCursor)}>
