@@ -8,6 +8,7 @@ import { stopOnSignals } from '@ots/shared/service';
 import { decideKey, hashApiKey } from '../services/accounts/src/domain.ts';
 import { createAccount, createKey } from '../services/accounts/src/key-management.ts';
 import { hasAnyAccount } from '../services/accounts/src/repository.ts';
+import { demoOwnerLink } from '../services/accounts/src/console/use-cases.ts';
 import { composeAndWrite } from '../gateway/src/compose.ts';
 import { ensureConsoleBuilt } from '../console/ensure-built.ts';
 import { launchStack, migrateAll, type RunningStack } from './stack.ts';
@@ -49,11 +50,13 @@ try {
  * (owner-only) for the embedded database so later runs can show it again while it still works;
  * production never gets one.
  */
+let demoAccountId: string | undefined;
 async function demoKey(): Promise<string | undefined> {
   const management = { db: stack.keys.db, config, keyStore: stack.keys.keyStore };
   if (config.production) return undefined;
   if (!(await hasAnyAccount(stack.keys.db))) {
     const account = await createAccount(management, 'Demo account');
+    demoAccountId = account.id;
     const { apiKey } = await createKey(management, account.id, { name: 'demo' });
     if (devDatabase) {
       mkdirSync(dirname(DEMO_KEY_FILE), { recursive: true });
@@ -75,6 +78,10 @@ if (key) {
 } else {
   console.log('Create a key with: npm run admin -- account create --name NAME, then npm run admin -- key create --account ACCOUNT_ID\n');
 }
+const consoleDeps = { db: stack.keys.db, keys: { db: stack.keys.db, config, keyStore: stack.keys.keyStore }, consoleBaseUrl: config.consoleBaseUrl, now: Date.now };
+const demoLink = config.production ? undefined : await demoOwnerLink(consoleDeps, 'demo@example.com', demoAccountId);
+console.log(`Console: ${config.consoleBaseUrl}/`);
+if (demoLink) console.log(`Demo owner demo@example.com: set a password (one-time link, valid 24 hours) and you are signed in:\n  ${demoLink}\n`);
 
 stopOnSignals(async () => {
   logger.info('draining in-flight requests and stopping');

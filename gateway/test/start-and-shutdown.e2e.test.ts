@@ -75,6 +75,22 @@ describe('the service started as npm start starts it', () => {
     expect(await response.json()).toEqual({ data: { viewer: { account: { name: 'Demo account' } } } });
   });
 
+  it('invites a demo owner on the first run and prints the console address and a set-password link that signs in', async () => {
+    const started = Date.now();
+    while (!/set-password#token=/.test(output) && Date.now() - started < 10_000) await new Promise((resolve) => setTimeout(resolve, 100));
+    const origin = new URL(gatewayUrl).origin;
+    expect(output).toContain(`Console: ${origin}/`);
+    const link = new RegExp(`(${origin}/set-password#token=([A-Za-z0-9_-]+))`).exec(output);
+    expect(link).not.toBeNull();
+    const response = await fetch(`${origin}/console/api/set-password`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin },
+      body: JSON.stringify({ token: link![2], password: 'a demo password' }),
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ owner: { email: 'demo@example.com' }, account: { name: 'Demo account' } });
+  });
+
   it('on SIGTERM, requests in flight complete, later ones are refused cleanly, and the process exits 0', async () => {
     const outcomes = Array.from({ length: 40 }, async (_, i) => {
       await new Promise((resolve) => setTimeout(resolve, i * 5));

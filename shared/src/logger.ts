@@ -12,6 +12,10 @@ export const REDACTED_PATHS = [
   'req.headers["x-gateway-assertion"]',
   'headers["x-api-key"]',
   'apiKey',
+  // The console's session cookie.
+  'req.headers.cookie',
+  'headers.cookie',
+  'res.headers["set-cookie"]',
 ];
 
 /** `toStderr` keeps stdout for a command's own output (the admin CLI's JSON). */

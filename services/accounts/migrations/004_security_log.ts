@@ -14,6 +14,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       col.notNull().check(sql`type in ('key.created', 'key.rolled', 'key.revoked', 'sign_in.succeeded', 'sign_in.failed', 'password.set')`),
     )
     .addColumn('occurred_at', sql`timestamptz(3)`, (col) => col.notNull())
+    // Orders events of the same millisecond (a roll logs the new key and the roll together) as they were written.
+    .addColumn('seq', 'bigint', (col) => col.notNull().generatedAlwaysAsIdentity())
     // Null for the operator's CLI. The email is kept as it was then, so the log outlives a change of owner.
     .addColumn('owner_id', 'uuid')
     .addColumn('owner_email', 'text')
@@ -22,7 +24,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('key_id', 'uuid')
     .addColumn('key_display_prefix', 'text')
     .execute();
-  await db.schema.createIndex('security_events_account_time').on('security_events').columns(['account_id', 'occurred_at', 'id']).execute();
+  await db.schema.createIndex('security_events_account_time').on('security_events').columns(['account_id', 'occurred_at', 'seq']).execute();
 
   // Every failed sign-in, known email or not: the email only as a SHA-256 of its lower-cased form,
   // since people type passwords into the email field.

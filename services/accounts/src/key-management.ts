@@ -104,13 +104,13 @@ export async function createKey(
 export async function listEvents({ db }: KeyManagement, accountId: string) {
   await existingAccount(db, accountId);
   const events: ReturnType<typeof securityEventView>[] = [];
-  let after: { occurredAt: Date; id: string } | undefined;
+  let after: { occurredAt: Date; seq: string } | undefined;
   for (;;) {
     const page = await repository.listSecurityEvents(db, accountId, { limit: 500, after });
     events.push(...page.map(securityEventView));
     const last = page.at(-1);
     if (page.length < 500 || !last) return events;
-    after = { occurredAt: last.occurred_at, id: last.id };
+    after = { occurredAt: last.occurred_at, seq: last.seq };
   }
 }
 

@@ -58,6 +58,8 @@ export interface AccountsDatabase {
     account_id: string;
     type: SecurityEventType;
     occurred_at: Date;
+    /** bigint identity: pg returns it as a string. */
+    seq: Generated<string>;
     owner_id: string | null;
     owner_email: string | null;
     client_address: string | null;
@@ -209,20 +211,20 @@ export async function insertSecurityEvent(
     .execute();
 }
 
-/** Newest first, keyset-paged on (occurred_at, id): `after` is the last event of the previous page. */
+/** Newest first, keyset-paged on (occurred_at, seq): `after` is the last event of the previous page. */
 export async function listSecurityEvents(
   db: AccountsDb,
   accountId: string,
-  options: { limit: number; after?: { occurredAt: Date; id: string } },
+  options: { limit: number; after?: { occurredAt: Date; seq: string } },
 ): Promise<SecurityEventRow[]> {
   let query = db.selectFrom('security_events').selectAll().where('account_id', '=', accountId);
   const after = options.after;
   if (after) {
     query = query.where((eb) =>
-      eb.or([eb('occurred_at', '<', after.occurredAt), eb.and([eb('occurred_at', '=', after.occurredAt), eb('id', '<', after.id)])]),
+      eb.or([eb('occurred_at', '<', after.occurredAt), eb.and([eb('occurred_at', '=', after.occurredAt), eb('seq', '<', after.seq)])]),
     );
   }
-  return query.orderBy('occurred_at', 'desc').orderBy('id', 'desc').limit(options.limit).execute();
+  return query.orderBy('occurred_at', 'desc').orderBy('seq', 'desc').limit(options.limit).execute();
 }
 
 /** The gateway's look-up: everything it needs to decide on a key, by the key's hash. */

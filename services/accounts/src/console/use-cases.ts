@@ -154,10 +154,13 @@ export async function resetOwnerPassword(deps: ConsoleDeps, ownerId: string) {
   });
 }
 
-/** The demo owner's link for `npm start`: a new one while the owner has not set a password (an old link cannot be shown again). */
-export async function demoOwnerLink(deps: ConsoleDeps, accountId: string, email: string): Promise<string | undefined> {
+/**
+ * `npm start`'s demo owner: invited with the demo account when `newAccountId` is given, and given a
+ * fresh link on later runs while no password was set (a link is stored hashed, so it cannot be shown again).
+ */
+export async function demoOwnerLink(deps: ConsoleDeps, email: string, newAccountId?: string): Promise<string | undefined> {
   const owner = await repository.findOwnerByEmail(deps.db, normalizeEmail(email));
-  if (!owner) return (await inviteOwner(deps, accountId, email)).setPasswordUrl;
+  if (!owner) return newAccountId ? (await inviteOwner(deps, newAccountId, email)).setPasswordUrl : undefined;
   if (owner.password_hash !== null) return undefined;
   return issueSetPasswordLink(deps, deps.db, { accountId: owner.account_id, ownerId: owner.id });
 }
@@ -325,14 +328,14 @@ export async function revokeKey(deps: ConsoleDeps, session: Session, keyId: stri
 export const LOG_PAGE_SIZE = 50;
 
 function encodeLogCursor(event: SecurityEventRow): string {
-  return Buffer.from(JSON.stringify([event.occurred_at.toISOString(), event.id])).toString('base64url');
+  return Buffer.from(JSON.stringify([event.occurred_at.toISOString(), event.seq])).toString('base64url');
 }
 
-function decodeLogCursor(cursor: string): { occurredAt: Date; id: string } | undefined {
+function decodeLogCursor(cursor: string): { occurredAt: Date; seq: string } | undefined {
   try {
-    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (typeof at !== 'string' || typeof id !== 'string' || !isUuid(id) || Number.isNaN(Date.parse(at))) return undefined;
-    return { occurredAt: new Date(at), id };
+    const [at, seq] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
+    if (typeof at !== 'string' || typeof seq !== 'string' || !/^\d{1,18}$/.test(seq) || Number.isNaN(Date.parse(at))) return undefined;
+    return { occurredAt: new Date(at), seq };
   } catch {
     return undefined;
   }

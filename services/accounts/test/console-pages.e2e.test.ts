@@ -1,0 +1,104 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '@ots/shared/config';
+import { createLogger } from '@ots/shared/logger';
+import { createHttpApp } from '@ots/shared/subgraph-server';
+import { CONSOLE_PAGES, CONTENT_SECURITY_POLICY, registerConsole } from '../src/console/http.ts';
+import { openKeyStore, type OpenedKeyStore } from '../src/key-store.ts';
+
+/**
+ * The console's pages and assets as the gateway serves them, from a build folder made here (the
+ * real build belongs to the front end). Pages never touch the database, so none is needed.
+ */
+const config = loadConfig({ NODE_ENV: 'test', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' });
+const logger = createLogger('console-pages', 'silent');
+const INDEX = '<!doctype html><html><head><script type="module" src="/assets/app-1a2b3c.js"></script></head><body><div id="root"></div></body></html>';
+let dist: string;
+let keys: OpenedKeyStore;
+
+async function serve(distDir: string) {
+  const app = createHttpApp(config, logger, { adoptRequestId: false });
+  await registerConsole(app, { config, keyStore: keys.keyStore, distDir });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  return { app, base: `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}` };
+}
+
+function expectSecurityHeaders(response: Response) {
+  expect(response.headers.get('content-security-policy')).toBe(CONTENT_SECURITY_POLICY);
+  expect(response.headers.get('cache-control')).toBe('no-store');
+  expect(response.headers.get('x-content-type-options')).toBe('nosniff');
+  expect(response.headers.get('referrer-policy')).toBe('no-referrer');
+}
+
+beforeAll(() => {
+  keys = openKeyStore(config, logger, { listen: false });
+  dist = mkdtempSync(join(tmpdir(), 'console-dist-'));
+  mkdirSync(join(dist, 'built', 'assets'), { recursive: true });
+  writeFileSync(join(dist, 'built', 'index.html'), INDEX);
+  writeFileSync(join(dist, 'built', 'assets', 'app-1a2b3c.js'), 'console.log("console")\n');
+  writeFileSync(join(dist, 'built', 'assets', 'app-1a2b3c.css'), 'body { margin: 0 }\n');
+  writeFileSync(join(dist, 'secret.txt'), 'outside the build\n');
+});
+
+afterAll(async () => {
+  await keys?.close();
+  rmSync(dist, { recursive: true, force: true });
+});
+
+describe('a built console', () => {
+  it('answers every client-side route with index.html, and /assets/* with the files, all with the security headers', async () => {
+    const { app, base } = await serve(join(dist, 'built'));
+    try {
+      for (const page of CONSOLE_PAGES) {
+        const response = await fetch(`${base}${page}`);
+        expect(response.status, page).toBe(200);
+        expect(response.headers.get('content-type')).toMatch(/^text\/html/);
+        expect(await response.text()).toBe(INDEX);
+        expectSecurityHeaders(response);
+      }
+      const script = await fetch(`${base}/assets/app-1a2b3c.js`);
+      expect(script.status).toBe(200);
+      expect(script.headers.get('content-type')).toMatch(/javascript/);
+      expect(await script.text()).toBe('console.log("console")\n');
+      expectSecurityHeaders(script);
+      const style = await fetch(`${base}/assets/app-1a2b3c.css`);
+      expect(style.headers.get('content-type')).toMatch(/^text\/css/);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('serves nothing else: unknown routes, missing assets and paths out of the build are 404', async () => {
+    const { app, base } = await serve(join(dist, 'built'));
+    try {
+      for (const path of ['/index.html', '/settings/unknown', '/assets/missing.js', '/assets/../../secret.txt', '/assets/%2e%2e/%2e%2e/secret.txt', '/assets/', '/console/api']) {
+        const response = await fetch(`${base}${path}`);
+        // The assets folder itself is refused (403) rather than listed.
+        expect(response.status, path).toBe(path === '/assets/' ? 403 : 404);
+        expect(await response.text()).not.toContain('outside the build');
+      }
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('a console not built yet', () => {
+  it('answers its pages with a plain 503 page that says so, with the same headers', async () => {
+    const { app, base } = await serve(join(dist, 'not-built'));
+    try {
+      for (const page of ['/', '/sign-in']) {
+        const response = await fetch(`${base}${page}`);
+        expect(response.status).toBe(503);
+        expect(response.headers.get('content-type')).toMatch(/^text\/html/);
+        expect(await response.text()).toMatch(/console is not built/);
+        expectSecurityHeaders(response);
+      }
+    } finally {
+      await app.close();
+    }
+  });
+});
