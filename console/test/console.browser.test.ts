@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type TestStack } from '@ots/shared/testing/stack';
-import { createAccount } from '../../services/accounts/src/key-management.ts';
+import { createAccount, setApiAccess } from '../../services/accounts/src/key-management.ts';
 import { ensureConsoleBuilt } from '../ensure-built.ts';
 import { launchBrowser, openSession, overflowsSideways, PHONE, shown, snapshot } from './browser.ts';
 
@@ -242,8 +242,8 @@ describe('the console, in Chromium', () => {
     await page.context().close();
   });
 
-  it('works by keyboard alone, with a visible focus, and fits a phone', async () => {
-    const { email, setPasswordUrl } = await newAccountWithOwner('Keyboard & Phone Ltd');
+  it('works by keyboard alone, with a visible focus, fits a phone, and says when API access is disabled', async () => {
+    const { account, email, setPasswordUrl } = await newAccountWithOwner('Keyboard & Phone Ltd');
     const { page, consoleErrors } = await openSession(browser, { viewport: PHONE, userAgent: USER_AGENT });
     await setPassword(page, setPasswordUrl);
     await shown(page.getByRole('heading', { level: 1, name: 'Keyboard & Phone Ltd' }));
@@ -299,6 +299,18 @@ describe('the console, in Chromium', () => {
     await create.waitFor({ state: 'detached' });
     expect(await page.content()).not.toContain(apiKey);
     expect(await overflowsSideways(page)).toBe(false);
+
+    // With API access disabled by an operator, the overview says so, why requests fail, and whom to ask.
+    await setApiAccess(stack.management, account.id, false);
+    expect((await viewer(apiKey)).status).toBe(403);
+    await page.getByRole('link', { name: 'Overview', exact: true }).click();
+    await page.reload();
+    await shown(page.getByText('Disabled', { exact: true }));
+    const access = page.getByRole('region', { name: 'API access' });
+    expect(await access.textContent()).toContain('HTTP 403');
+    expect(await access.textContent()).toContain('Ask them to enable it');
+    expect(await overflowsSideways(page)).toBe(false);
+    await snapshot(page, 'overview-disabled');
     expect(consoleErrors).toEqual([]);
     await page.context().close();
   });

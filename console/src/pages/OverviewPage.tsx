@@ -7,7 +7,7 @@ import { useLoad } from '../useLoad.ts';
 export function OverviewPage() {
   const { owner, account } = useSignedIn();
   const keys = useLoad(consoleApi.listKeys);
-  const working = keys.data?.keys.filter((key) => key.status === 'Active' || key.status === 'Expiring').length;
+  const inService = keys.data?.keys.filter((key) => key.status === 'Active' || key.status === 'Expiring').length;
   const endpoint = `${window.location.origin}/graphql`;
 
   return (
@@ -44,8 +44,11 @@ export function OverviewPage() {
 
         <section className="card" aria-labelledby="keys-heading">
           <h2 id="keys-heading">API keys</h2>
-          <p className="big-number">{keys.error ? '—' : (working ?? '…')}</p>
-          <p>{working === 1 ? 'key works now.' : 'keys work now.'}</p>
+          <p className="big-number">{keys.error ? '—' : (inService ?? '…')}</p>
+          <p>
+            {inService === 1 ? 'key in service' : 'keys in service'}
+            {account.apiAccessEnabled ? '.' : ', refused while API access is disabled.'}
+          </p>
           <p>
             <Link to="/settings/api-keys">Manage keys</Link>
           </p>
