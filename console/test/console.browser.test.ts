@@ -296,7 +296,7 @@ describe('the console, in Chromium', () => {
     expect(await overflowsSideways(page)).toBe(false);
     // Escape closes the dialog and the key with it.
     await page.keyboard.press('Escape');
-    await create.waitFor({ state: 'detached' });
+    await page.getByRole('dialog').waitFor({ state: 'detached' });
     expect(await page.content()).not.toContain(apiKey);
     expect(await overflowsSideways(page)).toBe(false);
 
