@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startStack, type TestStack } from '@ots/shared/testing/stack';
-import { createAccount, setApiAccess } from '../../services/accounts/src/key-management.ts';
+import { createAccount, createKey, setApiAccess } from '../../services/accounts/src/key-management.ts';
 import { ensureConsoleBuilt } from '../ensure-built.ts';
 import { launchBrowser, openSession, overflowsSideways, PHONE, shown, snapshot } from './browser.ts';
 
@@ -232,6 +232,21 @@ describe('the console, in Chromium', () => {
     await snapshot(page, 'explorer');
     expect(await keptOutsideMemory(page)).not.toContain(firstKey);
 
+    // Signing out in another tab ends this tab's session too: its next request lands on the sign-in page.
+    const otherTab = await page.context().newPage();
+    await otherTab.goto(`${origin}/`);
+    await otherTab.getByRole('link', { name: 'Sign out' }).click();
+    await otherTab.waitForURL(`${origin}/sign-in`);
+    await otherTab.close();
+    await page.getByRole('link', { name: 'API Keys', exact: true }).click();
+    await page.waitForURL(`${origin}/sign-in`);
+    await shown(page.getByText('Your session has ended. Sign in again to continue.'));
+    await page.getByLabel('Email').fill(email);
+    await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    // Back where the owner was when the session ended.
+    await shown(page.getByRole('heading', { level: 1, name: 'API Keys' }));
+
     // Sign out ends the session: the console is behind the sign-in page again.
     await page.getByRole('link', { name: 'Sign out' }).click();
     await page.waitForURL(`${origin}/sign-in`);
@@ -296,7 +311,7 @@ describe('the console, in Chromium', () => {
     expect(await overflowsSideways(page)).toBe(false);
     // Escape closes the dialog and the key with it.
     await page.keyboard.press('Escape');
-    await page.getByRole('dialog').waitFor({ state: 'detached' });
+    await page.locator('dialog').waitFor({ state: 'detached' });
     expect(await page.content()).not.toContain(apiKey);
     expect(await overflowsSideways(page)).toBe(false);
 
@@ -311,6 +326,17 @@ describe('the console, in Chromium', () => {
     expect(await access.textContent()).toContain('Ask them to enable it');
     expect(await overflowsSideways(page)).toBe(false);
     await snapshot(page, 'overview-disabled');
+
+    // The security log comes 50 events a page, newest first; older ones on request.
+    for (let n = 1; n <= 50; n += 1) await createKey(stack.management, account.id, { name: `batch-${n}` });
+    await page.getByRole('link', { name: 'Security log', exact: true }).click();
+    const rows = page.getByRole('table').getByRole('row');
+    await expect.poll(() => rows.count()).toBe(51);
+    await page.getByRole('button', { name: 'Show older events' }).click();
+    await expect.poll(() => rows.count()).toBeGreaterThan(51);
+    const log = (await rows.allTextContents()).slice(1);
+    expect(log.at(-1)).toContain('Password set');
+    expect(await page.getByRole('button', { name: 'Show older events' }).count()).toBe(0);
     expect(consoleErrors).toEqual([]);
     await page.context().close();
   });
