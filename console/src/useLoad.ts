@@ -25,7 +25,6 @@ export function useLoad<T>(load: () => Promise<T>): Loaded<T> {
       current = false;
     };
     // `load` is a fixed API call per page; a new generation is what asks for a fresh answer.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [generation]);
   const reload = useCallback(() => setGeneration((n) => n + 1), []);
   return { data, error, reload };

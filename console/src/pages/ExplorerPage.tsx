@@ -52,7 +52,6 @@ function keyFetcher(currentKey: () => string): Fetcher {
 export default function ExplorerPage() {
   const [typed, setTyped] = useState('');
   const apiKey = useRef('');
-  apiKey.current = typed.trim();
   // A new fetcher makes GraphiQL load the schema again: only once typing pauses, so that a half-typed
   // key is not sent (and counted as a failed authentication). Queries always use the key as it is now.
   const [schemaKey, setSchemaKey] = useState('');
@@ -60,7 +59,6 @@ export default function ExplorerPage() {
     const timer = setTimeout(() => setSchemaKey(typed.trim()), 400);
     return () => clearTimeout(timer);
   }, [typed]);
-  // eslint-disable-next-line react-hooks/exhaustive-deps
   const fetcher = useMemo(() => keyFetcher(() => apiKey.current), [schemaKey]);
   const storage = useMemo(memoryStorage, []);
 
@@ -81,7 +79,10 @@ export default function ExplorerPage() {
               spellCheck={false}
               placeholder="svc_live_…"
               value={typed}
-              onChange={(event) => setTyped(event.target.value)}
+              onChange={(event) => {
+                setTyped(event.target.value);
+                apiKey.current = event.target.value.trim();
+              }}
             />
           )}
         </Field>
