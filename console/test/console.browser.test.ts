@@ -300,6 +300,7 @@ describe('the console, in Chromium', () => {
     while ((await page.evaluate(() => document.activeElement?.textContent)) !== 'Create API key' && steps++ < 20) await page.keyboard.press('Tab');
     const outline = await page.evaluate(() => getComputedStyle(document.activeElement!).outlineStyle);
     expect(outline).not.toBe('none');
+    await snapshot(page, 'keyboard-focus');
     await page.keyboard.press('Enter');
     const create = await shown(page.getByRole('dialog', { name: 'Create API key' }));
     expect(await page.evaluate(() => document.activeElement?.id)).toBe(await create.getByLabel('Label').getAttribute('id'));
