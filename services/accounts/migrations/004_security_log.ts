@@ -9,7 +9,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .createTable('security_events')
     .addColumn('id', 'uuid', (col) => col.primaryKey())
-    .addColumn('account_id', 'uuid', (col) => col.notNull().references('accounts.id'))
+    .addColumn('account_id', 'uuid', (col) => col.notNull().references('accounts.id').onDelete('cascade'))
     .addColumn('type', 'text', (col) =>
       col.notNull().check(sql`type in ('key.created', 'key.rolled', 'key.revoked', 'sign_in.succeeded', 'sign_in.failed', 'password.set')`),
     )

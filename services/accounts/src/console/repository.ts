@@ -140,25 +140,19 @@ export async function deleteEndedSessions(db: AccountsDb, accountId: string, own
 
 /** Failure times since `since`, oldest first, by email and by address, leaving out the attempt being decided. */
 export async function recentSignInFailures(db: AccountsDb, emailHash: Buffer, clientAddress: string, since: Date, exceptId: string) {
-  const [email, address] = await Promise.all([
-    db
+  const timesWhere = async (column: 'email_hash' | 'client_address', value: Buffer | string) => {
+    const rows = await db
       .selectFrom('sign_in_failures')
       .select('failed_at')
-      .where('email_hash', '=', emailHash)
+      .where(column, '=', value)
       .where('failed_at', '>', since)
       .where('id', '<>', exceptId)
       .orderBy('failed_at')
-      .execute(),
-    db
-      .selectFrom('sign_in_failures')
-      .select('failed_at')
-      .where('client_address', '=', clientAddress)
-      .where('failed_at', '>', since)
-      .where('id', '<>', exceptId)
-      .orderBy('failed_at')
-      .execute(),
-  ]);
-  return { email: email.map((row) => row.failed_at.getTime()), address: address.map((row) => row.failed_at.getTime()) };
+      .execute();
+    return rows.map((row) => row.failed_at.getTime());
+  };
+  const [email, address] = await Promise.all([timesWhere('email_hash', emailHash), timesWhere('client_address', clientAddress)]);
+  return { email, address };
 }
 
 /** Recorded before the password is checked; returns its id so that a success (or a refusal) can take it back. */
