@@ -147,6 +147,10 @@ describe('the console, in Chromium', () => {
     await create.getByRole('button', { name: 'Create', exact: true }).click();
     const firstKey = await readNewKey(page);
     await snapshot(page, 'new-key');
+    await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
+    await page.getByRole('button', { name: 'Copy', exact: true }).click();
+    await shown(page.getByText('Copied to the clipboard.'));
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(firstKey);
 
     const first = await viewer(firstKey);
     expect(first.status).toBe(200);
