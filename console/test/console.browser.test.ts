@@ -1,7 +1,6 @@
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAdminCli } from '@ots/shared/testing/admin-cli';
 import { startStack, type TestStack } from '@ots/shared/testing/stack';
 import { createAccount, createKey, setApiAccess } from '../../services/accounts/src/key-management.ts';
 import { ensureConsoleBuilt } from '../ensure-built.ts';
@@ -12,7 +11,6 @@ import { launchBrowser, openSession, overflowsSideways, PHONE, shown, snapshot }
  * driven as a person drives it: by role and accessible name.
  */
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const USER_AGENT = 'ots-console-browser-test/1.0 (Chromium)';
 const PASSWORD = 'correct horse battery staple';
 const VIEWER = '{ viewer { account { id name } apiKey { id displayPrefix } } }';
@@ -33,26 +31,10 @@ afterAll(async () => {
 });
 
 /** `npm run admin -- owner invite ... --json`, as an operator runs it, against the stack's database. */
-function inviteOwner(accountId: string, email: string): Promise<{ ownerId: string; setPasswordUrl: string }> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', 'services/accounts/src/cli.ts', 'owner', 'invite', '--account', accountId, '--email', email, '--json'],
-      {
-        cwd: ROOT,
-        env: {
-          PATH: process.env.PATH,
-          HOME: process.env.HOME,
-          DATABASE_URL: stack.databaseUrl,
-          REDIS_URL: stack.config.redisUrl,
-          REDIS_KEY_PREFIX: stack.config.redisKeyPrefix,
-          CONSOLE_BASE_URL: origin,
-        },
-        timeout: 30_000,
-      },
-      (error, stdout, stderr) => (error ? reject(new Error(`owner invite failed: ${stderr}`)) : resolve(JSON.parse(stdout))),
-    );
-  });
+async function inviteOwner(accountId: string, email: string): Promise<{ ownerId: string; setPasswordUrl: string }> {
+  const result = await runAdminCli(stack, ['owner', 'invite', '--account', accountId, '--email', email, '--json'], { CONSOLE_BASE_URL: origin });
+  if (result.code !== 0) throw new Error(`owner invite failed: ${result.stderr}`);
+  return JSON.parse(result.stdout);
 }
 
 async function newAccountWithOwner(name: string) {
