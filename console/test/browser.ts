@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type ConsoleMessage, type Locator, type Page } from 'playwright-core';
@@ -13,11 +13,12 @@ export const LAPTOP = { width: 1280, height: 800 };
 export const PHONE = { width: 390, height: 844 };
 
 export async function launchBrowser(): Promise<Browser> {
+  if (!existsSync(CHROMIUM_PATH)) throw new Error(`no Chromium at ${CHROMIUM_PATH}: apt-get install chromium, or set CHROMIUM_PATH`);
   return chromium.launch({
     executablePath: CHROMIUM_PATH,
     headless: true,
-    // Chromium refuses its sandbox to root, which CI and containers run as.
-    args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
+    // Containers often have a small /dev/shm; Chromium refuses its sandbox to root, which CI runs as.
+    args: ['--disable-dev-shm-usage', ...(process.getuid?.() === 0 ? ['--no-sandbox'] : [])],
   });
 }
 
