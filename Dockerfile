@@ -1,5 +1,6 @@
 # One image for every process of the service; docker-compose.yml picks the command per container.
-# TypeScript runs through tsx (a devDependency), so dev dependencies are installed too.
+# The build stage compiles the TypeScript; the image runs that JavaScript with `node` on the
+# production dependencies only: no tsx, no TypeScript, no embedded Postgres, no test tools.
 
 FROM node:22-bookworm-slim AS build
 WORKDIR /app
@@ -19,16 +20,28 @@ COPY console/package.json console/
 RUN npm ci --ignore-scripts --no-audit --no-fund
 
 COPY . .
-# Composition errors fail the image build rather than the gateway's start; the gateway serves the
-# console from console/dist.
-RUN npm run compose && npm run build -w @ots/console
+# Composition errors fail the image build rather than the gateway's start. The compiler writes
+# each src/x.js beside its src/x.ts; the sources stay behind in this stage. The console is built
+# into console/dist (the gateway serves it); of console/, only that build and the compiled
+# staleness check of `npm start` go on.
+RUN npm run compose && npm run compile && npm run build -w @ots/console \
+ && find . -name node_modules -prune -o -name '*.ts' -type f -print | xargs rm \
+ && rm -rf shared/test gateway/test services/*/test shared/src/testing \
+ && find console -mindepth 1 -maxdepth 1 ! -name dist ! -name package.json ! -name '*.js' -exec rm -rf {} +
+# Production dependencies only, installed afresh rather than pruned, so nothing of the above remains.
+RUN rm -rf node_modules shared/node_modules gateway/node_modules services/*/node_modules console/node_modules \
+ && npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+ && npm cache clean --force
 
 FROM node:22-bookworm-slim
+# `compiled`: workspace packages resolve to their JavaScript (package.json "exports"), not their TypeScript.
 ENV NODE_ENV=production \
+    NODE_OPTIONS=--conditions=compiled \
     NPM_CONFIG_UPDATE_NOTIFIER=false
 WORKDIR /app
 # Owned by root: the application cannot rewrite its own code or supergraph.
 COPY --from=build /app /app
 USER node
-EXPOSE 4000 4001 4002 4003 4004
-CMD ["node", "--import", "tsx", "gateway/src/main.ts"]
+# 4000-4004: the gateway and the subgraphs; 9464: each process's Prometheus metrics.
+EXPOSE 4000 4001 4002 4003 4004 9464
+CMD ["node", "--import", "./shared/src/tracing-preload.js", "gateway/src/main.js"]

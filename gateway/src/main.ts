@@ -3,6 +3,7 @@ import { loadConfigOrExit } from '@ots/shared/config';
 import { createLogger } from '@ots/shared/logger';
 import { isRedisReachable } from '@ots/shared/redis';
 import { stopOnSignals } from '@ots/shared/service';
+import { startProcessTelemetry } from '@ots/shared/telemetry';
 import type { Kysely } from 'kysely';
 import { openKeyStore } from '../../services/accounts/src/key-store.ts';
 import { startGateway } from './server.ts';
@@ -13,6 +14,7 @@ if (!config.assertionPrivateKey) {
   process.exit(1);
 }
 const logger = createLogger('gateway', config.logLevel);
+const telemetry = await startProcessTelemetry(config, logger);
 const keys = openKeyStore(config, logger, { listen: true });
 const gateway = await startGateway({
   config,
@@ -25,4 +27,5 @@ const gateway = await startGateway({
 stopOnSignals(async () => {
   await gateway.close();
   await keys.close();
-});
+  await telemetry.close();
+}, logger);

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { rateLimitRefusals } from '@ots/shared/metrics';
 
 export interface RateState {
   allowed: boolean;
@@ -29,6 +30,7 @@ export class RateLimiter {
     bucket.at = now;
     const allowed = bucket.tokens >= 1;
     if (allowed) bucket.tokens -= 1;
+    else rateLimitRefusals.inc({ limit: this.policyName });
     this.buckets.set(key, bucket);
     return this.stateOf(bucket.tokens, allowed);
   }
@@ -41,13 +43,6 @@ export class RateLimiter {
       resetSeconds: Math.ceil((this.burst - tokens) / this.perSecond),
       retryAfterSeconds: allowed ? 0 : Math.ceil((1 - tokens) / this.perSecond),
     };
-  }
-
-  /** Only looks: used to refuse an address that has already failed too often, before any look-up. */
-  isExhausted(key: string, now = Date.now()): boolean {
-    const bucket = this.buckets.get(key);
-    if (!bucket) return false;
-    return Math.min(this.burst, bucket.tokens + ((now - bucket.at) / 1000) * this.perSecond) < 1;
   }
 
   /** IETF httpapi-ratelimit-headers: `RateLimit-Policy` names the quota, `RateLimit` the state. */
@@ -108,6 +103,7 @@ export class SharedRateLimiter {
         this.local.perSecond,
         this.local.burst,
       )) as [number, string];
+      if (allowed !== 1) rateLimitRefusals.inc({ limit: this.local.policyName });
       return this.local.stateOf(Number(tokens), allowed === 1);
     } catch {
       return this.local.take(key);

@@ -11,10 +11,13 @@ import { ASSERTION_HEADER, AssertionIssuer, type CallerIdentity } from '@ots/sha
 import type { Config, ServiceName } from '@ots/shared/config';
 import { createLogger, type Logger } from '@ots/shared/logger';
 import { addHealthRoutes, createHttpApp, maskErrors, REQUEST_ID_HEADER, type RunningServer } from '@ots/shared/subgraph-server';
+import { timedSubgraphFetch } from '@ots/shared/metrics';
+import { observeContext, requestLogPlugin } from '@ots/shared/request-log';
 import { decideKey, hashApiKey, isWellFormedApiKey } from '../../services/accounts/src/domain.ts';
 import type { ApiKeyStore } from '../../services/accounts/src/key-store.ts';
 import { registerConsole } from '../../services/accounts/src/console/http.ts';
 import { errorPathsPlugin, rootFieldOwners } from './error-paths.ts';
+import { KeyLookups } from './failed-auth.ts';
 import { aliasLimit, costLimit, depthLimit } from './limits.ts';
 import { RateLimiter, SharedRateLimiter } from './rate-limit.ts';
 import { checkScalarInputs } from './scalar-check.ts';
@@ -67,7 +70,7 @@ class AuthenticatedDataSource extends RemoteGraphQLDataSource<GatewayContext> {
       url,
       fetcher: (async (input: string, init?: RequestInit) => {
         try {
-          return await fetch(input, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+          return await timedSubgraphFetch('gateway', serviceName, () => fetch(input, { ...init, signal: AbortSignal.timeout(timeoutMs) }));
         } catch {
           throw unavailable(serviceName);
         }
@@ -107,6 +110,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
     config.redisKeyPrefix,
   );
   const failedAuthLimiter = new RateLimiter(limits.failedAuthPerSecond, limits.failedAuthBurst, 'failed-auth');
+  const keyLookups = new KeyLookups(keyStore, limits.keyLookupConcurrency);
   if (!config.assertionPrivateKey) throw new Error('the gateway needs ASSERTION_PRIVATE_KEY to sign assertions');
   const assertions = new AssertionIssuer(config.assertionPrivateKey, config.assertionTtlSeconds);
 
@@ -133,6 +137,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
       fastifyApolloDrainPlugin(app),
       ApolloServerPluginLandingPageDisabled(),
       errorPathsPlugin(rootFieldOwners(supergraphSdl)),
+      requestLogPlugin(),
       {
         async requestDidStart() {
           return {
@@ -194,12 +199,9 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
     };
     if (!isWellFormedApiKey(apiKey)) return refuse(401);
 
-    // An address that keeps failing may not make the store read Postgres for every new guess; keys
-    // that the caches already know still pass, so a client sharing the address is not locked out.
-    const keyHash = hashApiKey(config.apiKeyHmacSecret, apiKey);
-    const exhausted = failedAuthLimiter.isExhausted(address);
-    const record = exhausted ? await keyStore.lookupCached(keyHash) : await keyStore.lookup(keyHash);
-    if (record === undefined) return tooManyRequests(reply, failedAuthLimiter.take(address).retryAfterSeconds);
+    // Every well-formed key is looked up, whatever its address did before (failed-auth.ts says why).
+    const record = await keyLookups.lookup(hashApiKey(config.apiKeyHmacSecret, apiKey), address, reply);
+    if (record === undefined) return reply;
     const decision = decideKey(record, Date.now());
     if (decision.kind === 'invalid') return refuse(401);
     if (decision.kind === 'access-disabled') return refuse(403);
@@ -245,7 +247,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
       context: async (request) => {
         const identity = identities.get(request);
         if (!identity) throw new GraphQLError('Authentication required', { extensions: { code: 'UNAUTHENTICATED' } });
-        return identity;
+        return observeContext(request, identity);
       },
     });
   });

@@ -127,7 +127,7 @@ describe('an outage below a root field', () => {
   });
 });
 
-// Last: it leaves this address over its failure limit, so keys new to the caches get 429 afterwards.
+// Last: it leaves this address over its failure limit (valid keys still pass: failed-auth.e2e).
 describe('failed authentications per client address', () => {
   it('an address over its limit gets 429 for new guesses, while a key the caches know still works from it', async () => {
     const { apiKey: known } = await stack.createAccountWithKey('Shares an address');

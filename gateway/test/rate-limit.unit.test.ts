@@ -54,17 +54,6 @@ describe('RateLimiter (per key token bucket)', () => {
     expect(limiter.take('key', T0 + 5 + 1_000).allowed).toBe(true);
   });
 
-  it('isExhausted only looks: it takes no token', () => {
-    const limiter = new RateLimiter(5, 3, 'failed-auth');
-    expect(limiter.isExhausted('10.0.0.1', T0)).toBe(false);
-    limiter.take('10.0.0.1', T0);
-    limiter.take('10.0.0.1', T0);
-    for (let i = 0; i < 10; i += 1) expect(limiter.isExhausted('10.0.0.1', T0)).toBe(false);
-    limiter.take('10.0.0.1', T0);
-    expect(limiter.isExhausted('10.0.0.1', T0)).toBe(true);
-    expect(limiter.isExhausted('10.0.0.1', T0 + 200)).toBe(false);
-  });
-
   it('describes itself in IETF RateLimit-Policy and RateLimit headers', () => {
     const limiter = new RateLimiter(50, 100, 'api-key');
     const state = limiter.take('key', T0);

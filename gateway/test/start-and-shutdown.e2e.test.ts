@@ -1,30 +1,32 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '@ots/shared/testing/database';
+import { scrape } from '@ots/shared/testing/metrics';
+import { freePort } from '@ots/shared/testing/ports';
 
 /** `npm start`'s program as a user runs it: its own process, configured only through the environment. */
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 let database: TestDatabase;
 let child: ChildProcess;
 let output = '';
 let gatewayUrl: string;
 let demoKey: string;
+let metricsUrl: string;
+
+/** The process's log lines (JSON, since its stdout is not a terminal). */
+const logLines = (): Record<string, unknown>[] =>
+  output
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
 
 beforeAll(async () => {
   database = await createTestDatabase(inject('postgresUrl'));
-  const [gateway, accounts, orders, strategies, fills] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
+  const [gateway, accounts, orders, strategies, fills, metrics] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
+  metricsUrl = `http://127.0.0.1:${metrics}/metrics`;
   // Without vitest's NODE_ENV=test, as a user runs it: libraries that install their own signal handlers outside tests do so here too.
   const { NODE_ENV: _testMode, ...environment } = process.env;
   child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
@@ -39,7 +41,8 @@ beforeAll(async () => {
       ORDERS_PORT: String(orders),
       STRATEGIES_PORT: String(strategies),
       FILLS_PORT: String(fills),
-      LOG_LEVEL: 'warn',
+      METRICS_PORT: String(metrics),
+      LOG_LEVEL: 'info',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -91,6 +94,30 @@ describe('the service started as npm start starts it', () => {
     expect(await response.json()).toMatchObject({ owner: { email: 'demo@example.com' }, account: { name: 'Demo account' } });
   });
 
+  it('writes one JSON line per request at info: request id, operation, status, duration, account and key id, never the key or the variables', async () => {
+    const response = await fetch(gatewayUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': demoKey },
+      body: JSON.stringify({ query: 'query Whoami($id: ID!) { viewer { account { id } } orderSubmission(id: $id) { id } }', variables: { id: 'secret-in-a-variable' } }),
+    });
+    const body = (await response.json()) as { data: { viewer: { account: { id: string } } } };
+    const requestId = response.headers.get('x-request-id');
+    await expect.poll(() => logLines().filter((line) => line.reqId === requestId && line.msg === 'request completed').length).toBe(1);
+    const line = logLines().find((entry) => entry.reqId === requestId && entry.msg === 'request completed')!;
+    expect(line).toMatchObject({ level: 30, operation: 'Whoami', status: 200, outcome: 'ok', accountId: body.data.viewer.account.id, apiKeyId: expect.any(String) });
+    expect(line.durationMs).toEqual(expect.any(Number));
+    const logged = output.split('\n').filter((entry) => entry.startsWith('{')).join('\n');
+    expect(logged).not.toContain(demoKey);
+    expect(logged).not.toContain('secret-in-a-variable');
+  });
+
+  it('serves the metrics of every server of the process on METRICS_PORT', async () => {
+    await viewer();
+    const scraped = await scrape(metricsUrl);
+    expect(scraped.value('ots_requests_total', { service: 'gateway', outcome: 'ok' })).toBeGreaterThan(0);
+    expect(scraped.value('ots_requests_total', { service: 'accounts', outcome: 'ok' })).toBeGreaterThan(0);
+  });
+
   it('on SIGTERM, requests in flight complete, later ones are refused cleanly, and the process exits 0', async () => {
     const outcomes = Array.from({ length: 40 }, async (_, i) => {
       await new Promise((resolve) => setTimeout(resolve, i * 5));
@@ -112,5 +139,7 @@ describe('the service started as npm start starts it', () => {
     expect(Date.now() - stopAt).toBeLessThan(5_000);
     expect(results.filter((result) => result !== 'answered' && result !== 'refused' && result !== 'status 503')).toEqual([]);
     expect(results).toContain('answered');
+    // The last line says so.
+    expect(logLines().at(-1)?.msg).toMatch(/^stopped/);
   });
 });

@@ -1,4 +1,6 @@
 import { createHash, createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto';
+import { accessSync, constants } from 'node:fs';
+import { z } from 'zod';
 
 export type ServiceName = 'accounts' | 'orders' | 'strategies' | 'fills';
 export const SERVICE_NAMES: readonly ServiceName[] = ['accounts', 'orders', 'strategies', 'fills'];
@@ -21,6 +23,8 @@ export interface Limits {
   rateLimitBurst: number;
   failedAuthPerSecond: number;
   failedAuthBurst: number;
+  /** Key look-ups that miss the caches and read Postgres at once, per gateway instance. */
+  keyLookupConcurrency: number;
   gatewayTimeoutMs: number;
   subgraphTimeoutMs: number;
 }
@@ -54,6 +58,8 @@ export interface Config {
   fillSweepMinAgeMs: number;
   /** Where people reach the console (set-password links, the allowed Origin); no trailing slash. */
   consoleBaseUrl: string;
+  /** Each process serves its Prometheus metrics on this port, apart from the public one. */
+  metricsPort: number;
 }
 
 export class ConfigError extends Error {}
@@ -70,11 +76,54 @@ const DEV_ASSERTION_PRIVATE_KEY = createPrivateKey({
   type: 'pkcs8',
 });
 
-function int(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
-  return Number(raw);
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+/** Node's timers hold at most this many milliseconds; a longer one fires at once. */
+const MAX_TIMER_MS = 2_147_483_647;
+const MAX_INTEGER = 2_147_483_647;
+
+// Every variable is a string or unset; an empty one counts as unset, as in most shells' `VAR= cmd`.
+const unset = (raw: unknown) => (raw === '' ? undefined : raw);
+
+/** Reports a problem with the variable being read; the message follows its name. */
+type Problem = (message: string) => typeof z.NEVER;
+
+/** An optional variable, turned into its value by `read`, which calls `problem` when it cannot. */
+function variable<T>(read: (raw: string | undefined, problem: Problem) => T) {
+  return z.preprocess(
+    unset,
+    z
+      .string()
+      .optional()
+      .transform((raw, context) =>
+        read(raw, (message) => {
+          context.addIssue({ code: 'custom', message });
+          return z.NEVER;
+        }),
+      ),
+  );
+}
+
+/**
+ * A whole number in [min, max]. The message quotes the value: none of these is a secret.
+ * `what` names the kind for the message ("a port number", "a duration in milliseconds").
+ */
+function wholeNumber(fallback: number, min: number, max: number, what: string) {
+  return variable((raw, problem) => {
+    if (raw === undefined) return fallback;
+    const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+    return value >= min && value <= max ? value : problem(`must be ${what} from ${min} to ${max}, got "${raw}"`);
+  });
+}
+const port = (fallback: number) => wholeNumber(fallback, 1, 65_535, 'a port number');
+const positive = (fallback: number) => wholeNumber(fallback, 1, MAX_INTEGER, 'a whole number');
+const milliseconds = (fallback: number) => wholeNumber(fallback, 1, MAX_TIMER_MS, 'a duration in milliseconds');
+
+/** A URL of one of `protocols`. Not quoted back: a database or Redis URL may hold a password. */
+function url(protocols: readonly string[]) {
+  const expected = protocols.map((protocol) => `${protocol}//`).join(' or ');
+  return variable((raw, problem) =>
+    raw === undefined || (URL.canParse(raw) && protocols.includes(new URL(raw).protocol)) ? raw : problem(`must be a URL starting ${expected}`),
+  );
 }
 
 function pem(raw: string): string {
@@ -82,112 +131,195 @@ function pem(raw: string): string {
   return raw.includes('\\n') ? raw.replace(/\\n/g, '\n') : raw;
 }
 
-function parseTrustProxy(raw: string | undefined): false | string[] {
-  if (raw === undefined || raw === '' || raw === 'false') return false;
-  // Believing any hop (`true`) or a hop count lets a client write the X-Forwarded-For it is limited by.
-  if (raw === 'true' || /^\d+$/.test(raw)) {
-    throw new ConfigError('TRUST_PROXY takes the addresses of the proxies in front: CIDRs or loopback, uniquelocal, linklocal, comma-separated');
-  }
-  return raw.split(',').map((entry) => entry.trim()).filter(Boolean);
+function ed25519Key(kind: 'private' | 'public') {
+  const message = kind === 'private' ? 'must be an Ed25519 private key in PKCS#8 PEM' : 'must be an Ed25519 public key in SPKI PEM';
+  return variable((raw, problem) => {
+    if (raw === undefined) return undefined;
+    try {
+      const key = kind === 'private' ? createPrivateKey(pem(raw)) : createPublicKey(pem(raw));
+      if (key.asymmetricKeyType === 'ed25519') return key;
+    } catch {
+      // Reported below, without the key material.
+    }
+    return problem(message);
+  });
 }
 
-function parseConsoleBaseUrl(raw: string | undefined, fallback: string): string {
-  if (raw === undefined || raw === '') return fallback;
-  let url: URL | undefined;
-  try {
-    url = new URL(raw);
-  } catch {
-    url = undefined;
+const readableFile = () =>
+  variable((path, problem) => {
+    if (path === undefined) return undefined;
+    try {
+      accessSync(path, constants.R_OK);
+      return path;
+    } catch {
+      return problem('must name a file this process can read');
+    }
+  });
+
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+const proxyAddress = z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()]);
+
+/**
+ * `false`, or the addresses of the proxies in front. Believing any hop (`true`) or a hop count would
+ * let a client write the X-Forwarded-For it is limited by, so neither is accepted.
+ */
+const trustProxy = variable((raw, problem): false | string[] => {
+  if (raw === undefined || raw === 'false') return false;
+  const entries = raw.split(',').map((entry) => entry.trim()).filter(Boolean);
+  const bad = entries.filter((entry) => !PROXY_NAMES.has(entry) && !proxyAddress.safeParse(entry).success);
+  if (raw === 'true' || /^\d+$/.test(raw) || entries.length === 0 || bad.length > 0) {
+    return problem(`takes the addresses of the proxies in front: IPs, CIDRs or loopback, uniquelocal, linklocal, comma-separated, got "${raw}"`);
   }
-  if (!url || !['http:', 'https:'].includes(url.protocol) || url.search || url.hash) {
-    throw new ConfigError(`CONSOLE_BASE_URL must be an http(s) URL without query or fragment, got "${raw}"`);
-  }
-  return url.toString().replace(/\/+$/, '');
+  return entries;
+});
+
+/** Every variable of the README's configuration table, with its range; checked together, reported together. */
+const environmentSchema = z.object({
+  NODE_ENV: z.preprocess(
+    unset,
+    z.enum(['production', 'development', 'test'], { message: 'must be production, development or test' }).optional(),
+  ),
+  DATABASE_URL: url(['postgres:', 'postgresql:']),
+  REDIS_URL: url(['redis:', 'rediss:']),
+  REDIS_KEY_PREFIX: z.preprocess(unset, z.string().default('ots:')),
+  API_KEY_HMAC_SECRET: z.preprocess(unset, z.string().min(32, { message: 'must be at least 32 characters' }).optional()),
+  ASSERTION_PRIVATE_KEY: ed25519Key('private'),
+  ASSERTION_PUBLIC_KEY: ed25519Key('public'),
+  ASSERTION_TTL_SECONDS: wholeNumber(60, 1, 86_400, 'a number of seconds'),
+  HOST: z.preprocess(
+    unset,
+    z
+      .union([z.ipv4(), z.ipv6(), z.hostname()], { message: 'must be an IP address or a host name to bind to' })
+      .default('127.0.0.1'),
+  ),
+  GATEWAY_PORT: port(DEFAULT_PORTS.gateway),
+  ACCOUNTS_PORT: port(DEFAULT_PORTS.accounts),
+  ORDERS_PORT: port(DEFAULT_PORTS.orders),
+  STRATEGIES_PORT: port(DEFAULT_PORTS.strategies),
+  FILLS_PORT: port(DEFAULT_PORTS.fills),
+  ACCOUNTS_URL: url(['http:', 'https:']),
+  ORDERS_URL: url(['http:', 'https:']),
+  STRATEGIES_URL: url(['http:', 'https:']),
+  FILLS_URL: url(['http:', 'https:']),
+  TLS_CERT_FILE: readableFile(),
+  TLS_KEY_FILE: readableFile(),
+  TRUST_PROXY: trustProxy,
+  LIMIT_BODY_BYTES: positive(100 * 1024),
+  LIMIT_DEPTH: positive(10),
+  LIMIT_ALIASES: positive(15),
+  LIMIT_TOKENS: positive(2000),
+  LIMIT_COST: positive(1000),
+  RATE_LIMIT_PER_SECOND: positive(50),
+  RATE_LIMIT_BURST: positive(100),
+  FAILED_AUTH_PER_SECOND: positive(5),
+  FAILED_AUTH_BURST: positive(30),
+  // The gateway's key store has a pool of 10 connections; more would queue in the pool, out of turn.
+  KEY_LOOKUP_CONCURRENCY: wholeNumber(4, 1, 10, 'a whole number'),
+  GATEWAY_TIMEOUT_MS: milliseconds(10_000),
+  SUBGRAPH_TIMEOUT_MS: milliseconds(5_000),
+  FILL_SWEEP_INTERVAL_MS: milliseconds(5_000),
+  FILL_SWEEP_MIN_AGE_MS: milliseconds(10_000),
+  METRICS_PORT: port(9464),
+  CONSOLE_BASE_URL: variable((raw, problem) => {
+    if (raw === undefined) return undefined;
+    const parsed = URL.canParse(raw) ? new URL(raw) : undefined;
+    if (!parsed || !['http:', 'https:'].includes(parsed.protocol) || parsed.search || parsed.hash) {
+      return problem('must be an http(s) URL without query or fragment');
+    }
+    return parsed.toString().replace(/\/+$/, '');
+  }),
+  EMBEDDED_POSTGRES_PORT: port(54_329),
+  LOG_LEVEL: z.preprocess(unset, z.enum(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` }).optional()),
+});
+
+/** Variables whose value is quoted back in an error; the others may hold a secret or a password. */
+const QUOTED_ON_ERROR = new Set(['NODE_ENV', 'LOG_LEVEL', 'HOST']);
+
+/** One line per problem, each naming its variable. */
+function describeIssues(issues: readonly z.core.$ZodIssue[], env: NodeJS.ProcessEnv): string[] {
+  return issues.map((issue) => {
+    const name = String(issue.path[0]);
+    const quoted = QUOTED_ON_ERROR.has(name) && !issue.message.includes(', got "') ? `, got "${env[name]}"` : '';
+    return `${name} ${issue.message}${quoted}`;
+  });
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const production = env.NODE_ENV === 'production';
-  const missing: string[] = [];
+  const parsed = environmentSchema.safeParse(env);
+  if (!parsed.success) throw new ConfigError(describeIssues(parsed.error.issues, env).join('\n'));
+  const e = parsed.data;
+  const production = e.NODE_ENV === 'production';
+  const problems: string[] = [];
 
-  let apiKeyHmacSecret = DEV_HMAC_SECRET;
-  if (env.API_KEY_HMAC_SECRET) {
-    if (env.API_KEY_HMAC_SECRET.length < 32) throw new ConfigError('API_KEY_HMAC_SECRET must be at least 32 characters');
-    apiKeyHmacSecret = Buffer.from(env.API_KEY_HMAC_SECRET, 'utf8');
-  } else if (production) {
-    missing.push('API_KEY_HMAC_SECRET');
+  let assertionPrivateKey = e.ASSERTION_PRIVATE_KEY;
+  let assertionPublicKey = e.ASSERTION_PUBLIC_KEY ?? (assertionPrivateKey ? createPublicKey(assertionPrivateKey) : undefined);
+  if (assertionPrivateKey && e.ASSERTION_PUBLIC_KEY) {
+    const derived = createPublicKey(assertionPrivateKey).export({ format: 'der', type: 'spki' });
+    if (!derived.equals(e.ASSERTION_PUBLIC_KEY.export({ format: 'der', type: 'spki' }))) {
+      problems.push('ASSERTION_PUBLIC_KEY is not the public half of ASSERTION_PRIVATE_KEY: subgraphs would refuse every assertion');
+    }
   }
-
-  let assertionPrivateKey: KeyObject | undefined;
-  let assertionPublicKey: KeyObject;
-  if (env.ASSERTION_PRIVATE_KEY) assertionPrivateKey = createPrivateKey(pem(env.ASSERTION_PRIVATE_KEY));
-  if (env.ASSERTION_PUBLIC_KEY) {
-    assertionPublicKey = createPublicKey(pem(env.ASSERTION_PUBLIC_KEY));
-  } else if (assertionPrivateKey) {
-    assertionPublicKey = createPublicKey(assertionPrivateKey);
-  } else if (production) {
-    missing.push('ASSERTION_PUBLIC_KEY');
-    assertionPublicKey = createPublicKey(DEV_ASSERTION_PRIVATE_KEY);
-  } else {
+  const missing: string[] = [];
+  if (production) {
+    if (!e.API_KEY_HMAC_SECRET) missing.push('API_KEY_HMAC_SECRET');
+    if (!assertionPublicKey) missing.push('ASSERTION_PUBLIC_KEY');
+    if (!e.DATABASE_URL) missing.push('DATABASE_URL');
+  } else if (!assertionPublicKey) {
     assertionPrivateKey = DEV_ASSERTION_PRIVATE_KEY;
     assertionPublicKey = createPublicKey(DEV_ASSERTION_PRIVATE_KEY);
   }
-  if (production && !env.DATABASE_URL) missing.push('DATABASE_URL');
-  if (missing.length > 0) {
-    throw new ConfigError(`NODE_ENV=production refuses development defaults; set ${missing.join(', ')}`);
-  }
+  if (missing.length > 0) problems.push(`NODE_ENV=production refuses development defaults; set ${missing.join(', ')}`);
+  if (Boolean(e.TLS_CERT_FILE) !== Boolean(e.TLS_KEY_FILE)) problems.push('TLS_CERT_FILE and TLS_KEY_FILE go together: set both or neither');
+  if (problems.length > 0 || !assertionPublicKey) throw new ConfigError(problems.join('\n'));
 
-  const host = env.HOST ?? '127.0.0.1';
   const ports = {
-    gateway: int(env, 'GATEWAY_PORT', DEFAULT_PORTS.gateway),
-    accounts: int(env, 'ACCOUNTS_PORT', DEFAULT_PORTS.accounts),
-    orders: int(env, 'ORDERS_PORT', DEFAULT_PORTS.orders),
-    strategies: int(env, 'STRATEGIES_PORT', DEFAULT_PORTS.strategies),
-    fills: int(env, 'FILLS_PORT', DEFAULT_PORTS.fills),
+    gateway: e.GATEWAY_PORT,
+    accounts: e.ACCOUNTS_PORT,
+    orders: e.ORDERS_PORT,
+    strategies: e.STRATEGIES_PORT,
+    fills: e.FILLS_PORT,
   };
-  const subgraphUrl = (name: ServiceName) =>
-    env[`${name.toUpperCase()}_URL`] ?? `http://127.0.0.1:${ports[name]}/graphql`;
-
-  const tlsCert = env.TLS_CERT_FILE;
-  const tlsKey = env.TLS_KEY_FILE;
-  if (Boolean(tlsCert) !== Boolean(tlsKey)) throw new ConfigError('TLS_CERT_FILE and TLS_KEY_FILE go together');
-  const consoleBaseUrl = parseConsoleBaseUrl(env.CONSOLE_BASE_URL, `${tlsCert ? 'https' : 'http'}://${['0.0.0.0', '::'].includes(host) ? '127.0.0.1' : host}:${ports.gateway}`);
+  const subgraphUrl = (name: ServiceName, configured: string | undefined) => configured ?? `http://127.0.0.1:${ports[name]}/graphql`;
 
   return {
     production,
-    host,
+    host: e.HOST,
     ports,
     subgraphUrls: {
-      accounts: subgraphUrl('accounts'),
-      orders: subgraphUrl('orders'),
-      strategies: subgraphUrl('strategies'),
-      fills: subgraphUrl('fills'),
+      accounts: subgraphUrl('accounts', e.ACCOUNTS_URL),
+      orders: subgraphUrl('orders', e.ORDERS_URL),
+      strategies: subgraphUrl('strategies', e.STRATEGIES_URL),
+      fills: subgraphUrl('fills', e.FILLS_URL),
     },
-    databaseUrl: env.DATABASE_URL || undefined,
-    redisUrl: env.REDIS_URL || undefined,
-    redisKeyPrefix: env.REDIS_KEY_PREFIX ?? 'ots:',
-    apiKeyHmacSecret,
+    databaseUrl: e.DATABASE_URL,
+    redisUrl: e.REDIS_URL,
+    redisKeyPrefix: e.REDIS_KEY_PREFIX,
+    apiKeyHmacSecret: e.API_KEY_HMAC_SECRET ? Buffer.from(e.API_KEY_HMAC_SECRET, 'utf8') : DEV_HMAC_SECRET,
     assertionPrivateKey,
     assertionPublicKey,
-    assertionTtlSeconds: int(env, 'ASSERTION_TTL_SECONDS', 60),
+    assertionTtlSeconds: e.ASSERTION_TTL_SECONDS,
     limits: {
-      bodyBytes: int(env, 'LIMIT_BODY_BYTES', 100 * 1024),
-      depth: int(env, 'LIMIT_DEPTH', 10),
-      aliases: int(env, 'LIMIT_ALIASES', 15),
-      tokens: int(env, 'LIMIT_TOKENS', 2000),
-      cost: int(env, 'LIMIT_COST', 1000),
-      rateLimitPerSecond: int(env, 'RATE_LIMIT_PER_SECOND', 50),
-      rateLimitBurst: int(env, 'RATE_LIMIT_BURST', 100),
-      failedAuthPerSecond: int(env, 'FAILED_AUTH_PER_SECOND', 5),
-      failedAuthBurst: int(env, 'FAILED_AUTH_BURST', 30),
-      gatewayTimeoutMs: int(env, 'GATEWAY_TIMEOUT_MS', 10_000),
-      subgraphTimeoutMs: int(env, 'SUBGRAPH_TIMEOUT_MS', 5_000),
+      bodyBytes: e.LIMIT_BODY_BYTES,
+      depth: e.LIMIT_DEPTH,
+      aliases: e.LIMIT_ALIASES,
+      tokens: e.LIMIT_TOKENS,
+      cost: e.LIMIT_COST,
+      rateLimitPerSecond: e.RATE_LIMIT_PER_SECOND,
+      rateLimitBurst: e.RATE_LIMIT_BURST,
+      failedAuthPerSecond: e.FAILED_AUTH_PER_SECOND,
+      failedAuthBurst: e.FAILED_AUTH_BURST,
+      keyLookupConcurrency: e.KEY_LOOKUP_CONCURRENCY,
+      gatewayTimeoutMs: e.GATEWAY_TIMEOUT_MS,
+      subgraphTimeoutMs: e.SUBGRAPH_TIMEOUT_MS,
     },
-    tls: tlsCert && tlsKey ? { certFile: tlsCert, keyFile: tlsKey } : undefined,
-    trustProxy: parseTrustProxy(env.TRUST_PROXY),
-    logLevel: env.LOG_LEVEL ?? (env.NODE_ENV === 'test' ? 'warn' : 'info'),
-    fillSweepIntervalMs: int(env, 'FILL_SWEEP_INTERVAL_MS', 5_000),
-    fillSweepMinAgeMs: int(env, 'FILL_SWEEP_MIN_AGE_MS', 10_000),
-    consoleBaseUrl,
+    tls: e.TLS_CERT_FILE && e.TLS_KEY_FILE ? { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE } : undefined,
+    trustProxy: e.TRUST_PROXY,
+    logLevel: e.LOG_LEVEL ?? (e.NODE_ENV === 'test' ? 'warn' : 'info'),
+    fillSweepIntervalMs: e.FILL_SWEEP_INTERVAL_MS,
+    fillSweepMinAgeMs: e.FILL_SWEEP_MIN_AGE_MS,
+    consoleBaseUrl:
+      e.CONSOLE_BASE_URL ?? `${e.TLS_CERT_FILE ? 'https' : 'http'}://${['0.0.0.0', '::'].includes(e.HOST) ? '127.0.0.1' : e.HOST}:${ports.gateway}`,
+    metricsPort: e.METRICS_PORT,
   };
 }
 

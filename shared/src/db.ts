@@ -1,5 +1,6 @@
 import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
 import pg from 'pg';
+import { observePool } from './metrics.ts';
 
 export interface DatabaseOptions {
   url: string;
@@ -26,6 +27,7 @@ export function createDatabase<DB>(options: DatabaseOptions): Kysely<DB> {
   // process: the pool replaces it, and the query that used it fails on its own.
   pool.on('error', () => undefined);
   pool.on('connect', (client) => client.on('error', () => undefined));
+  observePool(options.applicationName, pool);
   return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }).withSchema(options.schema);
 }
 

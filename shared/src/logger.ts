@@ -1,5 +1,7 @@
+import { createRequire } from 'node:module';
 import type { FastifyBaseLogger } from 'fastify';
-import { pino } from 'pino';
+import { pino, type DestinationStream } from 'pino';
+import type PinoPretty from 'pino-pretty';
 
 /** The logger type shared by services and Fastify's per-request child loggers. */
 export type Logger = FastifyBaseLogger;
@@ -18,8 +20,22 @@ export const REDACTED_PATHS = [
   'res.headers["set-cookie"]',
 ];
 
+const require = createRequire(import.meta.url);
+
+/**
+ * JSON lines for log collectors; a person at a terminal gets them pretty-printed instead. The
+ * printer writes synchronously in this thread (not in a transport's worker), so the last line
+ * before an exit is never lost. It is loaded only when used.
+ */
+function destination(fd: 1 | 2): DestinationStream {
+  const stream = fd === 1 ? process.stdout : process.stderr;
+  if (!stream.isTTY) return pino.destination({ fd, sync: true });
+  const pretty = require('pino-pretty') as typeof PinoPretty;
+  return pretty({ destination: fd, sync: true, colorize: true, singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
+}
+
 /** `toStderr` keeps stdout for a command's own output (the admin CLI's JSON). */
 export function createLogger(name: string, level: string = process.env.LOG_LEVEL ?? 'info', toStderr = false): Logger {
   const options = { name, level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } };
-  return toStderr ? pino(options, pino.destination(2)) : pino(options);
+  return pino(options, destination(toStderr ? 2 : 1));
 }

@@ -6,6 +6,7 @@ import type { Config, ServiceName } from './config.ts';
 import { createDatabase, isDatabaseReachable, migrateSchema } from './db.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { startSubgraphServer, type BaseContext, type RunningServer } from './subgraph-server.ts';
+import { startProcessTelemetry, type ProcessTelemetry } from './telemetry.ts';
 
 export interface ServiceRuntime<DB> {
   config: Config;
@@ -72,28 +73,38 @@ export async function runServiceProcess<DB, Context extends BaseContext>(
   definition: ServiceDefinition<DB, Context>,
   config: Config,
 ): Promise<void> {
+  const logger = createLogger(definition.name, config.logLevel);
   let server: RunningServer;
+  let telemetry: ProcessTelemetry;
   try {
-    server = await runService(definition, { config });
+    telemetry = await startProcessTelemetry(config, logger);
+    server = await runService(definition, { config, logger });
   } catch (error) {
     // A missing setting or a taken port is one line for the operator, not a stack trace.
     process.stderr.write(`${definition.name} cannot start: ${(error as Error).message}\n`);
     process.exit(1);
   }
-  stopOnSignals(() => server.close());
+  stopOnSignals(async () => {
+    await server.close();
+    await telemetry.close();
+  }, logger);
 }
 
 /**
  * Runs `stop` (drain and close) once, on the first SIGTERM or SIGINT, then exits. Later signals are
- * ignored: npm forwards a terminal's Ctrl-C to a process that received it already.
+ * ignored: npm forwards a terminal's Ctrl-C to a process that received it already. The last log
+ * line says that everything stopped, so whoever watches a stop knows it is over.
  */
-export function stopOnSignals(stop: () => Promise<void>): void {
+export function stopOnSignals(stop: () => Promise<void>, log: Logger): void {
   let stopping = false;
   const handle = () => {
     if (stopping) return;
     stopping = true;
     stop().then(
-      () => process.exit(0),
+      () => {
+        log.info('stopped: every server, connection and background task is closed');
+        process.exit(0);
+      },
       (error: unknown) => {
         process.stderr.write(`stopping failed: ${(error as Error).message}\n`);
         process.exit(1);

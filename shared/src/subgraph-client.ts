@@ -1,10 +1,14 @@
 import { ASSERTION_HEADER } from './assertion.ts';
+import { timedSubgraphFetch } from './metrics.ts';
 import { REQUEST_ID_HEADER } from './subgraph-server.ts';
 
 /** The other subgraph did not answer in time, or answered with something other than GraphQL. */
 export class SubgraphUnavailableError extends Error {}
 
 export interface SubgraphCall {
+  /** The calling and the called subgraph's names, for the subgraph fetch metrics. */
+  caller: string;
+  subgraph: string;
   url: string;
   query: string;
   variables?: Record<string, unknown>;
@@ -26,7 +30,7 @@ export interface SubgraphResponse<T> {
 export async function callSubgraph<T>(call: SubgraphCall): Promise<SubgraphResponse<T>> {
   let response: Response;
   try {
-    response = await fetch(call.url, {
+    response = await timedSubgraphFetch(call.caller, call.subgraph, () => fetch(call.url, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
@@ -35,7 +39,7 @@ export async function callSubgraph<T>(call: SubgraphCall): Promise<SubgraphRespo
       },
       body: JSON.stringify({ query: call.query, variables: call.variables ?? {} }),
       signal: AbortSignal.timeout(call.timeoutMs),
-    });
+    }));
   } catch (error) {
     throw new SubgraphUnavailableError(`${call.url} did not answer: ${(error as Error).message}`);
   }

@@ -12,6 +12,8 @@ import { ASSERTION_HEADER, AssertionVerifier, type CallerIdentity } from './asse
 import type { Config } from './config.ts';
 import { CLIENT_SAFE_CODES, MASKED_MESSAGE } from './errors.ts';
 import type { Logger } from './logger.ts';
+import { refuseControlCharacters } from './string-inputs.ts';
+import { observeContext, observeRequests, requestLogPlugin } from './request-log.ts';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 
@@ -77,6 +79,8 @@ export function maskErrors(log: Logger) {
 }
 
 export interface HttpAppOptions {
+  /** The `service` of its request log lines and metrics: the subgraph's name; `gateway` when unset. */
+  service?: string;
   /** Only the gateway: it serves HTTPS itself when it has a certificate. */
   tls?: { certFile: string; keyFile: string };
   /**
@@ -104,6 +108,7 @@ export function createHttpApp(config: Config, logger: Logger, options: HttpAppOp
   // The HTTPS server has the same request and reply API; only the transport differs.
   const https = options.tls ? { https: { cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) } } : {};
   const app = Fastify({ ...settings, ...https } as typeof settings) as unknown as FastifyInstance;
+  observeRequests(app, { service: options.service ?? 'gateway', kind: options.adoptRequestId ? 'subgraph' : 'gateway' });
 
   // Whatever escapes a route (a database that is down during a key look-up, a bug) is logged with the
   // request id and answered without its message, which could name a host or a query.
@@ -148,15 +153,15 @@ export function addHealthRoutes(app: FastifyInstance, isReady: () => Promise<boo
  */
 export async function startSubgraphServer<Context extends BaseContext>(options: SubgraphOptions<Context>): Promise<RunningServer> {
   const { config, logger } = options;
-  const app = createHttpApp(config, logger, { adoptRequestId: true });
+  const app = createHttpApp(config, logger, { service: options.name, adoptRequestId: true });
   const apollo = new ApolloServer<Context>({
-    schema: buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers as GraphQLResolverMap<unknown> }]),
+    schema: refuseControlCharacters(buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers as GraphQLResolverMap<unknown> }])),
     formatError: maskErrors(logger),
     includeStacktraceInErrorResponses: false,
     // The process's own signal handler drains and stops every server in order.
     stopOnTerminationSignals: false,
     // Inline traces would hand per-field timings to whoever calls the subgraph.
-    plugins: [fastifyApolloDrainPlugin(app), ApolloServerPluginInlineTraceDisabled()],
+    plugins: [fastifyApolloDrainPlugin(app), ApolloServerPluginInlineTraceDisabled(), requestLogPlugin()],
   });
   await apollo.start();
 
@@ -176,7 +181,7 @@ export async function startSubgraphServer<Context extends BaseContext>(options: 
   const context: ContextFunction<[FastifyRequest, FastifyReply], Context> = async (request) => {
     const verified = callers.get(request);
     if (!verified) throw new GraphQLError('Unauthenticated', { extensions: { code: 'UNAUTHENTICATED' } });
-    return options.createContext({ ...verified, requestId: String(request.id), log: request.log });
+    return observeContext(request, options.createContext({ ...verified, requestId: String(request.id), log: request.log }));
   };
 
   await app.register(fastifyApollo(apollo), {

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Config } from '@ots/shared/config';
 import { createDatabase } from '@ots/shared/db';
 import type { Logger } from '@ots/shared/logger';
+import { apiKeyLookups } from '@ots/shared/metrics';
 import { createRedis } from '@ots/shared/redis';
 import { SCHEMA } from '../migrations/index.ts';
 import { hashesMatch, type KeyRecord } from './domain.ts';
@@ -96,7 +97,10 @@ export class ApiKeyStore {
   async lookup(keyHash: Buffer, now = Date.now()): Promise<KeyRecord | null> {
     const hex = keyHash.toString('hex');
     const cached = this.local.get(hex);
-    if (cached && cached.until > now) return cached.record;
+    if (cached && cached.until > now) {
+      apiKeyLookups.inc({ layer: 'local' });
+      return cached.record;
+    }
     const running = this.inFlight.get(hex);
     if (running) return running;
     const loading = this.load(keyHash, hex).finally(() => this.inFlight.delete(hex));
@@ -108,9 +112,13 @@ export class ApiKeyStore {
   async lookupCached(keyHash: Buffer, now = Date.now()): Promise<KeyRecord | null | undefined> {
     const hex = keyHash.toString('hex');
     const cached = this.local.get(hex);
-    if (cached && cached.until > now) return cached.record;
-    if (this.generation === undefined) return undefined;
-    return this.readRedis(hex, this.generation);
+    if (cached && cached.until > now) {
+      apiKeyLookups.inc({ layer: 'local' });
+      return cached.record;
+    }
+    const shared = this.generation === undefined ? undefined : await this.readRedis(hex, this.generation);
+    apiKeyLookups.inc({ layer: shared === undefined ? 'none' : 'redis' });
+    return shared;
   }
 
   private async load(keyHash: Buffer, hex: string): Promise<KeyRecord | null> {
@@ -121,8 +129,10 @@ export class ApiKeyStore {
     const fromRedis = await this.readRedis(hex, generation);
     let record: KeyRecord | null;
     if (fromRedis !== undefined) {
+      apiKeyLookups.inc({ layer: 'redis' });
       record = fromRedis;
     } else {
+      apiKeyLookups.inc({ layer: 'postgres' });
       const row = await findKeyRecordByHash(this.options.db, keyHash);
       // The index found the row by hash; the constant-time check keeps the comparison itself timing-safe.
       record = row && hashesMatch(row.keyHash, keyHash) ? withoutHash(row) : null;

@@ -42,7 +42,7 @@ const APPLY_FILL_MUTATION = `mutation FillsApplyFill($input: ApplyFillInput!) {
 async function call<T>(link: OrdersLink, query: string, variables: Record<string, unknown>): Promise<T> {
   const timeoutMs = timeLeftMs(link);
   if (timeoutMs <= 0) throw new SubgraphUnavailableError(`no time left to call orders at ${link.url}`);
-  const response = await callSubgraph<T>({ url: link.url, assertion: link.assertion, requestId: link.requestId, timeoutMs, query, variables });
+  const response = await callSubgraph<T>({ caller: 'fills', subgraph: 'orders', url: link.url, assertion: link.assertion, requestId: link.requestId, timeoutMs, query, variables });
   // An answer with errors and no data is a failure of the orders subgraph, not a verdict on the fill.
   if (response.data === null || response.data === undefined || (response.errors && response.errors.length > 0)) {
     const messages = response.errors?.map((error) => error.message).join('; ') ?? 'no data';

@@ -203,3 +203,13 @@ export async function findStalePendingFills(db: FillsDb, minAgeMs: number, limit
     .limit(limit)
     .execute();
 }
+
+/** The sweeper's backlog for monitoring: how many fills are pending, and since when the oldest. */
+export async function pendingFillsBacklog(db: FillsDb): Promise<{ count: number; oldestRecordedAt: Date | null }> {
+  const row = await db
+    .selectFrom('fills')
+    .select(({ fn }) => [fn.countAll<string>().as('count'), fn.min('recorded_at').as('oldest')])
+    .where('status', '=', 'PENDING')
+    .executeTakeFirstOrThrow();
+  return { count: Number(row.count), oldestRecordedAt: row.oldest };
+}

@@ -2,8 +2,9 @@ import { randomUUID, type KeyObject } from 'node:crypto';
 import { signAssertion } from '@ots/shared/assertion';
 import type { Config } from '@ots/shared/config';
 import type { Logger } from '@ots/shared/logger';
+import { fillSweeperMetrics } from '@ots/shared/metrics';
 import { settlePendingFill } from './recording.ts';
-import { findStalePendingFills, type FillsDb } from './repository.ts';
+import { findStalePendingFills, pendingFillsBacklog, type FillsDb } from './repository.ts';
 
 /** Fills settled per sweep; a full batch starts the next sweep at once. */
 export const SWEEP_BATCH_SIZE = 100;
@@ -44,12 +45,14 @@ export async function sweepPendingFills(deps: SweepDeps): Promise<SweepReport> {
     const result = await settlePendingFill({ db: deps.db, orders, log: deps.log }, fill);
     if (result.ok) {
       report.applied += 1;
+      fillSweeperMetrics().settled.inc({ result: 'applied' });
       deps.log.info({ fillId: fill.id, accountId: fill.account_id }, 'recovery applied a pending fill');
     } else if (result.error.code === 'TEMPORARILY_UNAVAILABLE') {
       report.ordersUnavailable = true;
       break;
     } else {
       report.refused += 1;
+      fillSweeperMetrics().settled.inc({ result: 'refused' });
       deps.log.info({ fillId: fill.id, accountId: fill.account_id, code: result.error.code }, 'recovery dropped a fill that orders refused');
     }
   }
@@ -58,7 +61,20 @@ export async function sweepPendingFills(deps: SweepDeps): Promise<SweepReport> {
 
 /** Starts the recovery sweeper of the fills service; the returned function stops it. */
 export function startFillSweeper(deps: SweepDeps & { config: Pick<Config, 'fillSweepIntervalMs'> }): () => Promise<void> {
-  return sweepPeriodically(() => sweepPendingFills(deps), deps.config.fillSweepIntervalMs, deps.log);
+  const sweep = async () => {
+    const report = await sweepPendingFills(deps);
+    await recordBacklog(deps.db);
+    return report;
+  };
+  return sweepPeriodically(sweep, deps.config.fillSweepIntervalMs, deps.log);
+}
+
+/** After each sweep: what is still pending, for the backlog metrics (alert when it grows or ages). */
+async function recordBacklog(db: FillsDb): Promise<void> {
+  const backlog = await pendingFillsBacklog(db);
+  const metrics = fillSweeperMetrics();
+  metrics.backlog.set(backlog.count);
+  metrics.oldestPendingSeconds.set(backlog.oldestRecordedAt ? Math.max(0, (Date.now() - backlog.oldestRecordedAt.getTime()) / 1000) : 0);
 }
 
 /**

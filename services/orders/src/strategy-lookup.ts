@@ -22,6 +22,8 @@ export interface StrategyLookupOptions {
 export function strategyLookup(options: StrategyLookupOptions): StrategyLookup {
   return async (strategyId) => {
     const response = await callSubgraph<{ strategy: { id: string; status: string } | null }>({
+      caller: 'orders',
+      subgraph: 'strategies',
       url: options.strategiesUrl,
       query: STRATEGY_STATUS_QUERY,
       variables: { id: strategyId },

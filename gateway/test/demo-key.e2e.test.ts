@@ -1,0 +1,88 @@
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startStack, type TestStack } from '@ots/shared/testing/stack';
+import { demoKeyNotice as demoKeyNoticeOf, type DemoKeyOptions } from '../../scripts/demo-key.ts';
+
+const demoKeyNotice = async (options: DemoKeyOptions) => (await demoKeyNoticeOf(options)).text;
+
+/** `npm start`'s demo key: printed on the first run only, kept (embedded database) only where its owner alone can read it. */
+let stack: TestStack | undefined;
+let folder: string;
+let file: string;
+
+async function fresh(): Promise<DemoKeyOptions> {
+  await stack?.close();
+  stack = await startStack();
+  return { management: stack.management, endpoint: stack.gatewayUrl, keep: true, production: false, terminal: true, file };
+}
+
+const keyIn = (text: string) => /svc_live_\w+/.exec(text)?.[0];
+const viewer = async (apiKey: string) => (await stack!.graphql(apiKey, '{ viewer { account { name } } }')).body;
+
+beforeEach(() => {
+  folder = mkdtempSync(join(tmpdir(), 'demo-key-'));
+  file = join(folder, '.data', 'demo-api-key');
+});
+afterEach(() => rmSync(folder, { recursive: true, force: true }));
+afterAll(async () => stack?.close());
+
+describe('the demo key', () => {
+  it('embedded database: printed on the first run only, then kept owner-only and named, never printed again', async () => {
+    const options = await fresh();
+    const first = await demoKeyNotice(options);
+    const apiKey = keyIn(first)!;
+    expect(first).toContain(`Demo API key: ${apiKey}\n(shown on this first run only.`);
+    expect(first).toContain(`-H 'X-API-Key: ${apiKey}'`);
+    expect(await viewer(apiKey)).toEqual({ data: { viewer: { account: { name: 'Demo account' } } } });
+    expect(readFileSync(file, 'utf8')).toBe(`${apiKey}\n`);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+
+    // Someone loosened it: the next run makes it owner-only again, and does not print the key.
+    chmodSync(file, 0o644);
+    const later = await demoKeyNotice(options);
+    expect(keyIn(later)).toBeUndefined();
+    expect(later).toContain('readable only by you (printed on the first run only)');
+    expect(later).toMatch(/-H "X-API-Key: \$\(cat \S*demo-api-key\)"/);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+  });
+
+  it('a file left with loose permissions is replaced by an owner-only one on the first run', async () => {
+    const options = await fresh();
+    // A stale kept key from an older database, readable by everyone.
+    mkdirSync(join(folder, '.data'));
+    writeFileSync(file, 'svc_live_stale\n', { mode: 0o644 });
+    const apiKey = keyIn(await demoKeyNotice(options))!;
+    expect(readFileSync(file, 'utf8')).toBe(`${apiKey}\n`);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+  });
+
+  it('embedded database, output not a terminal (a log file): not printed even on the first run, only kept and named', async () => {
+    const options = { ...(await fresh()), terminal: false };
+    const first = await demoKeyNotice(options);
+    expect(keyIn(first)).toBeUndefined();
+    expect(first).toContain('readable only by you (not printed: the output is not a terminal)');
+    expect(first).toMatch(/-H "X-API-Key: \$\(cat \S*demo-api-key\)"/);
+    const apiKey = readFileSync(file, 'utf8').trim();
+    expect(await viewer(apiKey)).toEqual({ data: { viewer: { account: { name: 'Demo account' } } } });
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+  });
+
+  it('another database (DATABASE_URL): printed on the first run, kept nowhere, and later runs say how to make a key', async () => {
+    const options = { ...(await fresh()), keep: false };
+    const first = await demoKeyNotice(options);
+    expect(keyIn(first)).toBeDefined();
+    expect(first).toContain('It is not kept anywhere: copy it now.');
+    expect(existsSync(file)).toBe(false);
+    const later = await demoKeyNotice(options);
+    expect(keyIn(later)).toBeUndefined();
+    expect(later).toContain('npm run admin -- key create');
+  });
+
+  it('production never gets one', async () => {
+    const options = { ...(await fresh()), production: true };
+    expect(keyIn(await demoKeyNotice(options))).toBeUndefined();
+    expect(existsSync(file)).toBe(false);
+  });
+});

@@ -1,0 +1,77 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { decideKey, hashApiKey } from '../services/accounts/src/domain.ts';
+import { createAccount, createKey, type KeyManagement } from '../services/accounts/src/key-management.ts';
+import { hasAnyAccount } from '../services/accounts/src/repository.ts';
+
+/** Where `npm start` keeps the demo key of the embedded database: in the ignored `.data/`, owner-only. */
+export const DEMO_KEY_FILE = fileURLToPath(new URL('../.data/demo-api-key', import.meta.url));
+
+export interface DemoKeyOptions {
+  management: KeyManagement;
+  /** The gateway's GraphQL URL, for the ready-to-paste curl line. */
+  endpoint: string;
+  /** True for the embedded database, whose demo key is kept in `file`; another database's is shown once and not kept. */
+  keep: boolean;
+  /** Production never gets a demo key. */
+  production: boolean;
+  /** Whether stdout is a terminal. When it is not (a log file, a collector), a key kept in `file` is not printed. */
+  terminal: boolean;
+  file?: string;
+}
+
+const curl = (endpoint: string, keyHeader: string) =>
+  `  curl -s ${endpoint} -H 'Content-Type: application/json' -H ${keyHeader} \\\n    -d '{"query":"{ viewer { account { id name } apiKey { displayPrefix } } }"}'`;
+
+/** Replaces the file with a new one that only its owner can read, whatever the old one's mode was. */
+function keep(file: string, apiKey: string): void {
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  const fresh = `${file}.${process.pid}`;
+  writeFileSync(fresh, `${apiKey}\n`, { mode: 0o600, flag: 'wx' });
+  renameSync(fresh, file);
+}
+
+/**
+ * What `npm start` says about the demo key. A first run on an empty development database creates a
+ * demo account and key and prints the key, this once, to the terminal (never to a log line). Later
+ * runs never print it: for the embedded database they name the owner-only file that keeps it, with a
+ * curl line that reads it from there; so does a first run whose output is not a terminal. Production
+ * never gets a demo key.
+ */
+export interface DemoKeyNotice {
+  text: string;
+  /** The demo account this run created, if it did: `npm start` invites the demo owner to it. */
+  createdAccountId?: string;
+}
+
+export async function demoKeyNotice(options: DemoKeyOptions): Promise<DemoKeyNotice> {
+  const { management, endpoint } = options;
+  const file = options.file ?? DEMO_KEY_FILE;
+  const shownFile = relative(process.cwd(), file);
+  const createYourOwn = 'Create a key with: npm run admin -- account create --name NAME, then npm run admin -- key create --account ACCOUNT_ID\n';
+  if (options.production) return { text: createYourOwn };
+
+  const fromFile = (why: string) =>
+    `Demo API key: kept in ${shownFile}, readable only by you (${why})\n\nTry it:\n${curl(endpoint, `"X-API-Key: $(cat ${shownFile})"`)}\n`;
+
+  if (!(await hasAnyAccount(management.db))) {
+    const account = await createAccount(management, 'Demo account');
+    const { apiKey } = await createKey(management, account.id, { name: 'demo' });
+    if (options.keep) keep(file, apiKey);
+    if (options.keep && !options.terminal) return { text: fromFile('not printed: the output is not a terminal'), createdAccountId: account.id };
+    // Without a file to keep it in, the key is printed even to a non-terminal: it would be lost otherwise.
+    const where = options.keep ? `It is kept in ${shownFile}, readable only by you` : 'It is not kept anywhere: copy it now';
+    const text = `Demo API key: ${apiKey}\n(shown on this first run only. ${where}.)\n\nTry it:\n${curl(endpoint, `'X-API-Key: ${apiKey}'`)}\n`;
+    return { text, createdAccountId: account.id };
+  }
+
+  if (options.keep && existsSync(file)) {
+    // Owner-only even if someone loosened it since.
+    chmodSync(file, 0o600);
+    const kept = readFileSync(file, 'utf8').trim();
+    const record = await management.keyStore.lookup(hashApiKey(management.config.apiKeyHmacSecret, kept));
+    if (decideKey(record, Date.now()).kind === 'authenticated') return { text: fromFile('printed on the first run only') };
+  }
+  return { text: createYourOwn };
+}

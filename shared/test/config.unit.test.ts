@@ -1,0 +1,118 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.ts';
+
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as Error).message.split('\n');
+  }
+  throw new Error(`accepted ${JSON.stringify(env)}`);
+}
+
+describe('configuration', () => {
+  it('needs nothing: the defaults the README lists', () => {
+    const config = loadConfig({});
+    expect(config.host).toBe('127.0.0.1');
+    expect(config.ports).toEqual({ gateway: 4000, accounts: 4001, orders: 4002, strategies: 4003, fills: 4004 });
+    expect(config.subgraphUrls.orders).toBe('http://127.0.0.1:4002/graphql');
+    expect(config.limits).toEqual({
+      bodyBytes: 102_400,
+      depth: 10,
+      aliases: 15,
+      tokens: 2000,
+      cost: 1000,
+      rateLimitPerSecond: 50,
+      rateLimitBurst: 100,
+      failedAuthPerSecond: 5,
+      failedAuthBurst: 30,
+      keyLookupConcurrency: 4,
+      gatewayTimeoutMs: 10_000,
+      subgraphTimeoutMs: 5_000,
+    });
+    expect(config.redisKeyPrefix).toBe('ots:');
+    expect(config.trustProxy).toBe(false);
+    expect(config.logLevel).toBe('info');
+    expect(loadConfig({ NODE_ENV: 'test' }).logLevel).toBe('warn');
+    expect(config.assertionPrivateKey).toBeDefined();
+  });
+
+  it('an empty variable counts as unset', () => {
+    expect(loadConfig({ GATEWAY_PORT: '', LOG_LEVEL: '', HOST: '' }).ports.gateway).toBe(4000);
+  });
+
+  it('takes values in range', () => {
+    const config = loadConfig({ GATEWAY_PORT: '1', ORDERS_PORT: '65535', LOG_LEVEL: 'debug', LIMIT_DEPTH: '3', HOST: '0.0.0.0', TRUST_PROXY: 'loopback, 10.0.0.0/8' });
+    expect(config.ports.gateway).toBe(1);
+    expect(config.ports.orders).toBe(65_535);
+    expect(config.subgraphUrls.orders).toBe('http://127.0.0.1:65535/graphql');
+    expect(config.logLevel).toBe('debug');
+    expect(config.limits.depth).toBe(3);
+    expect(config.trustProxy).toEqual(['loopback', '10.0.0.0/8']);
+  });
+
+  it.each([
+    ['GATEWAY_PORT', '99999', 'GATEWAY_PORT must be a port number from 1 to 65535, got "99999"'],
+    ['FILLS_PORT', '0', 'FILLS_PORT must be a port number from 1 to 65535, got "0"'],
+    ['EMBEDDED_POSTGRES_PORT', '5432x', 'EMBEDDED_POSTGRES_PORT must be a port number from 1 to 65535, got "5432x"'],
+    ['LOG_LEVEL', 'verbose', 'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "verbose"'],
+    ['NODE_ENV', 'prod', 'NODE_ENV must be production, development or test, got "prod"'],
+    ['LIMIT_DEPTH', '0', 'LIMIT_DEPTH must be a whole number from 1 to 2147483647, got "0"'],
+    ['RATE_LIMIT_BURST', '-5', 'RATE_LIMIT_BURST must be a whole number from 1 to 2147483647, got "-5"'],
+    ['FAILED_AUTH_PER_SECOND', '2.5', 'FAILED_AUTH_PER_SECOND must be a whole number from 1 to 2147483647, got "2.5"'],
+    ['GATEWAY_TIMEOUT_MS', '3000000000', 'GATEWAY_TIMEOUT_MS must be a duration in milliseconds from 1 to 2147483647, got "3000000000"'],
+    ['ASSERTION_TTL_SECONDS', '1e3', 'ASSERTION_TTL_SECONDS must be a number of seconds from 1 to 86400, got "1e3"'],
+    ['ORDERS_URL', 'orders:4002', 'ORDERS_URL must be a URL starting http:// or https://'],
+    ['REDIS_URL', 'localhost:6379', 'REDIS_URL must be a URL starting redis:// or rediss://'],
+    ['HOST', 'not a host', 'HOST must be an IP address or a host name to bind to, got "not a host"'],
+    ['TRUST_PROXY', 'true', 'TRUST_PROXY takes the addresses of the proxies in front: IPs, CIDRs or loopback, uniquelocal, linklocal, comma-separated, got "true"'],
+    ['TRUST_PROXY', 'loopback,10.0.0.0/99', 'TRUST_PROXY takes the addresses of the proxies in front: IPs, CIDRs or loopback, uniquelocal, linklocal, comma-separated, got "loopback,10.0.0.0/99"'],
+    ['TLS_CERT_FILE', '/nonexistent/cert.pem', 'TLS_CERT_FILE must name a file this process can read'],
+  ])('%s=%s is one line naming the variable', (name, value, line) => {
+    expect(problemsOf({ [name]: value })).toEqual([line]);
+  });
+
+  it('never quotes a value that may be a secret', () => {
+    const problems = problemsOf({
+      DATABASE_URL: 'mysql://app:hunter2-password@db/app',
+      API_KEY_HMAC_SECRET: 'short-secret-value',
+      ASSERTION_PRIVATE_KEY: '-----BEGIN PRIVATE KEY-----\\nnot-a-key\\n-----END PRIVATE KEY-----',
+    });
+    expect(problems).toEqual([
+      'DATABASE_URL must be a URL starting postgres:// or postgresql://',
+      'API_KEY_HMAC_SECRET must be at least 32 characters',
+      'ASSERTION_PRIVATE_KEY must be an Ed25519 private key in PKCS#8 PEM',
+    ]);
+    expect(problems.join('\n')).not.toMatch(/hunter2|short-secret|not-a-key/);
+  });
+
+  it('reports every problem at once, one line each', () => {
+    expect(problemsOf({ GATEWAY_PORT: 'abc', LOG_LEVEL: 'loud', LIMIT_COST: '0' })).toEqual([
+      'GATEWAY_PORT must be a port number from 1 to 65535, got "abc"',
+      'LIMIT_COST must be a whole number from 1 to 2147483647, got "0"',
+      'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"',
+    ]);
+  });
+
+  it('checks what goes together', () => {
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString();
+    expect(problemsOf({ ASSERTION_PRIVATE_KEY: rsa })).toEqual(['ASSERTION_PRIVATE_KEY must be an Ed25519 private key in PKCS#8 PEM']);
+    const one = generateKeyPairSync('ed25519');
+    const other = generateKeyPairSync('ed25519');
+    expect(
+      problemsOf({
+        ASSERTION_PRIVATE_KEY: one.privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
+        ASSERTION_PUBLIC_KEY: other.publicKey.export({ format: 'pem', type: 'spki' }).toString(),
+      }),
+    ).toEqual(['ASSERTION_PUBLIC_KEY is not the public half of ASSERTION_PRIVATE_KEY: subgraphs would refuse every assertion']);
+    // The one-line form of environment files, with literal \n, is the same key.
+    const oneLine = one.privateKey.export({ format: 'pem', type: 'pkcs8' }).toString().replace(/\n/g, '\\n');
+    expect(loadConfig({ ASSERTION_PRIVATE_KEY: oneLine }).assertionPublicKey.equals(one.publicKey)).toBe(true);
+    expect(problemsOf({ TLS_CERT_FILE: '/etc/hostname' })).toEqual(['TLS_CERT_FILE and TLS_KEY_FILE go together: set both or neither']);
+    expect(problemsOf({ NODE_ENV: 'production' })).toEqual([
+      'NODE_ENV=production refuses development defaults; set API_KEY_HMAC_SECRET, ASSERTION_PUBLIC_KEY, DATABASE_URL',
+    ]);
+  });
+});
