@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { CONSOLE_DIR, DIST_DIR, SOURCE_HASH_FILE, consoleSourceHash } from './source-hash.ts';
@@ -17,6 +17,8 @@ function builtHash(): string | undefined {
  * newcomer's `npm ci` then `npm start` serves a current console. Throws when the build fails.
  */
 export function ensureConsoleBuilt(log: (line: string) => void = console.log): void {
+  // A production image ships the build without its sources: nothing to compare, nothing to build.
+  if (!existsSync(join(CONSOLE_DIR, 'src'))) return;
   if (builtHash() === consoleSourceHash()) return;
   log('Building the console (console/dist)…');
   const require = createRequire(import.meta.url);
