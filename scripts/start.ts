@@ -5,6 +5,7 @@ import { stopOnSignals } from '@ots/shared/service';
 import { demoOwnerLink } from '../services/accounts/src/console/use-cases.ts';
 import { startProcessTelemetry, type ProcessTelemetry } from '@ots/shared/telemetry';
 import { composeAndWrite } from '../gateway/src/compose.ts';
+import { ensureConsoleBuilt } from '../console/ensure-built.ts';
 import { demoKeyNotice } from './demo-key.ts';
 import { launchStack, migrateAll, type RunningStack } from './stack.ts';
 
@@ -15,6 +16,7 @@ import { launchStack, migrateAll, type RunningStack } from './stack.ts';
 let config = loadConfigOrExit();
 try {
   composeAndWrite();
+  ensureConsoleBuilt();
 } catch (error) {
   console.error((error as Error).message);
   process.exit(1);

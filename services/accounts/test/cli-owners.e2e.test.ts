@@ -1,13 +1,11 @@
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@ots/shared/ids';
+import { runAdminCli, type CliResult } from '@ots/shared/testing/admin-cli';
 import { startStack, type TestStack } from '@ots/shared/testing/stack';
 import { createKey } from '../src/key-management.ts';
 import { baseOf, ConsoleClient, tokenOf } from './console-client.ts';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 let stack: TestStack;
@@ -26,33 +24,9 @@ afterAll(async () => {
   await stack?.close();
 });
 
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 /** `npm run admin -- ...` against the stack, with the console's address set to the test gateway's. */
 function cli(...words: string[]): Promise<CliResult> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', 'services/accounts/src/cli.ts', ...words],
-      {
-        cwd: ROOT,
-        env: {
-          PATH: process.env.PATH,
-          HOME: process.env.HOME,
-          DATABASE_URL: stack.databaseUrl,
-          REDIS_URL: stack.config.redisUrl,
-          REDIS_KEY_PREFIX: stack.config.redisKeyPrefix,
-          CONSOLE_BASE_URL: `${base}/`,
-        },
-        timeout: 20_000,
-      },
-      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
-    );
-  });
+  return runAdminCli(stack, words, { CONSOLE_BASE_URL: `${base}/` });
 }
 
 function jsonOf(result: CliResult): Record<string, any> {

@@ -1,14 +1,12 @@
-import { execFile } from 'node:child_process';
 import net from 'node:net';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@ots/shared/ids';
+import { runAdminCli, type CliResult } from '@ots/shared/testing/admin-cli';
 import { startStack, type TestStack } from '@ots/shared/testing/stack';
 import { displayPrefixOf, hashApiKey } from '../src/domain.ts';
 import { createKey, revokeKey } from '../src/key-management.ts';
 
-const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const KEY = /^svc_live_[0-9A-Za-z]{38}$/;
@@ -28,35 +26,10 @@ afterAll(async () => {
   await stack?.close();
 });
 
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
 /** `npm run admin -- ...` as an operator runs it, against the stack's database and Redis. */
 function cli(...args: (string | Record<string, string>)[]): Promise<CliResult> {
   const words = args.filter((arg): arg is string => typeof arg === 'string');
-  const extraEnv = Object.assign({}, ...args.filter((arg) => typeof arg !== 'string'));
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['--import', 'tsx', 'services/accounts/src/cli.ts', ...words],
-      {
-        cwd: ROOT,
-        env: {
-          PATH: process.env.PATH,
-          HOME: process.env.HOME,
-          DATABASE_URL: stack.databaseUrl,
-          REDIS_URL: stack.config.redisUrl,
-          REDIS_KEY_PREFIX: stack.config.redisKeyPrefix,
-          ...extraEnv,
-        },
-        timeout: 20_000,
-      },
-      (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === 'number' ? error.code : 1) : 0, stdout, stderr }),
-    );
-  });
+  return runAdminCli(stack, words, Object.assign({}, ...args.filter((arg) => typeof arg !== 'string')));
 }
 
 /** A successful --json command: exit 0, exactly one JSON object on one line of stdout. */

@@ -1,0 +1,80 @@
+/** The console's HTTP API (`/console/api/*`, same origin, session cookie); see the README. */
+
+// The JSON shapes are the server's own types (type-only imports: no server code reaches the bundle),
+// so a change on either side fails the type-check instead of a page.
+import type { SecurityEventType } from '../../services/accounts/src/domain.ts';
+import type { securityEventView } from '../../services/accounts/src/key-management.ts';
+import type { ExpiryChoice, GraceChoice } from '../../services/accounts/src/console/domain.ts';
+import type { KeyView, SessionView } from '../../services/accounts/src/console/use-cases.ts';
+
+export type { ExpiryChoice, GraceChoice };
+
+export type Session = SessionView;
+export type ApiKey = KeyView;
+export type KeyStatus = KeyView['status'];
+export type LogEventType = SecurityEventType;
+export type LogEvent = ReturnType<typeof securityEventView>;
+
+export interface CreateKeyInput {
+  label: string;
+  expires: ExpiryChoice;
+  expiresOn?: string;
+}
+
+/** A refusal from the console API: `detail` is written for people and shown as it is. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly detail: string,
+    readonly field?: string,
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(detail);
+  }
+}
+
+let onSignedOut: () => void = () => {};
+
+/** Called when a signed-in request is answered 401: the session ended (idle, absolute, elsewhere). */
+export function whenSignedOut(listener: () => void): void {
+  onSignedOut = listener;
+}
+
+async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown, options: { signedIn?: boolean } = {}): Promise<T> {
+  let response: Response;
+  try {
+    response = await fetch(`/console/api${path}`, {
+      method,
+      credentials: 'same-origin',
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch {
+    throw new ApiError(0, 'The console cannot reach the server. Check your connection and try again.');
+  }
+  if (response.status === 204) return undefined as T;
+  const payload = await response.json().catch(() => undefined);
+  if (response.ok) return payload as T;
+  if (response.status === 401 && options.signedIn !== false) onSignedOut();
+  const retryAfter = Number(response.headers.get('retry-after'));
+  throw new ApiError(
+    response.status,
+    typeof payload?.detail === 'string' ? payload.detail : `The server answered ${response.status}. Try again.`,
+    typeof payload?.field === 'string' ? payload.field : undefined,
+    Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined,
+  );
+}
+
+export const consoleApi = {
+  session: () => call<Session>('GET', '/session', undefined, { signedIn: false }),
+  signIn: (email: string, password: string) => call<Session>('POST', '/sign-in', { email, password }, { signedIn: false }),
+  signOut: () => call<void>('POST', '/sign-out', {}, { signedIn: false }),
+  setPassword: (token: string, password: string) => call<Session>('POST', '/set-password', { token, password }, { signedIn: false }),
+  listKeys: () => call<{ keys: ApiKey[] }>('GET', '/keys'),
+  createKey: (input: CreateKeyInput) => call<{ key: ApiKey; apiKey: string }>('POST', '/keys', input),
+  rollKey: (id: string, grace: GraceChoice) =>
+    call<{ key: ApiKey; apiKey: string; previousKey: ApiKey }>('POST', `/keys/${encodeURIComponent(id)}/roll`, { grace }),
+  revokeKey: (id: string) => call<{ key: ApiKey }>('POST', `/keys/${encodeURIComponent(id)}/revoke`, {}),
+  securityLog: (after?: string) =>
+    call<{ events: LogEvent[]; nextCursor: string | null }>('GET', `/security-log${after ? `?after=${encodeURIComponent(after)}` : ''}`),
+};

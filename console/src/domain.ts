@@ -1,0 +1,123 @@
+import type { ApiKey, CreateKeyInput, ExpiryChoice, GraceChoice, KeyStatus, LogEventType } from './api.ts';
+
+/** The console's rules and wording, as plain functions (tested in console/test/domain.unit.test.ts). */
+
+export const MIN_PASSWORD_LENGTH = 12;
+export const MAX_LABEL_LENGTH = 100;
+
+export function passwordProblem(password: string): string | undefined {
+  if (password.length < MIN_PASSWORD_LENGTH) return `Use at least ${MIN_PASSWORD_LENGTH} characters.`;
+  return undefined;
+}
+
+/** The one-time token of a set-password link, `/set-password#token=…` (a fragment never reaches a server). */
+export function tokenFromFragment(hash: string): string | undefined {
+  const token = new URLSearchParams(hash.replace(/^#/, '')).get('token');
+  return token ? token : undefined;
+}
+
+export const EXPIRY_CHOICES: { value: ExpiryChoice; label: string }[] = [
+  { value: 'never', label: 'Never' },
+  { value: '30d', label: 'In 30 days' },
+  { value: '90d', label: 'In 90 days' },
+  { value: 'date', label: 'On a date' },
+];
+
+export const GRACE_CHOICES: { value: GraceChoice; label: string }[] = [
+  { value: 'now', label: 'Now: the old key stops working at once' },
+  { value: '1h', label: '1 hour' },
+  { value: '24h', label: '24 hours' },
+  { value: '7d', label: '7 days' },
+];
+
+export const DEFAULT_GRACE: GraceChoice = '24h';
+
+/**
+ * The earliest expiry date the form offers, `YYYY-MM-DD` as `<input type="date">` reads it: today
+ * in UTC, since a key given a date works through the end of that day, UTC.
+ */
+export function earliestExpiryDate(now: Date): string {
+  return now.toISOString().slice(0, 10);
+}
+
+/** How a key is named on the page: its label, or what it is when the CLI made it without one. */
+export function keyName(key: { label: string | null; displayPrefix: string }): string {
+  return key.label ? `“${key.label}”` : key.displayPrefix;
+}
+
+export type FormResult<T> = { ok: true; value: T } | { ok: false; field: string; message: string };
+
+/** The create-key form's checks, before the server's own; the request body when they pass. */
+export function createKeyRequest(form: { label: string; expires: ExpiryChoice; expiresOn: string }, now: Date): FormResult<CreateKeyInput> {
+  const label = form.label.trim();
+  if (!label) return { ok: false, field: 'label', message: 'Give the key a label, such as the bot or job that will use it.' };
+  if (label.length > MAX_LABEL_LENGTH) return { ok: false, field: 'label', message: `Use at most ${MAX_LABEL_LENGTH} characters.` };
+  if (form.expires !== 'date') return { ok: true, value: { label, expires: form.expires } };
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(form.expiresOn)) return { ok: false, field: 'expiresOn', message: 'Choose the day the key expires.' };
+  if (form.expiresOn < earliestExpiryDate(now)) return { ok: false, field: 'expiresOn', message: 'Choose today or a later day.' };
+  return { ok: true, value: { label, expires: 'date', expiresOn: form.expiresOn } };
+}
+
+/** Rolling makes a successor; only a key in normal service has one to make. */
+export function canRoll(key: ApiKey): boolean {
+  return key.status === 'Active';
+}
+
+/** Revoking also ends a rolled key's grace at once. */
+export function canRevoke(key: ApiKey): boolean {
+  return key.status === 'Active' || key.status === 'Expiring';
+}
+
+export const STATUS_TONE: Record<KeyStatus, 'ok' | 'warn' | 'muted' | 'danger'> = {
+  Active: 'ok',
+  Expiring: 'warn',
+  Expired: 'muted',
+  Revoked: 'danger',
+};
+
+export const EVENT_LABELS: Record<LogEventType, string> = {
+  'key.created': 'Key created',
+  'key.rolled': 'Key rolled',
+  'key.revoked': 'Key revoked',
+  'sign_in.succeeded': 'Sign-in succeeded',
+  'sign_in.failed': 'Sign-in failed',
+  'password.set': 'Password set',
+};
+
+export function eventLabel(type: string): string {
+  return EVENT_LABELS[type as LogEventType] ?? type;
+}
+
+const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+const dateOnly = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' });
+
+export function formatDateTime(iso: string): string {
+  return dateTime.format(new Date(iso));
+}
+
+export function formatDate(iso: string): string {
+  return dateOnly.format(new Date(iso));
+}
+
+const RELATIVE_UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
+  ['day', 86_400_000],
+  ['hour', 3_600_000],
+  ['minute', 60_000],
+];
+
+/** "in 3 hours", "5 minutes ago", "just now": how far a moment is from now, in its largest whole unit. */
+export function formatRelative(iso: string, now: number, locale?: string): string {
+  const delta = new Date(iso).getTime() - now;
+  const format = new Intl.RelativeTimeFormat(locale, { numeric: 'auto' });
+  for (const [unit, ms] of RELATIVE_UNITS) {
+    if (Math.abs(delta) >= ms) return format.format(Math.trunc(delta / ms), unit);
+  }
+  return delta >= 0 ? 'in less than a minute' : 'just now';
+}
+
+export function retryAfterText(seconds: number | undefined): string {
+  if (!seconds) return '';
+  if (seconds < 60) return ` Try again in ${seconds} seconds.`;
+  const minutes = Math.ceil(seconds / 60);
+  return ` Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
+}

@@ -1,0 +1,102 @@
+import { GraphiQL } from 'graphiql';
+import 'graphiql/style.css';
+import './explorer.css';
+import { useEffect, useMemo, useRef, useState, type ComponentProps } from 'react';
+import { Field } from '../components/Field.tsx';
+import { PageHeader } from '../components/PageHeader.tsx';
+
+type Fetcher = ComponentProps<typeof GraphiQL>['fetcher'];
+
+const DEFAULT_QUERY = `# Run with Ctrl+Enter or ▶
+{
+  viewer {
+    account {
+      name
+    }
+  }
+}
+`;
+
+/**
+ * GraphiQL keeps its tabs, history and settings in this Storage instead of localStorage: nothing
+ * typed into the explorer outlives the page. (Its headers editor is off: the key goes in "API key".)
+ */
+function memoryStorage(): Storage {
+  const items = new Map<string, string>();
+  return {
+    get length() {
+      return items.size;
+    },
+    key: (index) => [...items.keys()][index] ?? null,
+    getItem: (key) => items.get(key) ?? null,
+    setItem: (key, value) => void items.set(key, String(value)),
+    removeItem: (key) => void items.delete(key),
+    clear: () => items.clear(),
+  };
+}
+
+/** Sends each operation to /graphql with the key as X-API-Key; without a key it explains instead of calling. */
+function keyFetcher(currentKey: () => string): Fetcher {
+  return async (params) => {
+    const apiKey = currentKey();
+    if (!apiKey) return { errors: [{ message: 'Paste an API key into "API key" above the editor to run queries.' }] };
+    const response = await fetch('/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+      body: JSON.stringify(params),
+    });
+    return response.json();
+  };
+}
+
+export default function ExplorerPage() {
+  const [typed, setTyped] = useState('');
+  const apiKey = useRef('');
+  // A new fetcher makes GraphiQL load the schema again: only once typing pauses, so that a half-typed
+  // key is not sent (and counted as a failed authentication). Queries always use the key as it is now.
+  const [schemaKey, setSchemaKey] = useState('');
+  useEffect(() => {
+    const timer = setTimeout(() => setSchemaKey(typed.trim()), 400);
+    return () => clearTimeout(timer);
+  }, [typed]);
+  const fetcher = useMemo(() => keyFetcher(() => apiKey.current), [schemaKey]);
+  const storage = useMemo(memoryStorage, []);
+
+  return (
+    <div className="explorer">
+      <PageHeader title="API explorer" />
+      <div className="explorer-key">
+        <Field
+          label="API key"
+          hint="Runs queries as the key's account. The key stays in this page's memory: it is not saved, and leaving or reloading the page forgets it."
+        >
+          {(props) => (
+            <input
+              {...props}
+              className="mono"
+              type="text"
+              autoComplete="off"
+              spellCheck={false}
+              placeholder="svc_live_…"
+              value={typed}
+              onChange={(event) => {
+                setTyped(event.target.value);
+                apiKey.current = event.target.value.trim();
+              }}
+            />
+          )}
+        </Field>
+      </div>
+      <div className="explorer-ide">
+        <GraphiQL
+          fetcher={fetcher}
+          storage={storage}
+          defaultQuery={DEFAULT_QUERY}
+          isHeadersEditorEnabled={false}
+          shouldPersistHeaders={false}
+          forcedTheme="light"
+        />
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,83 @@
+import { useState, type FormEvent } from 'react';
+import { Link, useLocation, useNavigate } from 'react-router';
+import { ApiError, consoleApi } from '../api.ts';
+import { AuthCard } from '../components/AuthCard.tsx';
+import { Field } from '../components/Field.tsx';
+import { MIN_PASSWORD_LENGTH, passwordProblem, tokenFromFragment } from '../domain.ts';
+import { useSession } from '../session.tsx';
+
+export function SetPasswordPage() {
+  const { signedIn } = useSession();
+  const navigate = useNavigate();
+  const token = tokenFromFragment(useLocation().hash);
+  const [password, setPassword] = useState('');
+  const [fieldError, setFieldError] = useState<string>();
+  const [linkError, setLinkError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+
+  const submit = async (event: FormEvent) => {
+    event.preventDefault();
+    const problem = passwordProblem(password);
+    setFieldError(problem);
+    setLinkError(undefined);
+    if (problem || !token) return;
+    setBusy(true);
+    try {
+      signedIn(await consoleApi.setPassword(token, password));
+      // Replacing the entry drops the spent token from the browser's history.
+      navigate('/', { replace: true });
+    } catch (failure) {
+      const apiError = failure instanceof ApiError ? failure : undefined;
+      if (apiError?.field === 'password') setFieldError(apiError.detail);
+      else setLinkError(apiError?.detail ?? 'Setting the password failed. Try again.');
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  if (!token) {
+    return (
+      <AuthCard title="Set password">
+        <p className="callout callout-danger" role="alert">
+          This link is incomplete. Open the set-password link exactly as you received it, or ask the operator of this
+          service for a new one.
+        </p>
+        <p className="auth-help">
+          Already have a password? <Link to="/sign-in">Sign in</Link>
+        </p>
+      </AuthCard>
+    );
+  }
+
+  return (
+    <AuthCard title="Set password" intro="Choose the password you will sign in with. Setting it signs you in.">
+      {linkError && (
+        <div className="callout callout-danger" role="alert">
+          <p>{linkError}</p>
+          <p>Set-password links work once and for 24 hours. Ask the operator of this service for a new one.</p>
+        </div>
+      )}
+      <form onSubmit={submit} noValidate>
+        <Field
+          label="New password"
+          hint={`At least ${MIN_PASSWORD_LENGTH} characters. A few unrelated words make a strong password that is easy to type.`}
+          error={fieldError}
+        >
+          {(props) => (
+            <input
+              {...props}
+              type="password"
+              autoComplete="new-password"
+              required
+              value={password}
+              onChange={(event) => setPassword(event.target.value)}
+            />
+          )}
+        </Field>
+        <button type="submit" className="button button-primary button-block" disabled={busy}>
+          Set password
+        </button>
+      </form>
+    </AuthCard>
+  );
+}

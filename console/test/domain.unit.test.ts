@@ -1,0 +1,78 @@
+import { describe, expect, it } from 'vitest';
+import type { ApiKey } from '../src/api.ts';
+import { canRevoke, canRoll, createKeyRequest, earliestExpiryDate, formatRelative, keyName, passwordProblem, retryAfterText, tokenFromFragment } from '../src/domain.ts';
+
+const NOW = new Date('2026-11-23T10:00:00.000Z');
+
+describe('set-password rules', () => {
+  it('asks for at least 12 characters', () => {
+    expect(passwordProblem('a'.repeat(11))).toBe('Use at least 12 characters.');
+    expect(passwordProblem('a'.repeat(12))).toBeUndefined();
+  });
+
+  it('reads the token from the fragment only', () => {
+    expect(tokenFromFragment('#token=abc_DEF-123')).toBe('abc_DEF-123');
+    expect(tokenFromFragment('#token=')).toBeUndefined();
+    expect(tokenFromFragment('')).toBeUndefined();
+    expect(tokenFromFragment('#other=1')).toBeUndefined();
+  });
+});
+
+describe('the create-key form', () => {
+  const form = { label: '  market maker  ', expires: 'never' as const, expiresOn: '' };
+
+  it('trims the label and sends the expiry choice', () => {
+    expect(createKeyRequest(form, NOW)).toEqual({ ok: true, value: { label: 'market maker', expires: 'never' } });
+    expect(createKeyRequest({ ...form, expires: '90d' }, NOW)).toEqual({ ok: true, value: { label: 'market maker', expires: '90d' } });
+  });
+
+  it('needs a label of at most 100 characters', () => {
+    expect(createKeyRequest({ ...form, label: '   ' }, NOW)).toMatchObject({ ok: false, field: 'label' });
+    expect(createKeyRequest({ ...form, label: 'x'.repeat(101) }, NOW)).toMatchObject({ ok: false, field: 'label' });
+    expect(createKeyRequest({ ...form, label: 'x'.repeat(100) }, NOW)).toMatchObject({ ok: true });
+  });
+
+  it('takes today (UTC) or a later date, and only with "On a date"', () => {
+    expect(earliestExpiryDate(NOW)).toBe('2026-11-23');
+    expect(earliestExpiryDate(new Date('2026-11-23T23:59:59.999Z'))).toBe('2026-11-23');
+    expect(createKeyRequest({ ...form, expires: 'date', expiresOn: '' }, NOW)).toMatchObject({ ok: false, field: 'expiresOn' });
+    expect(createKeyRequest({ ...form, expires: 'date', expiresOn: '2026-11-22' }, NOW)).toMatchObject({ ok: false, field: 'expiresOn' });
+    expect(createKeyRequest({ ...form, expires: 'date', expiresOn: '2026-11-23' }, NOW)).toEqual({
+      ok: true,
+      value: { label: 'market maker', expires: 'date', expiresOn: '2026-11-23' },
+    });
+    expect(createKeyRequest({ ...form, expires: '30d', expiresOn: '2020-01-01' }, NOW)).toEqual({ ok: true, value: { label: 'market maker', expires: '30d' } });
+  });
+});
+
+describe('what a key offers', () => {
+  it('is named by its label, or by its prefix when it has none', () => {
+    expect(keyName({ label: 'ci-bot', displayPrefix: 'svc_live_Ab3x…9fQe' })).toBe('“ci-bot”');
+    expect(keyName({ label: null, displayPrefix: 'svc_live_Ab3x…9fQe' })).toBe('svc_live_Ab3x…9fQe');
+  });
+
+  const key = (status: ApiKey['status']) => ({ status }) as ApiKey;
+
+  it('rolls only a key in normal service and revokes any key that still works', () => {
+    expect([key('Active'), key('Expiring'), key('Expired'), key('Revoked')].map(canRoll)).toEqual([true, false, false, false]);
+    expect([key('Active'), key('Expiring'), key('Expired'), key('Revoked')].map(canRevoke)).toEqual([true, true, false, false]);
+  });
+});
+
+describe('wording', () => {
+  const now = Date.parse('2026-11-23T10:00:00.000Z');
+
+  it('says how far a moment is in its largest whole unit', () => {
+    expect(formatRelative('2026-11-23T11:00:00.000Z', now, 'en')).toBe('in 1 hour');
+    expect(formatRelative('2026-11-23T09:57:00.000Z', now, 'en')).toBe('3 minutes ago');
+    expect(formatRelative('2026-11-30T10:00:00.000Z', now, 'en')).toBe('in 7 days');
+    expect(formatRelative('2026-11-23T09:59:30.000Z', now, 'en')).toBe('just now');
+  });
+
+  it('turns Retry-After into words', () => {
+    expect(retryAfterText(undefined)).toBe('');
+    expect(retryAfterText(30)).toBe(' Try again in 30 seconds.');
+    expect(retryAfterText(61)).toBe(' Try again in 2 minutes.');
+    expect(retryAfterText(60)).toBe(' Try again in 1 minute.');
+  });
+});
