@@ -134,6 +134,17 @@ function requestFor(input: StringInput, text: string): { query: string; variable
   return { query: `query ($entityId: ID!, ${definitions.join(', ')}) { ${lookup.name}(id: $entityId) { ${call} } }`, variables, rootKey: lookup.name };
 }
 
+/** The type of the string input itself: the argument's, or that of the input field at its path. */
+function leafType(input: StringInput): GraphQLInputType {
+  let type: GraphQLInputType = input.argument.type;
+  for (const name of input.path) {
+    const named = getNamedType(type);
+    if (!isInputObjectType(named)) throw new Error(`no input field ${input.path.join('.')}`);
+    type = named.getFields()[name]!.type;
+  }
+  return type;
+}
+
 function describeInput(input: StringInput): string {
   return `${input.owner.name}.${input.field.name}(${[input.argument.name, ...input.path].join('.')})`;
 }
@@ -157,6 +168,12 @@ beforeAll(async () => {
     { o: entityIds.get('OrderSubmission') },
   );
   entityIds.set('Fill', recorded.recordFill.fill.id);
+  const endpoint = await data(
+    stack,
+    client,
+    'mutation { createWebhookEndpoint(input: { url: "http://127.0.0.1:9/hooks", eventTypes: [] }) { webhookEndpoint { id } } }',
+  );
+  entityIds.set('WebhookEndpoint', endpoint.createWebhookEndpoint.webhookEndpoint.id);
 });
 afterAll(async () => stack?.close());
 
@@ -198,7 +215,8 @@ describe('control characters in string inputs', () => {
             failures.push(`${where}: ${JSON.stringify(result.body)}`);
           }
         } else {
-          const argumentName = [input.argument.name, ...input.path].join('.');
+          // A string inside a list is named with its position, e.g. filter.types[0].
+          const argumentName = [input.argument.name, ...input.path].join('.') + (isListType(getNullableType(leafType(input))) ? '[0]' : '');
           const [error] = result.body.errors ?? [];
           if (result.status !== 200 || error?.extensions?.code !== 'BAD_USER_INPUT' || error.extensions.argumentName !== argumentName || result.body.errors.length !== 1) {
             failures.push(`${where}: ${result.status} ${JSON.stringify(result.body)}`);
