@@ -16,7 +16,8 @@ describe('configuration', () => {
   it('needs nothing: the defaults the README lists', () => {
     const config = loadConfig({});
     expect(config.host).toBe('127.0.0.1');
-    expect(config.ports).toEqual({ gateway: 4000, accounts: 4001, orders: 4002, strategies: 4003, fills: 4004 });
+    expect(config.ports).toEqual({ gateway: 4000, accounts: 4001, orders: 4002, strategies: 4003, fills: 4004, events: 4005 });
+    expect(config.subgraphUrls.events).toBe('http://127.0.0.1:4005/graphql');
     expect(config.subgraphUrls.orders).toBe('http://127.0.0.1:4002/graphql');
     expect(config.limits).toEqual({
       bodyBytes: 102_400,
@@ -37,6 +38,12 @@ describe('configuration', () => {
     expect(config.logLevel).toBe('info');
     expect(loadConfig({ NODE_ENV: 'test' }).logLevel).toBe('warn');
     expect(config.assertionPrivateKey).toBeDefined();
+    expect(config.metricsPort).toBe(9464);
+    expect(config.consoleBaseUrl).toBe('http://127.0.0.1:4000');
+    expect(config.outboxRelayIntervalMs).toBe(1000);
+    expect(config.webhookDispatchIntervalMs).toBe(1000);
+    expect(config.eventsIngestSecret).toMatch(/^whsec_/);
+    expect(config.webhookSecretKey?.length).toBe(32);
   });
 
   it('an empty variable counts as unset', () => {
@@ -70,6 +77,12 @@ describe('configuration', () => {
     ['TRUST_PROXY', 'true', 'TRUST_PROXY takes the addresses of the proxies in front: IPs, CIDRs or loopback, uniquelocal, linklocal, comma-separated, got "true"'],
     ['TRUST_PROXY', 'loopback,10.0.0.0/99', 'TRUST_PROXY takes the addresses of the proxies in front: IPs, CIDRs or loopback, uniquelocal, linklocal, comma-separated, got "loopback,10.0.0.0/99"'],
     ['TLS_CERT_FILE', '/nonexistent/cert.pem', 'TLS_CERT_FILE must name a file this process can read'],
+    ['EVENTS_PORT', '70000', 'EVENTS_PORT must be a port number from 1 to 65535, got "70000"'],
+    ['METRICS_PORT', '0', 'METRICS_PORT must be a port number from 1 to 65535, got "0"'],
+    ['CONSOLE_BASE_URL', 'https://example.com/?x=1', 'CONSOLE_BASE_URL must be an http(s) URL without query or fragment'],
+    ['EVENTS_INGEST_SECRET', 'whsec_short', 'EVENTS_INGEST_SECRET must be whsec_ followed by 32 random bytes in base64 (e.g. `echo whsec_$(openssl rand -base64 32)`)'],
+    ['WEBHOOK_SECRET_KEY', 'c2hvcnQ=', 'WEBHOOK_SECRET_KEY must be 32 random bytes in base64 (e.g. `openssl rand -base64 32`)'],
+    ['OUTBOX_RELAY_INTERVAL_MS', '0', 'OUTBOX_RELAY_INTERVAL_MS must be a duration in milliseconds from 1 to 2147483647, got "0"'],
   ])('%s=%s is one line naming the variable', (name, value, line) => {
     expect(problemsOf({ [name]: value })).toEqual([line]);
   });
