@@ -10,9 +10,9 @@ import { launchStack, migrateAll } from './stack.ts';
 /**
  * The events part of `npm run bench` (after scripts/bench.ts): how long from a committed change to
  * its webhook arriving, verified, at a receiver on this machine, and how fast the feed pages. The
- * changes are strategy changes: they are the producer wired to the outbox so far (orders and fills
- * follow). Relay and dispatcher poll at their configured intervals (OUTBOX_RELAY_INTERVAL_MS,
- * WEBHOOK_DISPATCH_INTERVAL_MS), which the delay includes.
+ * changes are order submissions. A relay is woken after each request its service answers and the
+ * dispatcher by each ingest; their polling intervals (OUTBOX_RELAY_INTERVAL_MS,
+ * WEBHOOK_DISPATCH_INTERVAL_MS) only bound what a wake-up misses.
  */
 const logger = createLogger('bench-events', 'warn');
 const base = loadConfig({ ...process.env, LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '1000000', RATE_LIMIT_BURST: '1000000' });
@@ -55,24 +55,26 @@ const created = await graphql<{ createWebhookEndpoint: { signingSecret: string }
 );
 receiver.secrets = [created.createWebhookEndpoint.signingSecret];
 
-// Delay: from the response of a committed createStrategy to its webhook at the receiver, one change at a time.
+// Delay: from the response of a committed submitOrder to its webhook at the receiver, one order at a time.
+const SUBMIT = 'mutation ($input: SubmitOrderInput!) { submitOrder(input: $input) { orderSubmission { id } } }';
+const submitOrder = (clientOrderId: string) => graphql(SUBMIT, { input: { clientOrderId, symbol: 'AAPL', side: 'BUY', type: 'MARKET', quantity: '1' } });
 const changes = 300;
 const committedAt = new Map<string, number>();
 for (let index = 0; index < changes; index += 1) {
-  const name = `Latency ${index}`;
-  await graphql('mutation ($name: String!) { createStrategy(input: { name: $name }) { strategy { id } } }', { name });
-  committedAt.set(name, performance.now());
+  const clientOrderId = `latency-${index}`;
+  await submitOrder(clientOrderId);
+  committedAt.set(clientOrderId, performance.now());
   await receiver.waitFor(index + 1, 30_000);
 }
 const delays = receiver.received
   .map((hook) => {
     if (hook.verified === undefined) throw new Error('a webhook failed verification');
-    const { data } = JSON.parse(hook.body) as { data: { name: string } };
-    return hook.receivedAt - committedAt.get(data.name)!;
+    const { data } = JSON.parse(hook.body) as { data: { clientOrderId: string } };
+    return hook.receivedAt - committedAt.get(data.clientOrderId)!;
   })
   .sort((a, b) => a - b);
 console.log(
-  `${'committed createStrategy → verified webhook'.padEnd(52)} p50 ${percentile(delays, 50).toFixed(1)} ms   p99 ${percentile(delays, 99).toFixed(1)} ms   (${changes} changes)`,
+  `${'committed submitOrder → verified webhook'.padEnd(52)} p50 ${percentile(delays, 50).toFixed(1)} ms   p99 ${percentile(delays, 99).toFixed(1)} ms   (${changes} changes)`,
 );
 
 // Feed: seed events with 8 concurrent writers, wait until the feed holds them all, then page through it.
@@ -83,7 +85,7 @@ await Promise.all(
   Array.from({ length: 8 }, async () => {
     while (toSeed > 0) {
       toSeed -= 1;
-      await graphql('mutation ($name: String!) { createStrategy(input: { name: $name }) { strategy { id } } }', { name: `Feed ${toSeed}` });
+      await submitOrder(`feed-${toSeed}`);
     }
   }),
 );
@@ -104,7 +106,7 @@ async function readFeed(): Promise<number> {
 }
 while ((await readFeed()) < total) await new Promise((resolve) => setTimeout(resolve, 100));
 const landed = (performance.now() - seedStarted) / 1000;
-console.log(`${'8 writers creating strategies, until all in the feed'.padEnd(52)} ${(seed / landed).toFixed(0)} events/s (${seed} events)`);
+console.log(`${'8 writers submitting orders, until all in the feed'.padEnd(52)} ${(seed / landed).toFixed(0)} events/s (${seed} events)`);
 
 const readStarted = performance.now();
 const rounds = 3;

@@ -7,23 +7,34 @@ export interface BackgroundLoop {
   stop(): Promise<void>;
 }
 
+export interface LoopOptions {
+  /** How long after a failed step to try again. */
+  errorDelayMs?: number;
+  /**
+   * The least time from one step's start to the next one's when woken: wake-ups that come closer
+   * together are served by one step, so a burst of work is handled in batches rather than one
+   * step per wake-up.
+   */
+  minWakeIntervalMs?: number;
+}
+
 /**
  * Runs `step` over and over, never two at a time: after each run it waits the delay the step
  * returns, or less if woken. A step that throws is logged and tried again after `errorDelayMs`.
  */
-export function startLoop(
-  name: string,
-  step: () => Promise<number>,
-  log: Pick<Logger, 'error'>,
-  errorDelayMs = 1_000,
-): BackgroundLoop {
+export function startLoop(name: string, step: () => Promise<number>, log: Pick<Logger, 'error'>, options: LoopOptions = {}): BackgroundLoop {
+  const errorDelayMs = options.errorDelayMs ?? 1_000;
+  const minWakeIntervalMs = options.minWakeIntervalMs ?? 0;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let wokenWhileRunning = false;
+  let lastStart = -Infinity;
+  const wakeDelay = () => Math.max(0, lastStart + minWakeIntervalMs - performance.now());
 
   const run = () => {
     timer = undefined;
+    lastStart = performance.now();
     running = step().then(
       (delayMs) => delayMs,
       (error: unknown) => {
@@ -34,7 +45,7 @@ export function startLoop(
       running = undefined;
       const again = wokenWhileRunning;
       wokenWhileRunning = false;
-      schedule(again ? 0 : delayMs);
+      schedule(again ? Math.min(delayMs, wakeDelay()) : delayMs);
     });
   };
   const schedule = (delayMs: number) => {
@@ -50,7 +61,7 @@ export function startLoop(
         wokenWhileRunning = true;
       } else if (timer) {
         clearTimeout(timer);
-        schedule(0);
+        schedule(wakeDelay());
       }
     },
     stop: async () => {

@@ -177,6 +177,14 @@ export async function relayOutboxOnce(options: OutboxRelayOptions): Promise<numb
 const MAX_BACKOFF_MS = 30_000;
 
 /**
+ * Every answered request wakes the relay; at most one pass starts per this interval, so a burst of
+ * writes goes to the events service in a few batches instead of one HTTP call per write (measured
+ * with `npm run bench`: one pass per write roughly doubled a write's cost on 2 cores). An event
+ * waits at most this long for its pass.
+ */
+const RELAY_MIN_WAKE_INTERVAL_MS = 10;
+
+/**
  * Starts a relay: a full batch is followed at once by the next, an empty outbox is looked at again
  * after `intervalMs`, and while the events service is down the wait doubles up to 30 s, so a long
  * outage costs neither side much and nothing written meanwhile is lost.
@@ -184,9 +192,13 @@ const MAX_BACKOFF_MS = 30_000;
 export function startOutboxRelay(options: OutboxRelayOptions): BackgroundLoop {
   const batchSize = options.batchSize ?? 100;
   let backoffMs = 0;
+  let backoffUntil = 0;
   return startLoop(
     'outbox relay',
     async () => {
+      // A wake-up (a request answered) does not cut a back-off short.
+      const waitMs = backoffUntil - performance.now();
+      if (waitMs > 0) return waitMs;
       try {
         const sent = await relayOutboxOnce({ ...options, batchSize });
         if (backoffMs > 0) options.log.info('the events service answers again; outbox relay resumed');
@@ -196,10 +208,12 @@ export function startOutboxRelay(options: OutboxRelayOptions): BackgroundLoop {
         if (!(error instanceof EventsUnavailableError)) throw error;
         if (backoffMs === 0) options.log.warn({ err: error }, 'outbox relay: events service unavailable, backing off');
         backoffMs = Math.min(MAX_BACKOFF_MS, Math.max(options.intervalMs, backoffMs * 2));
+        backoffUntil = performance.now() + backoffMs;
         return backoffMs;
       }
     },
     options.log,
+    { minWakeIntervalMs: RELAY_MIN_WAKE_INTERVAL_MS },
   );
 }
 

@@ -162,6 +162,6 @@ export function startRetentionCleanup(deps: Pick<DispatcherDeps, 'db' | 'log' | 
       return CLEANUP_INTERVAL_MS;
     },
     deps.log,
-    CLEANUP_INTERVAL_MS,
+    { errorDelayMs: CLEANUP_INTERVAL_MS },
   );
 }

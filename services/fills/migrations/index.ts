@@ -2,6 +2,7 @@ import type { Migration } from 'kysely';
 import * as fills from './001_fills.ts';
 import * as symbolIndex from './002_fills_symbol_index.ts';
 import * as pendingWithoutOrderDetails from './003_pending_without_order_details.ts';
+import * as outbox from './004_outbox.ts';
 
 export const SCHEMA = 'fills';
 
@@ -10,4 +11,5 @@ export const migrations: Record<string, Migration> = {
   '001_fills': fills,
   '002_fills_symbol_index': symbolIndex,
   '003_pending_without_order_details': pendingWithoutOrderDetails,
+  '004_outbox': outbox,
 };

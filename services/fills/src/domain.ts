@@ -111,6 +111,9 @@ export interface OrderView {
   status: OrderStatus;
   remainingQuantity: string;
   strategy: { id: string } | null;
+  /** The replace chain, asked for by recordFill's call (absent where an order is made up in tests). */
+  replacesOrderSubmission?: { id: string } | null;
+  replacedBy?: { id: string } | null;
   [providedField: string]: unknown;
 }
 

@@ -32,13 +32,17 @@ export function timeLeftMs(link: OrdersLink, now: number = Date.now()): number {
 /**
  * Every field of the order that the fills subgraph `@provides` on `RecordFillPayload.orderSubmission`
  * (schema.graphql), so that the gateway need not ask orders again for the state it just answered
- * with, plus the strategy id the fill copies.
+ * with, plus the strategy id the fill copies. The replace chain's ids complete the order's state in
+ * the fill's event.
  */
 export const PROVIDED_ORDER_FIELDS =
   'clientOrderId symbol side type timeInForce quantity limitPrice stopPrice status filledQuantity remainingQuantity averageFillPrice submittedAt updatedAt cancelledAt replacedAt';
 
 const APPLY_FILL_MUTATION = `mutation FillsApplyFill($input: ApplyFillInput!) {
-  applyFill(input: $input) { outcome orderSubmission { id ${PROVIDED_ORDER_FIELDS} strategy { id } } }
+  applyFill(input: $input) {
+    outcome
+    orderSubmission { id ${PROVIDED_ORDER_FIELDS} strategy { id } replacesOrderSubmission { id } replacedBy { id } }
+  }
 }`;
 
 async function call<T>(link: OrdersLink, query: string, variables: Record<string, unknown>): Promise<T> {

@@ -3,6 +3,7 @@ import { formatDecimal } from '@ots/shared/decimal';
 import { fail, ok, type Result } from '@ots/shared/errors';
 import { isUuid, newId } from '@ots/shared/ids';
 import type { Logger } from '@ots/shared/logger';
+import { recordEvent } from '@ots/shared/outbox';
 import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
 import {
   duplicateExecutionId,
@@ -16,11 +17,13 @@ import {
 import { applyFillToOrder, withDeadline, type OrdersLink } from './orders-client.ts';
 import {
   deletePendingFill,
+  findAppliedFills,
   findFillByExecutionId,
   insertPendingFill,
-  markFillApplied,
+  markPendingFillApplied,
   type AppliedFillRow,
   type FillRow,
+  type FillsDatabase,
   type FillsDb,
 } from './repository.ts';
 
@@ -132,14 +135,45 @@ export async function settlePendingFill(deps: RecordingDeps, fill: FillRow): Pro
   }
   const order = verdict.orderSubmission;
   if (!order) throw new Error(`orders applied fill ${fill.id} but did not return its order`);
-  const applied = await markFillApplied(deps.db, fill.account_id, fill.id, {
-    strategyId: order.strategy?.id ?? null,
-    symbol: order.symbol,
-    side: order.side,
+  const details = { strategyId: order.strategy?.id ?? null, symbol: order.symbol, side: order.side };
+  // The fill turns APPLIED and its event is written in one transaction; a settlement that finds it
+  // applied already (a concurrent request or the sweeper got there first) writes no second event.
+  const applied = await deps.db.transaction().execute(async (trx) => {
+    const appliedNow = await markPendingFillApplied(trx, fill.account_id, fill.id, details);
+    if (!appliedNow) return (await findAppliedFills(trx, fill.account_id, [fill.id]))[0];
+    await recordEvent<FillsDatabase>(trx, { accountId: appliedNow.account_id, type: 'fill.recorded', occurredAt: appliedNow.recorded_at, data: fillEventData(appliedNow, order) });
+    return appliedNow;
   });
   // Only a refused fill is ever deleted, and orders never both applies and refuses one fill id.
   if (!applied) throw new Error(`fill ${fill.id} was applied by orders but is no longer stored`);
   return ok({ fill: applied, order });
+}
+
+/**
+ * The fill as the API shows it and, under `orderSubmission`, its order as orders answered the
+ * fill's application (contract section 6): decimals as canonical strings, references as ids.
+ */
+export function fillEventData(fill: AppliedFillRow, order: OrderView) {
+  const { strategy, replacesOrderSubmission, replacedBy, ...orderFields } = order;
+  return {
+    id: fill.id,
+    orderSubmissionId: fill.order_submission_id,
+    executionId: fill.execution_id,
+    symbol: fill.symbol,
+    side: fill.side,
+    quantity: formatDecimal(fill.quantity),
+    price: formatDecimal(fill.price),
+    fee: formatDecimal(fill.fee),
+    liquidity: fill.liquidity,
+    executedAt: fill.executed_at,
+    recordedAt: fill.recorded_at,
+    orderSubmission: {
+      ...orderFields,
+      strategyId: strategy?.id ?? null,
+      replacesOrderSubmissionId: replacesOrderSubmission?.id ?? null,
+      replacedByOrderSubmissionId: replacedBy?.id ?? null,
+    },
+  };
 }
 
 function recordedTermsOf(fill: FillRow) {

@@ -1,10 +1,11 @@
 import { sql, type Generated, type Kysely, type Selectable } from 'kysely';
 import { isUuid } from '@ots/shared/ids';
+import type { OutboxDatabase } from '@ots/shared/outbox';
 import type { Liquidity, OrderSide } from './domain.ts';
 
 export type FillStatus = 'PENDING' | 'APPLIED';
 
-export interface FillsDatabase {
+export interface FillsDatabase extends OutboxDatabase {
   fills: {
     id: string;
     account_id: string;
@@ -90,21 +91,18 @@ export interface OrderDetails {
 }
 
 /**
- * Idempotent: applying an applied fill keeps its first applied_at. Copies the order's details onto
- * the fill, so positions and filters need no call to orders. Undefined when the fill was dropped.
+ * Marks a pending fill applied, copying the order's details onto it so that positions and filters
+ * need no call to orders. Only a PENDING fill changes: undefined when it was applied already (by a
+ * concurrent settlement, which waited on the row lock and then found it applied) or dropped, so
+ * exactly one settlement records the fill's event.
  */
-export async function markFillApplied(db: FillsDb, accountId: string, fillId: string, order: OrderDetails): Promise<AppliedFillRow | undefined> {
+export async function markPendingFillApplied(db: FillsDb, accountId: string, fillId: string, order: OrderDetails): Promise<AppliedFillRow | undefined> {
   return db
     .updateTable('fills')
-    .set({
-      status: 'APPLIED',
-      applied_at: sql<Date>`coalesce(applied_at, now())`,
-      strategy_id: order.strategyId,
-      symbol: order.symbol,
-      side: order.side,
-    })
+    .set({ status: 'APPLIED', applied_at: sql<Date>`now()`, strategy_id: order.strategyId, symbol: order.symbol, side: order.side })
     .where('account_id', '=', accountId)
     .where('id', '=', fillId)
+    .where('status', '=', 'PENDING')
     .returningAll()
     .$narrowType<AppliedColumns>()
     .executeTakeFirst();

@@ -10,7 +10,7 @@ import {
   findFillByExecutionId,
   findStalePendingFills,
   insertPendingFill,
-  markFillApplied,
+  markPendingFillApplied,
   type FillsDatabase,
   type FillsDb,
   type NewPendingFill,
@@ -75,7 +75,7 @@ function detailsOf(overrides: FillOverrides): OrderDetails {
 
 async function appliedFill(owner: { accountId: string; apiKeyId: string }, overrides: FillOverrides = {}) {
   const fill = await insertPendingFill(db, pendingFill(owner, overrides));
-  return (await markFillApplied(db, owner.accountId, fill!.id, detailsOf(overrides)))!;
+  return (await markPendingFillApplied(db, owner.accountId, fill!.id, detailsOf(overrides)))!;
 }
 
 describe('pending fills', () => {
@@ -95,11 +95,13 @@ describe('pending fills', () => {
   it('marks applied idempotently, and never drops an applied fill', async () => {
     const owner = account();
     const fill = (await insertPendingFill(db, pendingFill(owner)))!;
-    const first = await markFillApplied(db, owner.accountId, fill.id, detailsOf({}));
-    const again = await markFillApplied(db, owner.accountId, fill.id, detailsOf({}));
+    const first = await markPendingFillApplied(db, owner.accountId, fill.id, detailsOf({}));
+    // A second settlement of the same fill changes nothing and says so.
+    const again = await markPendingFillApplied(db, owner.accountId, fill.id, detailsOf({}));
     expect(first).toMatchObject({ symbol: 'ACME', side: 'BUY', strategy_id: null });
     expect(first?.status).toBe('APPLIED');
-    expect(again?.applied_at).toEqual(first?.applied_at);
+    expect(again).toBeUndefined();
+    expect((await findFillByExecutionId(db, owner.accountId, fill.execution_id))?.applied_at).toEqual(first?.applied_at);
     await deletePendingFill(db, owner.accountId, fill.id);
     expect((await findFillByExecutionId(db, owner.accountId, fill.execution_id))?.status).toBe('APPLIED');
   });
@@ -107,7 +109,7 @@ describe('pending fills', () => {
   it("touches no other account's fill", async () => {
     const owner = account();
     const fill = (await insertPendingFill(db, pendingFill(owner)))!;
-    expect(await markFillApplied(db, newId(), fill.id, detailsOf({}))).toBeUndefined();
+    expect(await markPendingFillApplied(db, newId(), fill.id, detailsOf({}))).toBeUndefined();
     await deletePendingFill(db, newId(), fill.id);
     expect((await findFillByExecutionId(db, owner.accountId, fill.execution_id))?.status).toBe('PENDING');
     await deletePendingFill(db, owner.accountId, fill.id);

@@ -2,6 +2,7 @@ import type { Migration } from 'kysely';
 import * as orderSubmissions from './001_order_submissions.ts';
 import * as commitOrder from './002_commit_order.ts';
 import * as replaceAndLateFills from './003_replace_and_late_fills.ts';
+import * as outbox from './004_outbox.ts';
 
 export const SCHEMA = 'orders';
 
@@ -10,4 +11,5 @@ export const migrations: Record<string, Migration> = {
   '001_order_submissions': orderSubmissions,
   '002_commit_order': commitOrder,
   '003_replace_and_late_fills': replaceAndLateFills,
+  '004_outbox': outbox,
 };

@@ -1,11 +1,13 @@
-import { Decimal } from '@ots/shared/decimal';
+import { Decimal, formatDecimal } from '@ots/shared/decimal';
 import { fail, ok, type Result } from '@ots/shared/errors';
 import { isUuid } from '@ots/shared/ids';
 import { notFoundInAccount } from '@ots/shared/messages';
 import { loaderOfGroups } from '@ots/shared/loaders';
+import { recordEvent, type EventType } from '@ots/shared/outbox';
 import { pageSize, toConnection, type Connection } from '@ots/shared/pagination';
 import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
 import {
+  averageFillPrice,
   CANCELLABLE_STATUSES,
   checkStrategyStatus,
   decideCancel,
@@ -13,6 +15,7 @@ import {
   decideReplace,
   duplicateClientOrderId,
   isSameSubmission,
+  remainingQuantity,
   strategyUnavailable,
   validateReplacement,
   validateSubmission,
@@ -74,6 +77,61 @@ export function fillStateOf(row: OrderRow): FillState {
   };
 }
 
+/**
+ * The order as the API shows it, for its events (contract section 6): the same field names,
+ * decimals as canonical strings, references as ids.
+ */
+export function orderEventData(row: OrderRow) {
+  const fillState = fillStateOf(row);
+  const average = averageFillPrice(fillState);
+  return {
+    id: row.id,
+    clientOrderId: row.client_order_id,
+    strategyId: row.strategy_id,
+    symbol: row.symbol,
+    side: row.side,
+    type: row.type,
+    timeInForce: row.time_in_force,
+    quantity: formatDecimal(fillState.quantity),
+    limitPrice: row.limit_price === null ? null : formatDecimal(new Decimal(row.limit_price)),
+    stopPrice: row.stop_price === null ? null : formatDecimal(new Decimal(row.stop_price)),
+    status: row.status,
+    filledQuantity: formatDecimal(fillState.filledQuantity),
+    remainingQuantity: formatDecimal(remainingQuantity(fillState)),
+    averageFillPrice: average === null ? null : formatDecimal(average),
+    submittedAt: row.submitted_at,
+    updatedAt: row.updated_at,
+    cancelledAt: row.cancelled_at,
+    replacedAt: row.replaced_at,
+    replacesOrderSubmissionId: row.replaces_id,
+    replacedByOrderSubmissionId: row.replaced_by,
+  };
+}
+
+async function recordOrderEvent(trx: OrdersDb, type: EventType, row: OrderRow): Promise<void> {
+  await recordEvent(trx, { accountId: row.account_id, type, occurredAt: row.updated_at, data: orderEventData(row) });
+}
+
+/**
+ * Runs one write of one order and records its event in the same transaction, so the change is
+ * never reported without happening nor happens unreported. No write, no event. The transaction
+ * holds only the written order's row lock, now until the event row is in as well.
+ */
+async function writeWithEvent(
+  db: OrdersDb,
+  typeOf: (row: OrderRow) => EventType,
+  write: (trx: OrdersDb) => Promise<OrderRow | undefined>,
+): Promise<OrderRow | undefined> {
+  return db.transaction().execute(async (trx) => {
+    const row = await write(trx);
+    if (row) await recordOrderEvent(trx, typeOf(row), row);
+    return row;
+  });
+}
+
+/** A fill that completes the order (a late one included) fills it; any other is a partial fill, whatever the status. */
+const fillEventType = (row: OrderRow): EventType => (row.status === 'FILLED' ? 'order_submission.filled' : 'order_submission.partially_filled');
+
 /** A submission reusing a clientOrderId: the stored order if it is the same one, else the duplicate error. */
 function retried(existing: OrderRow, draft: OrderDraft, clientOrderId: string): Result<OrderRow> {
   if (isSameSubmission(draftOf(existing), draft)) return ok(existing);
@@ -113,7 +171,7 @@ export async function submitOrder(
     const strategy = await checkStrategy(scope.lookupStrategy, draft.strategyId);
     if (!strategy.ok) return strategy;
   }
-  const inserted = await repository.insertOrder(db, accountId, draft);
+  const inserted = await writeWithEvent(db, () => 'order_submission.submitted', (trx) => repository.insertOrder(trx, accountId, draft));
   if (inserted) return ok(inserted);
   // Only a clientOrderId can conflict (NULLs never do): a concurrent submission with it committed first.
   const winner = await repository.findOrderByClientOrderId(db, accountId, clientOrderId!);
@@ -123,8 +181,8 @@ export async function submitOrder(
 
 /**
  * Cancels and fills read the order, decide by the transition table, and write only if the order is
- * still the version they read (compare-and-set on `commit_xid`): two statements, no transaction
- * block, and the order's row lock held only while the write runs. A failed comparison means a
+ * still the version they read (compare-and-set on `commit_xid`): the read takes no lock, and the
+ * order's row lock is held only by the short transaction that writes it and its event. A failed comparison means a
  * concurrent write of the same order committed; the next attempt decides on its result. Each
  * failure is another write's success, so attempts are bounded by the writes racing for one order.
  */
@@ -147,7 +205,9 @@ export async function cancelOrderSubmission({ db, accountId }: OrdersScope, id: 
       case 'refused':
         return { ok: false, error: decision.error };
       case 'cancel': {
-        const cancelled = await repository.markCancelled(db, accountId, id, order.commit_xid);
+        const cancelled = await writeWithEvent(db, () => 'order_submission.cancelled', (trx) =>
+          repository.markCancelled(trx, accountId, id, order.commit_xid),
+        );
         if (cancelled) return ok(cancelled);
       }
     }
@@ -169,9 +229,9 @@ export interface FillResult {
 }
 
 /**
- * The fills subgraph's entry point. One transaction: the order row is locked first, so concurrent
- * fills of one order (and a cancel) apply one after another, each seeing the previous one's result;
- * the fill's application row makes a repeated fill id a no-op.
+ * The fills subgraph's entry point: read, decide by the transition table, then a compare-and-set
+ * write (retried on the fresh version if a concurrent write of the same order got in between); the
+ * fill's application row makes a repeated fill id a no-op.
  */
 export async function applyFill({ db, accountId }: OrdersScope, fill: FillRequest): Promise<FillResult> {
   if (!isUuid(fill.orderSubmissionId)) return { outcome: 'NOT_FOUND', order: null };
@@ -181,12 +241,14 @@ export async function applyFill({ db, accountId }: OrdersScope, fill: FillReques
     const decision = decideFill(found && fillStateOf(found.order), found?.fillApplied ?? false, { ...fill, executedAt: fill.executedAt ?? null });
     // A refusal read on a consistent version is final: an order never regains quantity or reopens.
     if (decision.outcome !== 'APPLIED') return { outcome: decision.outcome, order: found?.order ?? null };
-    const updated = await repository.recordFillApplication(
-      db,
-      accountId,
-      { fillId: fill.fillId, orderId, quantity: fill.quantity, price: fill.price },
-      decision.next,
-      found!.order.commit_xid,
+    const updated = await writeWithEvent(db, fillEventType, (trx) =>
+      repository.recordFillApplication(
+        trx,
+        accountId,
+        { fillId: fill.fillId, orderId, quantity: fill.quantity, price: fill.price },
+        decision.next,
+        found!.order.commit_xid,
+      ),
     );
     if (updated) return { outcome: 'APPLIED', order: updated };
   }
@@ -242,6 +304,8 @@ export async function replaceOrderSubmission(
     // Only the clientOrderId can conflict: a concurrent request took it; nothing of ours is kept.
     if (!order) return 'clientOrderIdTaken';
     const replaced = await repository.markReplaced(trx, accountId, orderId, order.id);
+    await recordOrderEvent(trx, 'order_submission.replaced', replaced);
+    await recordOrderEvent(trx, 'order_submission.submitted', order);
     return ok({ order, replaced });
   });
   if (outcome === 'clientOrderIdTaken') {
@@ -274,8 +338,8 @@ export interface CancelAllResult {
 
 /**
  * Cancel-all: the caller's open orders that match, oldest first, at most 500 per call. Each order
- * is cancelled by a statement of its own (atomic on its own, one row lock at a time, so a fill of
- * another order never waits for the batch); one that a fill, cancel or replace took out of the open
+ * is cancelled, with its event, by a transaction of its own (atomic on its own, one row lock at a
+ * time, so a fill of another order never waits for the batch); one that a fill, cancel or replace took out of the open
  * statuses meanwhile is skipped. `hasMore`: open matching orders beyond this call's 500 remain.
  */
 export async function cancelOrderSubmissions({ db, accountId }: OrdersScope, input: CancelOrdersFilterInput | null | undefined): Promise<CancelAllResult> {
@@ -290,7 +354,9 @@ export async function cancelOrderSubmissions({ db, accountId }: OrdersScope, inp
   const candidates = await repository.findOrdersInStatuses(db, accountId, CANCELLABLE_STATUSES, filter, CANCEL_ALL_LIMIT + 1);
   const cancelled: OrderRow[] = [];
   for (const candidate of candidates.slice(0, CANCEL_ALL_LIMIT)) {
-    const row = await repository.cancelIfIn(db, accountId, candidate.id, CANCELLABLE_STATUSES);
+    const row = await writeWithEvent(db, () => 'order_submission.cancelled', (trx) =>
+      repository.cancelIfIn(trx, accountId, candidate.id, CANCELLABLE_STATUSES),
+    );
     if (row) cancelled.push(row);
   }
   return { cancelled, hasMore: candidates.length > CANCEL_ALL_LIMIT };

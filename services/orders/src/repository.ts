@@ -3,10 +3,11 @@ import { formatDecimal, type Decimal } from '@ots/shared/decimal';
 import { newId } from '@ots/shared/ids';
 import type { FillState, OrderDraft, OrderSide, OrderStatus, OrderType, TimeInForce } from './domain.ts';
 import { inCommitOrder, type FeedPosition } from '@ots/shared/commit-order';
+import type { OutboxDatabase } from '@ots/shared/outbox';
 import type { CursorPosition, OrderFilter, OrderSubmissionOrder, SubmittedPosition } from './listing.ts';
 
 /** pg returns `numeric` as a string (exact) and `timestamptz` as a Date. */
-export interface OrdersDatabase {
+export interface OrdersDatabase extends OutboxDatabase {
   order_submissions: {
     id: string;
     account_id: string;

@@ -1,3 +1,4 @@
+import { outboxRelay } from '@ots/shared/outbox';
 import type { ServiceDefinition } from '@ots/shared/service';
 import { loaderById } from '@ots/shared/loaders';
 import { loadTypeDefs } from '@ots/shared/subgraph-server';
@@ -31,4 +32,5 @@ export const ordersService: ServiceDefinition<OrdersDatabase, OrdersContext> = {
       strategyOrders: strategyOrdersLoaders({ db, accountId }),
     };
   },
+  ...outboxRelay<OrdersDatabase, OrdersContext>(),
 };
