@@ -15,6 +15,10 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Commit-ordered feeds hold back a row while any transaction older than it runs anywhere on the
+    // Postgres server, and test files run side by side (some hold a transaction open on purpose), so
+    // a poll for what a feed shows waits for the slowest neighbour, not for this file's own writes.
+    expect: { poll: { timeout: 15_000 } },
     reporters: ['default', './shared/src/testing/summary-reporter.ts'],
   },
 });
