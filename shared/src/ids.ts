@@ -1,13 +1,12 @@
-import { randomBytes } from 'node:crypto';
+import { v7 } from 'uuid';
 
-/** UUIDv7 (RFC 9562): time-ordered, so primary-key inserts stay at the right edge of the index. */
-export function newId(now: number = Date.now()): string {
-  const bytes = randomBytes(16);
-  bytes.writeUIntBE(now, 0, 6);
-  bytes[6] = 0x70 | (bytes[6]! & 0x0f);
-  bytes[8] = 0x80 | (bytes[8]! & 0x3f);
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+/**
+ * UUIDv7 (RFC 9562): time-ordered, so primary-key inserts stay at the right edge of the index, and
+ * monotonic within a process (the `uuid` package counts within a millisecond), so two events written
+ * by one transaction keep the order they were written in.
+ */
+export function newId(now?: number): string {
+  return now === undefined ? v7() : v7({ msecs: now });
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
