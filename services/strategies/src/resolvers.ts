@@ -4,7 +4,8 @@ import { loaderById } from '@ots/shared/loaders';
 import { decodeCursor, encodeCursor, pageSize, toConnection } from '@ots/shared/pagination';
 import { DateTimeScalar } from '@ots/shared/scalars';
 import type { BaseContext } from '@ots/shared/subgraph-server';
-import type { StatusAction, StrategyStatus } from './domain.ts';
+import type { StatusAction } from './domain.ts';
+import type { MutationPauseStrategyArgs, Resolvers } from './generated/resolvers-types.ts';
 import { canonicalId, changeStrategyStatus, createStrategy, updateStrategy } from './operations.ts';
 import { findStrategiesByIds, listStrategies, type ListPosition, type StrategiesDb, type StrategyRow } from './repository.ts';
 
@@ -50,31 +51,16 @@ function positionAfter(after: string | null | undefined): ListPosition | undefin
   return { createdAt: date, id };
 }
 
-interface CreateStrategyArgs {
-  input: { name: string; description?: string | null };
-}
-
-interface UpdateStrategyArgs {
-  id: string;
-  input: { name?: string | null; description?: string | null };
-}
-
-interface ListStrategiesArgs {
-  filter?: { status?: StrategyStatus[] | null } | null;
-  first?: number | null;
-  after?: string | null;
-}
-
 function statusMutation(action: StatusAction) {
-  return async (_: unknown, { id }: { id: string }, { db, caller }: StrategiesContext) =>
+  return async (_: unknown, { id }: MutationPauseStrategyArgs, { db, caller }: StrategiesContext) =>
     toPayload(await changeStrategyStatus(db, caller.accountId, id, action));
 }
 
-export const resolvers = {
+export const resolvers: Resolvers = {
   DateTime: DateTimeScalar,
   Query: {
-    strategy: (_: unknown, { id }: { id: string }, context: StrategiesContext) => loadStrategy(context, id),
-    listStrategies: async (_: unknown, args: ListStrategiesArgs, { db, caller }: StrategiesContext) => {
+    strategy: (_, { id }, context) => loadStrategy(context, id),
+    listStrategies: async (_, args, { db, caller }) => {
       const size = pageSize(args.first);
       const rows = await listStrategies(db, caller.accountId, {
         statuses: args.filter?.status ?? undefined,
@@ -85,17 +71,17 @@ export const resolvers = {
     },
   },
   Mutation: {
-    createStrategy: async (_: unknown, { input }: CreateStrategyArgs, { db, caller }: StrategiesContext) =>
+    createStrategy: async (_, { input }, { db, caller }) =>
       toPayload(await createStrategy(db, caller.accountId, input)),
-    updateStrategy: async (_: unknown, { id, input }: UpdateStrategyArgs, { db, caller }: StrategiesContext) =>
+    updateStrategy: async (_, { id, input }, { db, caller }) =>
       toPayload(await updateStrategy(db, caller.accountId, id, input)),
     pauseStrategy: statusMutation('pause'),
     resumeStrategy: statusMutation('resume'),
     archiveStrategy: statusMutation('archive'),
   },
   Strategy: {
-    __resolveReference: (reference: { id: string }, context: StrategiesContext) => loadStrategy(context, reference.id),
-    createdAt: (row: StrategyRow) => row.created_at,
-    updatedAt: (row: StrategyRow) => row.updated_at,
+    __resolveReference: (reference, context) => loadStrategy(context, reference.id),
+    createdAt: (row) => row.created_at,
+    updatedAt: (row) => row.updated_at,
   },
 };
