@@ -1,31 +1,31 @@
 import { badUserInput, type Result } from '@ots/shared/errors';
-import { isUuid } from '@ots/shared/ids';
+import { parseUuid, receiveId, type Uuid } from '@ots/shared/ids';
 import { loaderById } from '@ots/shared/loaders';
 import { decodeCursor, encodeCursor, pageSize, toConnection } from '@ots/shared/pagination';
 import { DateTimeScalar } from '@ots/shared/scalars';
 import type { BaseContext } from '@ots/shared/subgraph-server';
 import type { StatusAction } from './domain.ts';
 import type { MutationPauseStrategyArgs, Resolvers } from './generated/resolvers-types.ts';
-import { canonicalId, changeStrategyStatus, createStrategy, updateStrategy } from './operations.ts';
+import { changeStrategyStatus, createStrategy, updateStrategy } from './operations.ts';
 import { findStrategiesByIds, listStrategies, type ListPosition, type StrategiesDb, type StrategyRow } from './repository.ts';
 
 export interface StrategiesContext extends BaseContext {
   db: StrategiesDb;
   /** Per request and scoped to the caller's account: a batch of look-ups (e.g. every order's strategy) is one query. */
-  strategyById: ReturnType<typeof loaderById<StrategyRow>>;
+  strategyById: ReturnType<typeof loaderById<StrategyRow, Uuid>>;
 }
 
 export function createStrategiesContext(base: BaseContext, db: StrategiesDb): StrategiesContext {
   return {
     ...base,
     db,
-    strategyById: loaderById((ids) => findStrategiesByIds(db, base.caller.accountId, ids)),
+    strategyById: loaderById((ids: readonly Uuid[]) => findStrategiesByIds(db, base.caller.accountId, ids)),
   };
 }
 
 /** A strategy of the caller's account, or null for an absent, foreign or non-UUID id. */
 async function loadStrategy(context: StrategiesContext, id: string): Promise<StrategyRow | null> {
-  const strategyId = canonicalId(id);
+  const strategyId = parseUuid(id);
   return strategyId ? context.strategyById.load(strategyId) : null;
 }
 
@@ -43,9 +43,10 @@ function cursorOf(row: StrategyRow): string {
 function positionAfter(after: string | null | undefined): ListPosition | undefined {
   const keys = decodeCursor(after, LIST_ORDERING, 2);
   if (!keys) return undefined;
-  const [createdAt, id] = keys as [string, string];
+  const [createdAt, key] = keys as [string, string];
   const date = new Date(createdAt);
-  if (Number.isNaN(date.getTime()) || date.toISOString() !== createdAt || !isUuid(id)) {
+  const id = parseUuid(key);
+  if (Number.isNaN(date.getTime()) || date.toISOString() !== createdAt || !id) {
     throw badUserInput('after is not a cursor issued for this list and ordering', 'after');
   }
   return { createdAt: date, id };
@@ -53,7 +54,7 @@ function positionAfter(after: string | null | undefined): ListPosition | undefin
 
 function statusMutation(action: StatusAction) {
   return async (_: unknown, { id }: MutationPauseStrategyArgs, { db, caller }: StrategiesContext) =>
-    toPayload(await changeStrategyStatus(db, caller.accountId, id, action));
+    toPayload(await changeStrategyStatus(db, caller.accountId, receiveId(id), action));
 }
 
 export const resolvers: Resolvers = {
@@ -74,7 +75,7 @@ export const resolvers: Resolvers = {
     createStrategy: async (_, { input }, { db, caller }) =>
       toPayload(await createStrategy(db, caller.accountId, input)),
     updateStrategy: async (_, { id, input }, { db, caller }) =>
-      toPayload(await updateStrategy(db, caller.accountId, id, input)),
+      toPayload(await updateStrategy(db, caller.accountId, receiveId(id), input)),
     pauseStrategy: statusMutation('pause'),
     resumeStrategy: statusMutation('resume'),
     archiveStrategy: statusMutation('archive'),
