@@ -15,3 +15,26 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function isUuid(value: string): boolean {
   return UUID.test(value);
 }
+
+declare const uuidBrand: unique symbol;
+
+/**
+ * A UUID in Postgres' canonical lower-case form. Only `parseUuid` makes one, where a resolver receives
+ * an id, so a repository that takes a `Uuid` never sends Postgres text that is not one.
+ */
+export type Uuid = string & { readonly [uuidBrand]: true };
+
+/** The id as a `Uuid`; undefined when it is not a UUID, and so names no row. */
+export function parseUuid(value: string): Uuid | undefined {
+  return isUuid(value) ? (value.toLowerCase() as Uuid) : undefined;
+}
+
+/** An id argument as a resolver received it: the UUID it names, if any, and the text sent, for messages. */
+export interface ReceivedId {
+  uuid: Uuid | undefined;
+  sent: string;
+}
+
+export function receiveId(sent: string): ReceivedId {
+  return { uuid: parseUuid(sent), sent };
+}

@@ -4,9 +4,9 @@ import DataLoader from 'dataloader';
  * A per-request loader by id: one query per batch, results handed back in key order with null for
  * ids the query did not return (absent, or another account's).
  */
-export function loaderById<Row extends { id: string }>(
-  fetchMany: (ids: readonly string[]) => Promise<Row[]>,
-): DataLoader<string, Row | null> {
+export function loaderById<Row extends { id: string }, Id extends string = string>(
+  fetchMany: (ids: readonly Id[]) => Promise<Row[]>,
+): DataLoader<Id, Row | null> {
   return new DataLoader(async (ids) => {
     const rows = await fetchMany(ids);
     const byId = new Map(rows.map((row) => [row.id, row]));

@@ -1,12 +1,11 @@
 import type { Migration } from 'kysely';
 import type { Kysely } from 'kysely';
-import type { GraphQLResolverMap } from '@apollo/subgraph/dist/schema-helper/resolverMap.js';
 import type { FastifyInstance } from 'fastify';
 import type { DocumentNode } from 'graphql';
 import type { Config, ServiceName } from './config.ts';
 import { createDatabase, isDatabaseReachable, migrateSchema } from './db.ts';
 import { createLogger, type Logger } from './logger.ts';
-import { startSubgraphServer, type BaseContext, type RunningServer } from './subgraph-server.ts';
+import { startSubgraphServer, type BaseContext, type RunningServer, type SubgraphResolvers } from './subgraph-server.ts';
 import { startProcessTelemetry, type ProcessTelemetry } from './telemetry.ts';
 
 export interface ServiceRuntime<DB> {
@@ -21,7 +20,8 @@ export interface ServiceDefinition<DB, Context extends BaseContext> {
   schema: string;
   migrations: Record<string, Migration>;
   typeDefs: DocumentNode;
-  resolvers: GraphQLResolverMap<Context>;
+  /** The service's map, typed by the `Resolvers` generated from its schema.graphql. */
+  resolvers: SubgraphResolvers;
   createContext(base: BaseContext, runtime: ServiceRuntime<DB>): Context;
   /** Background work (e.g. the fills recovery sweeper); the returned function stops it. */
   startBackground?(runtime: ServiceRuntime<DB>): () => Promise<void>;

@@ -1,3 +1,5 @@
+import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
+import { print, type DocumentNode } from 'graphql';
 import { ASSERTION_HEADER } from './assertion.ts';
 import { timedSubgraphFetch } from './metrics.ts';
 import { REQUEST_ID_HEADER } from './subgraph-server.ts';
@@ -5,13 +7,14 @@ import { REQUEST_ID_HEADER } from './subgraph-server.ts';
 /** The other subgraph did not answer in time, or answered with something other than GraphQL. */
 export class SubgraphUnavailableError extends Error {}
 
-export interface SubgraphCall {
+export interface SubgraphCall<Result, Variables> {
   /** The calling and the called subgraph's names, for the subgraph fetch metrics. */
   caller: string;
   subgraph: string;
   url: string;
-  query: string;
-  variables?: Record<string, unknown>;
+  /** A document generated from the called subgraph's schema (`npm run codegen`), typed by its result and variables. */
+  document: TypedDocumentNode<Result, Variables>;
+  variables: Variables;
   /** The caller's assertion, forwarded so that the callee scopes the answer to the same account. */
   assertion: string;
   requestId: string;
@@ -23,11 +26,23 @@ export interface SubgraphResponse<T> {
   errors?: { message: string; extensions?: { code?: string } }[];
 }
 
+/** Each generated document is printed once, on its first call. */
+const printed = new WeakMap<DocumentNode, string>();
+
+function queryText(document: DocumentNode): string {
+  let text = printed.get(document);
+  if (text === undefined) {
+    text = print(document);
+    printed.set(document, text);
+  }
+  return text;
+}
+
 /**
  * A subgraph-to-subgraph GraphQL call with a hard timeout. Transport failures, timeouts and
  * non-GraphQL answers all become SubgraphUnavailableError, which callers map to TEMPORARILY_UNAVAILABLE.
  */
-export async function callSubgraph<T>(call: SubgraphCall): Promise<SubgraphResponse<T>> {
+export async function callSubgraph<Result, Variables>(call: SubgraphCall<Result, Variables>): Promise<SubgraphResponse<Result>> {
   let response: Response;
   try {
     response = await timedSubgraphFetch(call.caller, call.subgraph, () => fetch(call.url, {
@@ -37,7 +52,7 @@ export async function callSubgraph<T>(call: SubgraphCall): Promise<SubgraphRespo
         [ASSERTION_HEADER]: call.assertion,
         [REQUEST_ID_HEADER]: call.requestId,
       },
-      body: JSON.stringify({ query: call.query, variables: call.variables ?? {} }),
+      body: JSON.stringify({ query: queryText(call.document), variables: call.variables }),
       signal: AbortSignal.timeout(call.timeoutMs),
     }));
   } catch (error) {
@@ -45,7 +60,7 @@ export async function callSubgraph<T>(call: SubgraphCall): Promise<SubgraphRespo
   }
   if (!response.ok) throw new SubgraphUnavailableError(`${call.url} answered HTTP ${response.status}`);
   try {
-    return (await response.json()) as SubgraphResponse<T>;
+    return (await response.json()) as SubgraphResponse<Result>;
   } catch {
     throw new SubgraphUnavailableError(`${call.url} answered a body that is not JSON`);
   }

@@ -5,7 +5,6 @@ import { unwrapResolverError } from '@apollo/server/errors';
 import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/disabled';
 import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastify';
 import { buildSubgraphSchema } from '@apollo/subgraph';
-import type { GraphQLResolverMap } from '@apollo/subgraph/dist/schema-helper/resolverMap.js';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { GraphQLError, parse, type DocumentNode, type GraphQLFormattedError } from 'graphql';
 import { ASSERTION_HEADER, AssertionVerifier, type CallerIdentity } from './assertion.ts';
@@ -26,10 +25,26 @@ export interface BaseContext {
   log: Logger;
 }
 
+type SchemaModule = Exclude<Extract<Parameters<typeof buildSubgraphSchema>[0], readonly unknown[]>[number], DocumentNode>;
+
+/**
+ * A resolver map as `buildSubgraphSchema` takes it, named through its public signature. Each service
+ * types its map with the `Resolvers` generated from its schema (`npm run codegen`), which fits it as is.
+ */
+export type SubgraphResolvers = NonNullable<SchemaModule['resolvers']>;
+
+/**
+ * An entity another subgraph owns, as this one holds it: by its id, the key the gateway resolves the
+ * other fields by (a parent may carry more, e.g. fields the subgraph `@provides`).
+ */
+export interface EntityReference {
+  id: string;
+}
+
 export interface SubgraphOptions<Context extends BaseContext> {
   name: string;
   typeDefs: DocumentNode;
-  resolvers: GraphQLResolverMap<Context>;
+  resolvers: SubgraphResolvers;
   config: Config;
   logger: Logger;
   port: number;
@@ -156,7 +171,7 @@ export async function startSubgraphServer<Context extends BaseContext>(options: 
   const { config, logger } = options;
   const app = createHttpApp(config, logger, { service: options.name, adoptRequestId: true });
   const apollo = new ApolloServer<Context>({
-    schema: refuseControlCharacters(buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers as GraphQLResolverMap<unknown> }])),
+    schema: refuseControlCharacters(buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers }])),
     formatError: maskErrors(logger),
     includeStacktraceInErrorResponses: false,
     // The process's own signal handler drains and stops every server in order.

@@ -1,23 +1,27 @@
 import { DateTimeScalar } from '@ots/shared/scalars';
 import type { BaseContext } from '@ots/shared/subgraph-server';
+import type { Resolvers } from './generated/resolvers-types.ts';
 import { findAccount, findApiKeyOfAccount, type AccountsDb } from './repository.ts';
 
 export interface AccountsContext extends BaseContext {
   db: AccountsDb;
 }
 
-export const resolvers = {
+/** A Viewer carries nothing: its account and key are the caller's, read from the context. */
+export type ViewerParent = Record<PropertyKey, never>;
+
+export const resolvers: Resolvers = {
   DateTime: DateTimeScalar,
   Query: {
     viewer: () => ({}),
   },
   Viewer: {
-    account: async (_: unknown, __: unknown, { db, caller }: AccountsContext) => {
+    account: async (_, __, { db, caller }) => {
       const account = await findAccount(db, caller.accountId);
       if (!account) throw new Error(`asserted account ${caller.accountId} does not exist`);
       return { id: account.id, name: account.name, createdAt: account.created_at };
     },
-    apiKey: async (_: unknown, __: unknown, { db, caller }: AccountsContext) => {
+    apiKey: async (_, __, { db, caller }) => {
       const key = await findApiKeyOfAccount(db, caller.accountId, caller.apiKeyId);
       if (!key) throw new Error(`asserted key ${caller.apiKeyId} does not exist`);
       return {

@@ -8,6 +8,7 @@ import { decodeCursor, encodeCursor, pageSize, toConnection } from '@ots/shared/
 import { DateTimeScalar } from '@ots/shared/scalars';
 import type { BaseContext } from '@ots/shared/subgraph-server';
 import { DEFAULT_GRACE_SECONDS } from './domain.ts';
+import type { MutationDisableWebhookEndpointArgs, Resolvers } from './generated/resolvers-types.ts';
 import {
   canonicalId,
   createEndpoint,
@@ -17,7 +18,6 @@ import {
   removeEndpoint,
   rotateSecret,
   updateEndpointSettings,
-  type EndpointInput,
   type OperationContext,
 } from './operations.ts';
 import {
@@ -105,21 +105,15 @@ const secretPayload = (result: Result<{ endpoint: EndpointRow; signingSecret: st
     ? { webhookEndpoint: result.value.endpoint, signingSecret: result.value.signingSecret, error: null }
     : { webhookEndpoint: null, signingSecret: null, error: result.error };
 
-interface ListEventsArgs {
-  filter?: { types?: string[] | null; occurredAfter?: Date | null } | null;
-  first?: number | null;
-  after?: string | null;
-}
-
 function endpointMutation(run: (context: OperationContext, id: string) => Promise<Result<EndpointRow>>) {
-  return async (_: unknown, { id }: { id: string }, context: EventsContext) => endpointPayload(await run(operationContext(context), id));
+  return async (_: unknown, { id }: MutationDisableWebhookEndpointArgs, context: EventsContext) => endpointPayload(await run(operationContext(context), id));
 }
 
-export const resolvers = {
+export const resolvers: Resolvers = {
   DateTime: DateTimeScalar,
   JSON: JSONScalar,
   Query: {
-    listEvents: async (_: unknown, args: ListEventsArgs, { db, caller }: EventsContext) => {
+    listEvents: async (_, args, { db, caller }) => {
       const size = pageSize(args.first);
       const types = args.filter?.types ?? undefined;
       const unknown = types?.find((type) => !isEventType(type));
@@ -132,43 +126,43 @@ export const resolvers = {
       });
       return toConnection(rows, size, eventCursor);
     },
-    event: (_: unknown, { id }: { id: string }, context: EventsContext) => loadById(context.eventById, id),
-    listWebhookEndpoints: (_: unknown, __: unknown, { db, caller }: EventsContext) => listEndpoints(db, caller.accountId),
-    webhookEndpoint: (_: unknown, { id }: { id: string }, context: EventsContext) => loadById(context.endpointById, id),
+    event: (_, { id }, context) => loadById(context.eventById, id),
+    listWebhookEndpoints: (_, __, { db, caller }) => listEndpoints(db, caller.accountId),
+    webhookEndpoint: (_, { id }, context) => loadById(context.endpointById, id),
   },
   Mutation: {
-    createWebhookEndpoint: async (_: unknown, { input }: { input: EndpointInput & { url: string } }, context: EventsContext) =>
+    createWebhookEndpoint: async (_, { input }, context) =>
       secretPayload(await createEndpoint(operationContext(context), input)),
-    updateWebhookEndpoint: async (_: unknown, { id, input }: { id: string; input: EndpointInput }, context: EventsContext) =>
+    updateWebhookEndpoint: async (_, { id, input }, context) =>
       endpointPayload(await updateEndpointSettings(operationContext(context), id, input)),
     disableWebhookEndpoint: endpointMutation(disableEndpoint),
     enableWebhookEndpoint: endpointMutation(enableEndpoint),
     deleteWebhookEndpoint: endpointMutation(removeEndpoint),
-    rotateWebhookSigningSecret: async (_: unknown, args: { id: string; graceSeconds?: number | null }, context: EventsContext) =>
+    rotateWebhookSigningSecret: async (_, args, context) =>
       secretPayload(await rotateSecret(operationContext(context), args.id, args.graceSeconds ?? DEFAULT_GRACE_SECONDS)),
-    redeliverEvent: async (_: unknown, args: { endpointId: string; eventId: string }, context: EventsContext) => {
+    redeliverEvent: async (_, args, context) => {
       const result = await redeliverEvent(operationContext(context), args.endpointId, args.eventId);
       return result.ok ? { event: result.value, error: null } : { event: null, error: result.error };
     },
   },
   Event: {
-    occurredAt: (row: EventRow) => row.occurred_at,
+    occurredAt: (row) => row.occurred_at,
   },
   WebhookEndpoint: {
-    eventTypes: (row: EndpointRow) => row.event_types,
-    disabledReason: (row: EndpointRow) => row.disabled_reason,
-    createdAt: (row: EndpointRow) => row.created_at,
-    deliveries: async (row: EndpointRow, args: { first?: number | null; after?: string | null }, { db, caller }: EventsContext) => {
+    eventTypes: (row) => row.event_types,
+    disabledReason: (row) => row.disabled_reason,
+    createdAt: (row) => row.created_at,
+    deliveries: async (row, args, { db, caller }) => {
       const size = pageSize(args.first);
       const rows = await listAttempts(db, caller.accountId, row.id, deliveryPositionAfter(args.after), size + 1);
       return toConnection(rows, size, deliveryCursor);
     },
   },
   WebhookDelivery: {
-    eventId: (row: AttemptRow) => row.event_id,
-    event: (row: AttemptRow, _: unknown, context: EventsContext) => context.eventById.load(row.event_id),
-    attemptedAt: (row: AttemptRow) => row.attempted_at,
-    statusCode: (row: AttemptRow) => row.status_code,
-    durationMs: (row: AttemptRow) => row.duration_ms,
+    eventId: (row) => row.event_id,
+    event: (row, _, context) => context.eventById.load(row.event_id),
+    attemptedAt: (row) => row.attempted_at,
+    statusCode: (row) => row.status_code,
+    durationMs: (row) => row.duration_ms,
   },
 };

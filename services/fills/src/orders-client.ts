@@ -1,5 +1,6 @@
+import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { callSubgraph, SubgraphUnavailableError } from '@ots/shared/subgraph-client';
-import type { ApplyOutcome, OrderView } from './domain.ts';
+import { FillsApplyFillDocument, type FillsApplyFillMutation, type FillsApplyFillMutationVariables } from './generated/orders-calls.ts';
 
 /** How fills reaches the orders subgraph, for one caller (the request's, or one the sweeper minted). */
 export interface OrdersLink {
@@ -29,26 +30,10 @@ export function timeLeftMs(link: OrdersLink, now: number = Date.now()): number {
   return link.deadline === undefined ? link.timeoutMs : Math.min(link.timeoutMs, link.deadline - now);
 }
 
-/**
- * Every field of the order that the fills subgraph `@provides` on `RecordFillPayload.orderSubmission`
- * (schema.graphql), so that the gateway need not ask orders again for the state it just answered
- * with, plus the strategy id the fill copies. The replace chain's ids complete the order's state in
- * the fill's event.
- */
-export const PROVIDED_ORDER_FIELDS =
-  'clientOrderId symbol side type timeInForce quantity limitPrice stopPrice status filledQuantity remainingQuantity averageFillPrice submittedAt updatedAt cancelledAt replacedAt';
-
-const APPLY_FILL_MUTATION = `mutation FillsApplyFill($input: ApplyFillInput!) {
-  applyFill(input: $input) {
-    outcome
-    orderSubmission { id ${PROVIDED_ORDER_FIELDS} strategy { id } replacesOrderSubmission { id } replacedBy { id } }
-  }
-}`;
-
-async function call<T>(link: OrdersLink, query: string, variables: Record<string, unknown>): Promise<T> {
+async function call<Result, Variables>(link: OrdersLink, document: TypedDocumentNode<Result, Variables>, variables: Variables): Promise<Result> {
   const timeoutMs = timeLeftMs(link);
   if (timeoutMs <= 0) throw new SubgraphUnavailableError(`no time left to call orders at ${link.url}`);
-  const response = await callSubgraph<T>({ caller: 'fills', subgraph: 'orders', url: link.url, assertion: link.assertion, requestId: link.requestId, timeoutMs, query, variables });
+  const response = await callSubgraph({ caller: 'fills', subgraph: 'orders', url: link.url, assertion: link.assertion, requestId: link.requestId, timeoutMs, document, variables });
   // An answer with errors and no data is a failure of the orders subgraph, not a verdict on the fill.
   if (response.data === null || response.data === undefined || (response.errors && response.errors.length > 0)) {
     const messages = response.errors?.map((error) => error.message).join('; ') ?? 'no data';
@@ -57,10 +42,11 @@ async function call<T>(link: OrdersLink, query: string, variables: Record<string
   return response.data;
 }
 
-export interface AppliedFillVerdict {
-  outcome: ApplyOutcome;
-  orderSubmission: OrderView | null;
-}
+/**
+ * Orders' verdict, with the order as it answered: every field the fills subgraph `@provides` on
+ * `RecordFillPayload.orderSubmission` (calls/apply-fill.graphql), plus the strategy id the fill copies.
+ */
+export type AppliedFillVerdict = FillsApplyFillMutation['applyFill'];
 
 /**
  * Asks orders to count the fill: one transaction there, idempotent per fill id, so a retry after a
@@ -68,8 +54,8 @@ export interface AppliedFillVerdict {
  */
 export async function applyFillToOrder(
   link: OrdersLink,
-  fill: { fillId: string; orderSubmissionId: string; quantity: string; price: string; executedAt: string },
+  fill: FillsApplyFillMutationVariables['input'],
 ): Promise<AppliedFillVerdict> {
-  const data = await call<{ applyFill: AppliedFillVerdict }>(link, APPLY_FILL_MUTATION, { input: fill });
+  const data = await call(link, FillsApplyFillDocument, { input: fill });
   return data.applyFill;
 }

@@ -5,8 +5,8 @@ import { loaderById, loaderOfGroups } from '@ots/shared/loaders';
 import { pageSize, toConnection } from '@ots/shared/pagination';
 import { DateTimeScalar, DecimalScalar, SignedDecimalScalar } from '@ots/shared/scalars';
 import type { BaseContext } from '@ots/shared/subgraph-server';
-import type { RecordFillInput } from './domain.ts';
-import { cursorOf, normaliseFillFilter, parseCursor, type FillFilterInput } from './listing.ts';
+import type { Resolvers } from './generated/resolvers-types.ts';
+import { cursorOf, normaliseFillFilter, parseCursor } from './listing.ts';
 import type { OrdersLink } from './orders-client.ts';
 import { computePositions } from './positions.ts';
 import { recordFill } from './recording.ts';
@@ -48,7 +48,8 @@ export function createLoaders(db: FillsDb, accountId: string): FillsLoaders {
   };
 }
 
-interface FillObject {
+/** The parent of Fill's own resolvers. */
+export interface FillObject {
   id: string;
   orderSubmissionId: string;
   executionId: string;
@@ -83,26 +84,20 @@ function normalizedId(id: string): string {
   return isUuid(id) ? id.toLowerCase() : id;
 }
 
-interface ListFillsArgs {
-  filter?: FillFilterInput | null;
-  first?: number | null;
-  after?: string | null;
-}
-
 function errorPayload(error: PayloadError) {
   return { fill: null, orderSubmission: null, error };
 }
 
-export const resolvers = {
+export const resolvers: Resolvers = {
   Decimal: DecimalScalar,
   SignedDecimal: SignedDecimalScalar,
   DateTime: DateTimeScalar,
   Query: {
-    fill: async (_: unknown, { id }: { id: string }, { loaders }: FillsContext) => {
+    fill: async (_, { id }, { loaders }) => {
       const row = await loaders.appliedFillById.load(normalizedId(id));
       return row ? fillObject(row) : null;
     },
-    listFills: async (_: unknown, { filter, first, after }: ListFillsArgs, { db, caller }: FillsContext) => {
+    listFills: async (_, { filter, first, after }, { db, caller }) => {
       const size = pageSize(first);
       const keyset = parseCursor(after);
       // Undefined: a condition no fill can meet, e.g. an id that is not a UUID.
@@ -112,7 +107,7 @@ export const resolvers = {
     },
   },
   Mutation: {
-    recordFill: async (_: unknown, { input }: { input: RecordFillInput }, context: FillsContext) => {
+    recordFill: async (_, { input }, context) => {
       const result = await recordFill(context, context.caller, input);
       if (!result.ok) return errorPayload(result.error);
       return {
@@ -124,20 +119,20 @@ export const resolvers = {
     },
   },
   Fill: {
-    __resolveReference: async ({ id }: { id: string }, { loaders }: FillsContext) => {
+    __resolveReference: async ({ id }, { loaders }) => {
       const row = await loaders.appliedFillById.load(normalizedId(id));
       return row ? fillObject(row) : null;
     },
-    orderSubmission: (fill: FillObject) => ({ id: fill.orderSubmissionId }),
+    orderSubmission: (fill) => ({ id: fill.orderSubmissionId }),
   },
   OrderSubmission: {
-    __resolveReference: ({ id }: { id: string }) => ({ id }),
-    fills: async ({ id }: { id: string }, _: unknown, { loaders }: FillsContext) =>
+    __resolveReference: ({ id }) => ({ id }),
+    fills: async ({ id }, _, { loaders }) =>
       (await loaders.appliedFillsByOrder.load(id)).map(fillObject),
   },
   Strategy: {
-    __resolveReference: ({ id }: { id: string }) => ({ id }),
-    positions: async ({ id }: { id: string }, _: unknown, { loaders }: FillsContext) => {
+    __resolveReference: ({ id }) => ({ id }),
+    positions: async ({ id }, _, { loaders }) => {
       const fills = await loaders.appliedFillsByStrategy.load(id);
       return computePositions(
         fills.map((fill) => ({

@@ -4,13 +4,13 @@ import { isUuid } from '@ots/shared/ids';
 import type { Connection } from '@ots/shared/pagination';
 import { DateTimeScalar, DecimalScalar } from '@ots/shared/scalars';
 import type { BaseContext } from '@ots/shared/subgraph-server';
-import { averageFillPrice, checkFill, remainingQuantity, type ReplaceOrderInput, type SubmitOrderInput } from './domain.ts';
+import { averageFillPrice, checkFill, remainingQuantity } from './domain.ts';
+import type { Resolvers } from './generated/resolvers-types.ts';
 import {
   applyFill,
   cancelOrderSubmission,
   cancelOrderSubmissions,
   replaceOrderSubmission,
-  type CancelOrdersFilterInput,
   fillStateOf,
   listOrderSubmissions,
   submitOrder,
@@ -74,38 +74,35 @@ function loadOrder(context: OrdersContext, id: string) {
   return isUuid(id) ? context.orderById.load(id.toLowerCase()).then(viewOrNull) : null;
 }
 
-interface ApplyFillArguments {
-  input: { fillId: string; orderSubmissionId: string; quantity: Decimal; price: Decimal; executedAt?: Date | null };
-}
+/** The parent of OrderSubmission's own resolvers. */
+export type OrderView = ReturnType<typeof orderView>;
 
-type OrderView = ReturnType<typeof orderView>;
-
-export const resolvers = {
+export const resolvers: Resolvers = {
   Decimal: DecimalScalar,
   DateTime: DateTimeScalar,
   Query: {
-    listOrderSubmissions: async (_: unknown, args: ListArguments, context: OrdersContext) =>
+    listOrderSubmissions: async (_, args, context) =>
       connectionView(await listOrderSubmissions({ db: context.db, accountId: context.caller.accountId }, args)),
-    orderSubmission: (_: unknown, { id }: { id: string }, context: OrdersContext) => loadOrder(context, id),
+    orderSubmission: (_, { id }, context) => loadOrder(context, id),
   },
   Mutation: {
-    submitOrder: async (_: unknown, { input }: { input: SubmitOrderInput }, context: OrdersContext) =>
+    submitOrder: async (_, { input }, context) =>
       orderPayload(
         await submitOrder({ db: context.db, accountId: context.caller.accountId, lookupStrategy: context.lookupStrategy }, input),
       ),
-    cancelOrderSubmission: async (_: unknown, { id }: { id: string }, context: OrdersContext) =>
+    cancelOrderSubmission: async (_, { id }, context) =>
       orderPayload(await cancelOrderSubmission({ db: context.db, accountId: context.caller.accountId }, id)),
-    replaceOrderSubmission: async (_: unknown, { id, input }: { id: string; input: ReplaceOrderInput }, context: OrdersContext) => {
+    replaceOrderSubmission: async (_, { id, input }, context) => {
       const result = await replaceOrderSubmission({ db: context.db, accountId: context.caller.accountId }, id, input);
       return result.ok
         ? { orderSubmission: orderView(result.value.order), replacedOrderSubmission: orderView(result.value.replaced), error: null }
         : { orderSubmission: null, replacedOrderSubmission: null, error: result.error };
     },
-    cancelOrderSubmissions: async (_: unknown, { filter }: { filter?: CancelOrdersFilterInput | null }, context: OrdersContext) => {
+    cancelOrderSubmissions: async (_, { filter }, context) => {
       const result = await cancelOrderSubmissions({ db: context.db, accountId: context.caller.accountId }, filter);
       return { cancelledCount: result.cancelled.length, orderSubmissions: result.cancelled.map(orderView), hasMore: result.hasMore, error: null };
     },
-    applyFill: async (_: unknown, { input }: ApplyFillArguments, context: OrdersContext) => {
+    applyFill: async (_, { input }, context) => {
       const refused = checkFill(input);
       if (refused) throw badUserInput(refused, 'input');
       const result = await applyFill({ db: context.db, accountId: context.caller.accountId }, input);
@@ -113,14 +110,14 @@ export const resolvers = {
     },
   },
   OrderSubmission: {
-    __resolveReference: (reference: { id: string }, context: OrdersContext) => loadOrder(context, reference.id),
-    replacedBy: (order: OrderView, _: unknown, context: OrdersContext) => order.replacedBy && loadOrder(context, order.replacedBy),
-    replacesOrderSubmission: (order: OrderView, _: unknown, context: OrdersContext) =>
-      order.replacesOrderSubmission && loadOrder(context, order.replacesOrderSubmission),
+    __resolveReference: (reference, context) => loadOrder(context, reference.id),
+    replacedBy: (order, _, context) => (order.replacedBy === null ? null : loadOrder(context, order.replacedBy)),
+    replacesOrderSubmission: (order, _, context) =>
+      order.replacesOrderSubmission === null ? null : loadOrder(context, order.replacesOrderSubmission),
   },
   Strategy: {
-    __resolveReference: (reference: { id: string }) => ({ id: reference.id }),
-    orderSubmissions: async ({ id }: { id: string }, args: ListArguments, context: OrdersContext) =>
+    __resolveReference: (reference) => ({ id: reference.id }),
+    orderSubmissions: async ({ id }, args, context) =>
       connectionView(await context.strategyOrders(id, args)),
   },
 };

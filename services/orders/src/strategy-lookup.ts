@@ -1,5 +1,6 @@
 import { callSubgraph, SubgraphUnavailableError } from '@ots/shared/subgraph-client';
 import type { StrategyStatus } from './domain.ts';
+import { OrdersStrategyStatusDocument } from './generated/strategies-calls.ts';
 
 /**
  * The status of one of the caller's strategies, or null when it does not exist or is another
@@ -7,7 +8,6 @@ import type { StrategyStatus } from './domain.ts';
  */
 export type StrategyLookup = (strategyId: string) => Promise<StrategyStatus | null>;
 
-const STRATEGY_STATUS_QUERY = 'query ($id: ID!) { strategy(id: $id) { id status } }';
 const STATUSES: ReadonlySet<string> = new Set<StrategyStatus>(['ACTIVE', 'PAUSED', 'ARCHIVED']);
 
 export interface StrategyLookupOptions {
@@ -21,11 +21,11 @@ export interface StrategyLookupOptions {
 /** Asks the strategies subgraph, never its schema: orders reads no other service's tables. */
 export function strategyLookup(options: StrategyLookupOptions): StrategyLookup {
   return async (strategyId) => {
-    const response = await callSubgraph<{ strategy: { id: string; status: string } | null }>({
+    const response = await callSubgraph({
       caller: 'orders',
       subgraph: 'strategies',
       url: options.strategiesUrl,
-      query: STRATEGY_STATUS_QUERY,
+      document: OrdersStrategyStatusDocument,
       variables: { id: strategyId },
       assertion: options.assertion,
       requestId: options.requestId,
@@ -33,7 +33,7 @@ export function strategyLookup(options: StrategyLookupOptions): StrategyLookup {
     });
     const strategy = response.data?.strategy;
     if (strategy === null && !response.errors?.length) return null;
-    if (strategy && STATUSES.has(strategy.status)) return strategy.status as StrategyStatus;
+    if (strategy && STATUSES.has(strategy.status)) return strategy.status;
     // An error answer (e.g. its database is down) says nothing about the strategy: the order cannot be checked.
     const reason = response.errors?.map((error) => error.message).join('; ') ?? 'an answer without a strategy status';
     throw new SubgraphUnavailableError(`strategies answered ${reason}`);

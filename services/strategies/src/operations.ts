@@ -1,5 +1,5 @@
 import { fail, ok, type Result } from '@ots/shared/errors';
-import { isUuid } from '@ots/shared/ids';
+import type { ReceivedId } from '@ots/shared/ids';
 import { notFoundInAccount } from '@ots/shared/messages';
 import { recordEvent, type EventType } from '@ots/shared/outbox';
 import {
@@ -40,11 +40,6 @@ const STATUS_EVENT: Record<StatusAction, EventType> = { pause: 'strategy.paused'
 
 const notFound = (id: string): Result<never> => fail('NOT_FOUND', notFoundInAccount('strategy', id), 'id');
 
-/** Ids are compared in Postgres' canonical lower-case form; a non-UUID names no strategy. */
-export function canonicalId(id: string): string | undefined {
-  return isUuid(id) ? id.toLowerCase() : undefined;
-}
-
 export async function createStrategy(
   db: StrategiesDb,
   accountId: string,
@@ -67,17 +62,17 @@ export async function createStrategy(
 export async function updateStrategy(
   db: StrategiesDb,
   accountId: string,
-  id: string,
+  id: ReceivedId,
   input: { name?: string | null; description?: string | null },
 ): Promise<Result<StrategyRow>> {
   const changes = validateChanges(input);
   if (!changes.ok) return changes;
-  const strategyId = canonicalId(id);
-  if (!strategyId) return notFound(id);
+  const strategyId = id.uuid;
+  if (!strategyId) return notFound(id.sent);
   try {
     return await db.transaction().execute(async (trx) => {
       const current = await lockStrategy(trx, accountId, strategyId);
-      if (!current) return notFound(id);
+      if (!current) return notFound(id.sent);
       const decision = decideEdit(current, changes.value);
       switch (decision.kind) {
         case 'refused':
@@ -100,14 +95,14 @@ export async function updateStrategy(
 export async function changeStrategyStatus(
   db: StrategiesDb,
   accountId: string,
-  id: string,
+  id: ReceivedId,
   action: StatusAction,
 ): Promise<Result<StrategyRow>> {
-  const strategyId = canonicalId(id);
-  if (!strategyId) return notFound(id);
+  const strategyId = id.uuid;
+  if (!strategyId) return notFound(id.sent);
   return db.transaction().execute(async (trx) => {
     const current = await lockStrategy(trx, accountId, strategyId);
-    if (!current) return notFound(id);
+    if (!current) return notFound(id.sent);
     const decision = decideTransition(current.status, action, current.id);
     switch (decision.kind) {
       case 'refused':

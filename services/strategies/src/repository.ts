@@ -1,5 +1,5 @@
 import { sql, type Generated, type Kysely, type Selectable } from 'kysely';
-import { newId } from '@ots/shared/ids';
+import { newId, type Uuid } from '@ots/shared/ids';
 import type { OutboxDatabase } from '@ots/shared/outbox';
 import { nameKey, type NewStrategy, type StrategyChanges, type StrategyStatus } from './domain.ts';
 
@@ -46,13 +46,13 @@ export async function insertStrategy(db: StrategiesDb, accountId: string, strate
 }
 
 /** One query for a batch of ids; ids of other accounts are simply not returned. */
-export async function findStrategiesByIds(db: StrategiesDb, accountId: string, ids: readonly string[]): Promise<StrategyRow[]> {
+export async function findStrategiesByIds(db: StrategiesDb, accountId: string, ids: readonly Uuid[]): Promise<StrategyRow[]> {
   if (ids.length === 0) return [];
   return db.selectFrom('strategies').selectAll().where('account_id', '=', accountId).where('id', 'in', ids).execute();
 }
 
 /** Locks the row until the transaction ends, so that the decision taken on its state still holds when it is written. */
-export async function lockStrategy(trx: StrategiesDb, accountId: string, id: string): Promise<StrategyRow | undefined> {
+export async function lockStrategy(trx: StrategiesDb, accountId: string, id: Uuid): Promise<StrategyRow | undefined> {
   return trx
     .selectFrom('strategies')
     .selectAll()
@@ -72,7 +72,7 @@ const CHANGE_TIME = sql<Date>`statement_timestamp()`;
 export async function updateStrategyFields(
   trx: StrategiesDb,
   accountId: string,
-  id: string,
+  id: Uuid,
   changes: StrategyChanges,
 ): Promise<StrategyRow> {
   return trx
@@ -84,7 +84,7 @@ export async function updateStrategyFields(
     .executeTakeFirstOrThrow();
 }
 
-export async function setStrategyStatus(trx: StrategiesDb, accountId: string, id: string, status: StrategyStatus): Promise<StrategyRow> {
+export async function setStrategyStatus(trx: StrategiesDb, accountId: string, id: Uuid, status: StrategyStatus): Promise<StrategyRow> {
   return trx
     .updateTable('strategies')
     .set({ status, updated_at: CHANGE_TIME })
@@ -97,7 +97,7 @@ export async function setStrategyStatus(trx: StrategiesDb, accountId: string, id
 /** The last row of the previous page, in the list's order. */
 export interface ListPosition {
   createdAt: Date;
-  id: string;
+  id: Uuid;
 }
 
 export interface ListQuery {

@@ -1,30 +1,31 @@
 import { badUserInput, type Result } from '@ots/shared/errors';
-import { isUuid } from '@ots/shared/ids';
+import { parseUuid, receiveId, type Uuid } from '@ots/shared/ids';
 import { loaderById } from '@ots/shared/loaders';
 import { decodeCursor, encodeCursor, pageSize, toConnection } from '@ots/shared/pagination';
 import { DateTimeScalar } from '@ots/shared/scalars';
 import type { BaseContext } from '@ots/shared/subgraph-server';
-import type { StatusAction, StrategyStatus } from './domain.ts';
-import { canonicalId, changeStrategyStatus, createStrategy, updateStrategy } from './operations.ts';
+import type { StatusAction } from './domain.ts';
+import type { MutationPauseStrategyArgs, Resolvers } from './generated/resolvers-types.ts';
+import { changeStrategyStatus, createStrategy, updateStrategy } from './operations.ts';
 import { findStrategiesByIds, listStrategies, type ListPosition, type StrategiesDb, type StrategyRow } from './repository.ts';
 
 export interface StrategiesContext extends BaseContext {
   db: StrategiesDb;
   /** Per request and scoped to the caller's account: a batch of look-ups (e.g. every order's strategy) is one query. */
-  strategyById: ReturnType<typeof loaderById<StrategyRow>>;
+  strategyById: ReturnType<typeof loaderById<StrategyRow, Uuid>>;
 }
 
 export function createStrategiesContext(base: BaseContext, db: StrategiesDb): StrategiesContext {
   return {
     ...base,
     db,
-    strategyById: loaderById((ids) => findStrategiesByIds(db, base.caller.accountId, ids)),
+    strategyById: loaderById((ids: readonly Uuid[]) => findStrategiesByIds(db, base.caller.accountId, ids)),
   };
 }
 
 /** A strategy of the caller's account, or null for an absent, foreign or non-UUID id. */
 async function loadStrategy(context: StrategiesContext, id: string): Promise<StrategyRow | null> {
-  const strategyId = canonicalId(id);
+  const strategyId = parseUuid(id);
   return strategyId ? context.strategyById.load(strategyId) : null;
 }
 
@@ -42,39 +43,25 @@ function cursorOf(row: StrategyRow): string {
 function positionAfter(after: string | null | undefined): ListPosition | undefined {
   const keys = decodeCursor(after, LIST_ORDERING, 2);
   if (!keys) return undefined;
-  const [createdAt, id] = keys as [string, string];
+  const [createdAt, key] = keys as [string, string];
   const date = new Date(createdAt);
-  if (Number.isNaN(date.getTime()) || date.toISOString() !== createdAt || !isUuid(id)) {
+  const id = parseUuid(key);
+  if (Number.isNaN(date.getTime()) || date.toISOString() !== createdAt || !id) {
     throw badUserInput('after is not a cursor issued for this list and ordering', 'after');
   }
   return { createdAt: date, id };
 }
 
-interface CreateStrategyArgs {
-  input: { name: string; description?: string | null };
-}
-
-interface UpdateStrategyArgs {
-  id: string;
-  input: { name?: string | null; description?: string | null };
-}
-
-interface ListStrategiesArgs {
-  filter?: { status?: StrategyStatus[] | null } | null;
-  first?: number | null;
-  after?: string | null;
-}
-
 function statusMutation(action: StatusAction) {
-  return async (_: unknown, { id }: { id: string }, { db, caller }: StrategiesContext) =>
-    toPayload(await changeStrategyStatus(db, caller.accountId, id, action));
+  return async (_: unknown, { id }: MutationPauseStrategyArgs, { db, caller }: StrategiesContext) =>
+    toPayload(await changeStrategyStatus(db, caller.accountId, receiveId(id), action));
 }
 
-export const resolvers = {
+export const resolvers: Resolvers = {
   DateTime: DateTimeScalar,
   Query: {
-    strategy: (_: unknown, { id }: { id: string }, context: StrategiesContext) => loadStrategy(context, id),
-    listStrategies: async (_: unknown, args: ListStrategiesArgs, { db, caller }: StrategiesContext) => {
+    strategy: (_, { id }, context) => loadStrategy(context, id),
+    listStrategies: async (_, args, { db, caller }) => {
       const size = pageSize(args.first);
       const rows = await listStrategies(db, caller.accountId, {
         statuses: args.filter?.status ?? undefined,
@@ -85,17 +72,17 @@ export const resolvers = {
     },
   },
   Mutation: {
-    createStrategy: async (_: unknown, { input }: CreateStrategyArgs, { db, caller }: StrategiesContext) =>
+    createStrategy: async (_, { input }, { db, caller }) =>
       toPayload(await createStrategy(db, caller.accountId, input)),
-    updateStrategy: async (_: unknown, { id, input }: UpdateStrategyArgs, { db, caller }: StrategiesContext) =>
-      toPayload(await updateStrategy(db, caller.accountId, id, input)),
+    updateStrategy: async (_, { id, input }, { db, caller }) =>
+      toPayload(await updateStrategy(db, caller.accountId, receiveId(id), input)),
     pauseStrategy: statusMutation('pause'),
     resumeStrategy: statusMutation('resume'),
     archiveStrategy: statusMutation('archive'),
   },
   Strategy: {
-    __resolveReference: (reference: { id: string }, context: StrategiesContext) => loadStrategy(context, reference.id),
-    createdAt: (row: StrategyRow) => row.created_at,
-    updatedAt: (row: StrategyRow) => row.updated_at,
+    __resolveReference: (reference, context) => loadStrategy(context, reference.id),
+    createdAt: (row) => row.created_at,
+    updatedAt: (row) => row.updated_at,
   },
 };

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDatabase } from '@ots/shared/db';
-import { newId } from '@ots/shared/ids';
+import { newId, receiveId } from '@ots/shared/ids';
 import { migrateService } from '@ots/shared/service';
 import * as migration001 from '../migrations/001_strategies.ts';
 import { migrations, SCHEMA } from '../migrations/index.ts';
@@ -111,13 +111,13 @@ describe('on a database with the C locale', () => {
     await createStrategy(db, accountId, { name: 'Über' });
     const other = await createStrategy(db, accountId, { name: 'Other' });
     if (!other.ok) throw new Error(other.error.message);
-    expect(await updateStrategy(db, accountId, other.value.id, { name: 'ÜBER' })).toMatchObject({
+    expect(await updateStrategy(db, accountId, receiveId(other.value.id), { name: 'ÜBER' })).toMatchObject({
       ok: false,
       error: { code: 'STRATEGY_NAME_TAKEN', field: 'name' },
     });
     const self = await createStrategy(db, accountId, { name: 'Ørsted' });
     if (!self.ok) throw new Error(self.error.message);
-    expect(await updateStrategy(db, accountId, self.value.id, { name: 'ØRSTED' })).toMatchObject({ ok: true, value: { name: 'ØRSTED', name_key: 'ørsted' } });
+    expect(await updateStrategy(db, accountId, receiveId(self.value.id), { name: 'ØRSTED' })).toMatchObject({ ok: true, value: { name: 'ØRSTED', name_key: 'ørsted' } });
   });
 
   it('keeps different letters and other accounts apart, and frees the name on archive', async () => {
