@@ -123,3 +123,8 @@ export function costLimit(maxCost: number): ValidationRule {
     };
   };
 }
+
+/** Depth, alias and cost limits on every document, as the gateway's validation rules. */
+export function queryLimitRules(limits: { depth: number; aliases: number; cost: number }): ValidationRule[] {
+  return [depthLimit(limits.depth), aliasLimit(limits.aliases), costLimit(limits.cost)];
+}
