@@ -2,9 +2,9 @@ import { loadConfigOrExit } from '@ots/shared/config';
 import { ensureDevDatabase, type DevDatabase } from '@ots/shared/dev-database';
 import { createLogger } from '@ots/shared/logger';
 import { stopOnSignals } from '@ots/shared/service';
-import { demoOwnerLink } from '../services/accounts/src/console/use-cases.ts';
+import { demoOwnerLink } from '@ots/accounts';
 import { startProcessTelemetry, type ProcessTelemetry } from '@ots/shared/telemetry';
-import { composeAndWrite } from '../gateway/src/compose.ts';
+import { composeAndWrite } from '@ots/gateway/compose';
 import { demoKeyNotice } from './demo-key.ts';
 import { launchStack, migrateAll, type RunningStack } from './stack.ts';
 

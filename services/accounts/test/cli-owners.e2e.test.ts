@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@ots/shared/ids';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
+import { startStack, type TestStack } from '../../../testing/stack.ts';
 import { createKey } from '../src/key-management.ts';
 import { baseOf, ConsoleClient, tokenOf } from './console-client.ts';
 

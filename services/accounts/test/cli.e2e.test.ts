@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@ots/shared/ids';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
+import { startStack, type TestStack } from '../../../testing/stack.ts';
 import { displayPrefixOf, hashApiKey } from '../src/domain.ts';
 import { createKey, revokeKey } from '../src/key-management.ts';
 
