@@ -3,8 +3,8 @@ import pg from 'pg';
 import { loadConfig } from '@ots/shared/config';
 import { ensureDevDatabase } from '@ots/shared/dev-database';
 import { createLogger } from '@ots/shared/logger';
-import { createAccount, createKey } from '../services/accounts/src/key-management.ts';
-import { Receiver } from '../services/events/test/receiver.ts';
+import { createAccount, createKey } from '@ots/accounts';
+import { Receiver } from '../testing/webhook-receiver.ts';
 import { launchStack, migrateAll } from './stack.ts';
 
 /**

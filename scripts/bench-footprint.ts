@@ -6,8 +6,7 @@ import { runService } from '@ots/shared/service';
 import type { RunningServer } from '@ots/shared/subgraph-server';
 import { Scrape } from '@ots/shared/testing/metrics';
 import { freePort } from '@ots/shared/testing/ports';
-import { createAccount, createKey } from '../services/accounts/src/key-management.ts';
-import { openKeyStore } from '../services/accounts/src/key-store.ts';
+import { createAccount, createKey, openKeyStore } from '@ots/accounts';
 import { createBenchDatabase } from './bench-database.ts';
 import { allServices } from './services.ts';
 

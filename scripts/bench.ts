@@ -3,9 +3,7 @@ import pg from 'pg';
 import { loadConfig } from '@ots/shared/config';
 import { ensureDevDatabase } from '@ots/shared/dev-database';
 import { createLogger } from '@ots/shared/logger';
-import { hashApiKey, isWellFormedApiKey } from '../services/accounts/src/domain.ts';
-import { createAccount, createKey } from '../services/accounts/src/key-management.ts';
-import { readKeyCacheGeneration } from '../services/accounts/src/repository.ts';
+import { hashApiKey, isWellFormedApiKey, createAccount, createKey, readKeyCacheGeneration } from '@ots/accounts';
 import { launchStack, migrateAll } from './stack.ts';
 import { runWriteBench } from './write-latency.ts';
 

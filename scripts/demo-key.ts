@@ -1,9 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { decideKey, hashApiKey } from '../services/accounts/src/domain.ts';
-import { createAccount, createKey, type KeyManagement } from '../services/accounts/src/key-management.ts';
-import { hasAnyAccount } from '../services/accounts/src/repository.ts';
+import { decideKey, hashApiKey, createAccount, createKey, type KeyManagement, hasAnyAccount } from '@ots/accounts';
 
 /** Where `npm start` keeps the demo key of the embedded database: in the ignored `.data/`, owner-only. */
 export const DEMO_KEY_FILE = fileURLToPath(new URL('../.data/demo-api-key', import.meta.url));

@@ -1,9 +1,9 @@
 import type { ServiceDefinition } from '@ots/shared/service';
-import { accountsService } from '../services/accounts/src/service.ts';
-import { eventsService } from '../services/events/src/service.ts';
-import { fillsService } from '../services/fills/src/service.ts';
-import { ordersService } from '../services/orders/src/service.ts';
-import { strategiesService } from '../services/strategies/src/service.ts';
+import { accountsService } from '@ots/accounts';
+import { eventsService } from '@ots/events/service';
+import { fillsService } from '@ots/fills/service';
+import { ordersService } from '@ots/orders/service';
+import { strategiesService } from '@ots/strategies/service';
 
 // Each definition is typed by its own database and context; this list only starts and migrates them.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

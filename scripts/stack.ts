@@ -5,8 +5,8 @@ import { createLogger, type Logger } from '@ots/shared/logger';
 import { isRedisReachable } from '@ots/shared/redis';
 import { migrateService, runService } from '@ots/shared/service';
 import type { RunningServer } from '@ots/shared/subgraph-server';
-import { startGateway } from '../gateway/src/server.ts';
-import { openKeyStore, type OpenedKeyStore } from '../services/accounts/src/key-store.ts';
+import { startGateway } from '@ots/gateway/server';
+import { openKeyStore, type OpenedKeyStore } from '@ots/accounts';
 import { allServices } from './services.ts';
 
 export interface RunningStack {

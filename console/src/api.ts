@@ -2,10 +2,10 @@
 
 // The JSON shapes are the server's own types (type-only imports: no server code reaches the bundle),
 // so a change on either side fails the type-check instead of a page.
-import type { SecurityEventType } from '../../services/accounts/src/domain.ts';
-import type { securityEventView } from '../../services/accounts/src/key-management.ts';
-import type { ExpiryChoice, GraceChoice } from '../../services/accounts/src/console/domain.ts';
-import type { KeyView, SessionView } from '../../services/accounts/src/console/use-cases.ts';
+import type { SecurityEventType } from '@ots/accounts/domain';
+import type { securityEventView } from '@ots/accounts/key-management';
+import type { ExpiryChoice, GraceChoice } from '@ots/accounts/console/domain';
+import type { KeyView, SessionView } from '@ots/accounts/console/use-cases';
 
 export type { ExpiryChoice, GraceChoice };
 

@@ -1,8 +1,8 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAdminCli } from '@ots/shared/testing/admin-cli';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
-import { createAccount, createKey, setApiAccess } from '../../services/accounts/src/key-management.ts';
+import { runAdminCli } from '../../testing/admin-cli.ts';
+import { startStack, type TestStack } from '../../testing/stack.ts';
+import { createAccount, createKey, setApiAccess } from '@ots/accounts';
 import { ensureConsoleBuilt } from '../ensure-built.ts';
 import { launchBrowser, openSession, overflowsSideways, PHONE, shown, snapshot } from './browser.ts';
 

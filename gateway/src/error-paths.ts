@@ -1,5 +1,6 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import { Kind, parse, type ConstDirectiveNode, type OperationDefinitionNode } from 'graphql';
+import { rootFieldsOf } from './root-fields.ts';
 
 /** Which subgraph resolves each root field (`Query.viewer` → `accounts`), read from the supergraph. */
 export function rootFieldOwners(supergraphSdl: string): Map<string, string> {
@@ -42,17 +43,17 @@ export function errorPathsPlugin(owners: Map<string, string>): ApolloServerPlugi
           const result = response.body.singleResult;
           if (result.errors && result.data === undefined) result.data = null;
           if (!result.errors?.some((error) => !error.path)) return;
+          if (!document) return;
+          // Without a usable operation name (the error may be about just that), the first candidate is named.
           const selected =
             operation ??
-            (document?.definitions.find(
+            document.definitions.find(
               (d): d is OperationDefinitionNode =>
                 d.kind === Kind.OPERATION_DEFINITION && (!request.operationName || d.name?.value === request.operationName),
-            ) as OperationDefinitionNode | undefined);
+            );
           if (!selected) return;
           const rootType = selected.operation === 'mutation' ? 'Mutation' : 'Query';
-          const rootFields = selected.selectionSet.selections.flatMap((selection) =>
-            selection.kind === Kind.FIELD ? [{ key: selection.alias?.value ?? selection.name.value, name: selection.name.value }] : [],
-          );
+          const rootFields = rootFieldsOf(document, selected);
           if (rootFields.length === 0) return;
           const data = result.data as Record<string, unknown> | null | undefined;
           const unavailable = contextValue.unavailableServices ?? new Set<string>();

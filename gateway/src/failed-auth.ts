@@ -1,6 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import type { KeyRecord } from '../../services/accounts/src/domain.ts';
-import type { ApiKeyStore } from '../../services/accounts/src/key-store.ts';
+import type { KeyRecord, ApiKeyStore } from '@ots/accounts';
 
 /**
  * Contract section 5: failed authentications are limited per client address, yet a valid, live key

@@ -7,55 +7,19 @@ import {
   isListType,
   type ASTVisitor,
   type FieldNode,
-  type FragmentDefinitionNode,
   type GraphQLField,
   type GraphQLType,
   type SelectionSetNode,
-  type ValidationContext,
   type ValidationRule,
   isObjectType,
   isInterfaceType,
 } from 'graphql';
+import { fieldsOf, fragmentsOf } from './root-fields.ts';
 
 /** Lists without a `first` argument (an order's fills, a strategy's positions) are costed at this size. */
 const UNPAGED_LIST_SIZE = 10;
 /** A `first` given by a variable is costed at the largest page, since validation cannot see its value. */
 const MAX_PAGE = 200;
-
-function fragmentsOf(context: ValidationContext): Map<string, FragmentDefinitionNode> {
-  return new Map(
-    context
-      .getDocument()
-      .definitions.filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION)
-      .map((fragment) => [fragment.name.value, fragment]),
-  );
-}
-
-interface ExpandedField {
-  field: FieldNode;
-  typeCondition?: string;
-  /** The fragments expanded to reach this field; expanding one of them again below it would loop. */
-  fragmentPath: ReadonlySet<string>;
-}
-
-/** Fields of a selection set with fragments expanded; a fragment already on the path is not expanded again. */
-function fieldsOf(selectionSet: SelectionSetNode, fragments: Map<string, FragmentDefinitionNode>, fragmentPath: ReadonlySet<string>): ExpandedField[] {
-  const fields: ExpandedField[] = [];
-  for (const selection of selectionSet.selections) {
-    if (selection.kind === Kind.FIELD) fields.push({ field: selection, fragmentPath });
-    else if (selection.kind === Kind.INLINE_FRAGMENT) {
-      const typeCondition = selection.typeCondition?.name.value;
-      for (const entry of fieldsOf(selection.selectionSet, fragments, fragmentPath)) fields.push({ ...entry, typeCondition: entry.typeCondition ?? typeCondition });
-    } else if (!fragmentPath.has(selection.name.value)) {
-      const fragment = fragments.get(selection.name.value);
-      if (fragment) {
-        const inner = fieldsOf(fragment.selectionSet, fragments, new Set([...fragmentPath, fragment.name.value]));
-        for (const entry of inner) fields.push({ ...entry, typeCondition: entry.typeCondition ?? fragment.typeCondition.name.value });
-      }
-    }
-  }
-  return fields;
-}
 
 /**
  * Introspection is bounded by the schema itself, and the standard query of GraphQL tools nests its
@@ -71,7 +35,7 @@ function tooComplex(message: string): GraphQLError {
 /** Query depth: the longest chain of nested fields, through fragments. */
 export function depthLimit(maxDepth: number): ValidationRule {
   return (context) => {
-    const fragments = fragmentsOf(context);
+    const fragments = fragmentsOf(context.getDocument());
     // Stops descending once past the limit, so a deep (or, before validation refuses it, cyclic) document costs little.
     const exceeds = (selectionSet: SelectionSetNode | undefined, fragmentPath: ReadonlySet<string>, level: number, limit: number): boolean => {
       if (!selectionSet) return false;
@@ -131,7 +95,7 @@ function fieldDefinition(parent: GraphQLType, name: string): GraphQLField<unknow
 export function costLimit(maxCost: number): ValidationRule {
   return (context) => {
     const schema = context.getSchema();
-    const fragments = fragmentsOf(context);
+    const fragments = fragmentsOf(context.getDocument());
     const cost = (selectionSet: SelectionSetNode | undefined, parent: GraphQLType, path: ReadonlySet<string>, page?: number): number => {
       if (!selectionSet) return 0;
       let total = 0;
@@ -158,4 +122,9 @@ export function costLimit(maxCost: number): ValidationRule {
       },
     };
   };
+}
+
+/** Depth, alias and cost limits on every document, as the gateway's validation rules. */
+export function queryLimitRules(limits: { depth: number; aliases: number; cost: number }): ValidationRule[] {
+  return [depthLimit(limits.depth), aliasLimit(limits.aliases), costLimit(limits.cost)];
 }

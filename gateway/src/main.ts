@@ -5,7 +5,7 @@ import { isRedisReachable } from '@ots/shared/redis';
 import { stopOnSignals } from '@ots/shared/service';
 import { startProcessTelemetry } from '@ots/shared/telemetry';
 import type { Kysely } from 'kysely';
-import { openKeyStore } from '../../services/accounts/src/key-store.ts';
+import { openKeyStore } from '@ots/accounts';
 import { startGateway } from './server.ts';
 
 const config = loadConfigOrExit();

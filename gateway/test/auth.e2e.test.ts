@@ -3,9 +3,8 @@ import { getIntrospectionQuery } from 'graphql';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, REDACTED_PATHS } from '@ots/shared/logger';
-import { startStack, type HttpResult, type TestStack } from '@ots/shared/testing/stack';
-import { displayPrefixOf, generateApiKey, LIVE_PREFIX } from '../../services/accounts/src/domain.ts';
-import { createAccount, createKey, revokeKey, rollKey, setApiAccess } from '../../services/accounts/src/key-management.ts';
+import { startStack, type HttpResult, type TestStack } from '../../testing/stack.ts';
+import { displayPrefixOf, generateApiKey, LIVE_PREFIX, createAccount, createKey, revokeKey, rollKey, setApiAccess } from '@ots/accounts';
 import { startGateway } from '../src/server.ts';
 
 let stack: TestStack;

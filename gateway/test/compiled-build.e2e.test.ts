@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scrape } from '@ots/shared/testing/metrics';
 import { freePort } from '@ots/shared/testing/ports';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
+import { startStack, type TestStack } from '../../testing/stack.ts';
 
 /**
  * The gateway as the production image runs it: the compiled JavaScript under plain `node` (no tsx),

@@ -2,7 +2,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, st
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
+import { startStack, type TestStack } from '../../testing/stack.ts';
 import { demoKeyNotice as demoKeyNoticeOf, type DemoKeyOptions } from '../../scripts/demo-key.ts';
 
 const demoKeyNotice = async (options: DemoKeyOptions) => (await demoKeyNoticeOf(options)).text;

@@ -4,12 +4,8 @@ import { createDatabase } from '@ots/shared/db';
 import { createLogger } from '@ots/shared/logger';
 import { createRedis } from '@ots/shared/redis';
 import type { RunningServer } from '@ots/shared/subgraph-server';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
-import { SCHEMA } from '../../services/accounts/migrations/index.ts';
-import { generateApiKey } from '../../services/accounts/src/domain.ts';
-import { createKey } from '../../services/accounts/src/key-management.ts';
-import { ApiKeyStore } from '../../services/accounts/src/key-store.ts';
-import type { AccountsDatabase } from '../../services/accounts/src/repository.ts';
+import { startStack, type TestStack } from '../../testing/stack.ts';
+import { ACCOUNTS_SCHEMA as SCHEMA, generateApiKey, createKey, ApiKeyStore, type AccountsDatabase } from '@ots/accounts';
 import { startGateway } from '../src/server.ts';
 
 /**

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getIntrospectionQuery } from 'graphql';
 import { createLogger } from '@ots/shared/logger';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
-import { generateApiKey } from '../../services/accounts/src/domain.ts';
-import { openKeyStore } from '../../services/accounts/src/key-store.ts';
+import { startStack, type TestStack } from '../../testing/stack.ts';
+import { generateApiKey, openKeyStore } from '@ots/accounts';
 import { startGateway } from '../src/server.ts';
 
 const VIEWER = '{ viewer { account { id } } }';

@@ -3,8 +3,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SERVICE_NAMES, type Config } from '@ots/shared/config';
 import { createLogger } from '@ots/shared/logger';
-import { startStack, type HttpResult, type TestStack } from '@ots/shared/testing/stack';
-import { generateApiKey } from '../../services/accounts/src/domain.ts';
+import { startStack, type HttpResult, type TestStack } from '../../testing/stack.ts';
+import { generateApiKey } from '@ots/accounts';
 import { startGateway } from '../src/server.ts';
 
 const ORDER_FIELDS =

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@ots/shared/logger';
 import type { RunningServer } from '@ots/shared/subgraph-server';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
-import { openKeyStore, type OpenedKeyStore } from '../../services/accounts/src/key-store.ts';
+import { startStack, type TestStack } from '../../testing/stack.ts';
+import { openKeyStore, type OpenedKeyStore } from '@ots/accounts';
 import { startGateway } from '../src/server.ts';
 
 /** Contract section 8: the per-key rate is the key's, however many gateway instances serve it. */

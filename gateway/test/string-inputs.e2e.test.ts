@@ -15,8 +15,8 @@ import {
   type GraphQLInputType,
   type GraphQLObjectType,
 } from 'graphql';
-import { data, NO_RATE_LIMIT_ENV, type Client } from '@ots/shared/testing/requests';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
+import { data, NO_RATE_LIMIT_ENV, type Client } from '../../testing/requests.ts';
+import { startStack, type TestStack } from '../../testing/stack.ts';
 import { MULTILINE_INPUT_FIELDS } from '@ots/shared/string-inputs';
 import { PUBLISHED_API_FILE } from '../src/compose.ts';
 

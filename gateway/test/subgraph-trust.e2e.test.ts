@@ -2,7 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ASSERTION_HEADER, signAssertion } from '@ots/shared/assertion';
 import { SERVICE_NAMES, type ServiceName } from '@ots/shared/config';
-import { startStack, type HttpResult, type TestStack } from '@ots/shared/testing/stack';
+import { startStack, type HttpResult, type TestStack } from '../../testing/stack.ts';
 
 let stack: TestStack;
 let alice: { accountId: string; apiKeyId: string; apiKey: string };

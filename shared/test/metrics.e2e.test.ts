@@ -5,8 +5,8 @@ import { newId } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
 import { MAX_OPERATION_NAMES, operationLabel, startMetricsServer, type MetricsServer } from '@ots/shared/metrics';
 import { Scrape, scrape } from '@ots/shared/testing/metrics';
-import { data, type Client } from '@ots/shared/testing/requests';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
+import { data, type Client } from '../../testing/requests.ts';
+import { startStack, type TestStack } from '../../testing/stack.ts';
 
 /**
  * The metrics an operator alerts on, read the way Prometheus reads them: real requests through the

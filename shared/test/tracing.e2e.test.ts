@@ -1,7 +1,7 @@
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTracing, stopTracing } from '@ots/shared/tracing';
-import type { TestStack } from '@ots/shared/testing/stack';
+import type { TestStack } from '../../testing/stack.ts';
 
 /**
  * Tracing as an operator sees it: one client request is one trace, from the gateway through every
@@ -14,7 +14,7 @@ let stack: TestStack;
 beforeAll(async () => {
   await startTracing({ serviceName: 'tracing-test', exporter });
   // Loaded after tracing started, as the preload arranges in a real process: instrumentation hooks modules as they load.
-  const { startStack } = await import('@ots/shared/testing/stack');
+  const { startStack } = await import('../../testing/stack.ts');
   stack = await startStack();
 });
 

@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@ots/shared/ids';
-import { runAdminCli, type CliResult } from '@ots/shared/testing/admin-cli';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
+import { runAdminCli, type CliResult } from '../../../testing/admin-cli.ts';
+import { startStack, type TestStack } from '../../../testing/stack.ts';
 import { createKey } from '../src/key-management.ts';
 import { baseOf, ConsoleClient, tokenOf } from './console-client.ts';
 

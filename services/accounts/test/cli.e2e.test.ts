@@ -2,8 +2,8 @@ import net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@ots/shared/ids';
-import { runAdminCli, type CliResult } from '@ots/shared/testing/admin-cli';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
+import { runAdminCli, type CliResult } from '../../../testing/admin-cli.ts';
+import { startStack, type TestStack } from '../../../testing/stack.ts';
 import { displayPrefixOf, hashApiKey } from '../src/domain.ts';
 import { createKey, revokeKey } from '../src/key-management.ts';
 

@@ -1,4 +1,4 @@
-import type { TestStack } from '@ots/shared/testing/stack';
+import type { TestStack } from '../../../testing/stack.ts';
 import { inviteOwner, type ConsoleDeps } from '../src/console/use-cases.ts';
 
 export interface ConsoleResponse {

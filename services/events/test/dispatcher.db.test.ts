@@ -7,7 +7,7 @@ import { CLAIM_LEASE_MS, dispatchDueMessages, type DispatcherDeps } from '../src
 import { createEndpoint, type OperationContext } from '../src/operations.ts';
 import { claimDueMessages, type EventsDb } from '../src/repository.ts';
 import { ingest, ManualClock, openEventsDatabase, strategyEvent, secretKey } from './database.ts';
-import { Receiver } from './receiver.ts';
+import { Receiver } from '../../../testing/webhook-receiver.ts';
 
 let db: EventsDb;
 let close: () => Promise<void>;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
-import { Receiver } from './receiver.ts';
+import { startStack, type TestStack } from '../../../testing/stack.ts';
+import { Receiver } from '../../../testing/webhook-receiver.ts';
 import { createEndpoint, createStrategy, data, waitForEvents } from './support.ts';
 
 let stack: TestStack;

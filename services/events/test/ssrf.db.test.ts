@@ -6,7 +6,7 @@ import { createEndpoint, updateEndpointSettings, type OperationContext } from '.
 import { nonPublicRange } from '../src/url-policy.ts';
 import { postWebhook } from '../src/webhook-sender.ts';
 import { ingest, ManualClock, openEventsDatabase, strategyEvent, secretKey } from './database.ts';
-import { Receiver } from './receiver.ts';
+import { Receiver } from '../../../testing/webhook-receiver.ts';
 import type { EventsDb } from '../src/repository.ts';
 
 let db: EventsDb;

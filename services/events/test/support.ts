@@ -1,13 +1,14 @@
 import { expect } from 'vitest';
-import { data as dataOf, type Client } from '@ots/shared/testing/requests';
-import type { TestStack } from '@ots/shared/testing/stack';
+import { data as dataOf, type Client } from '../../../testing/requests.ts';
+import type { TestStack } from '../../../testing/stack.ts';
+
+export { EVENT_FIELDS, listEvents, waitForEvents, type EventResult } from '../../../testing/events.ts';
 
 export const data = (stack: TestStack, client: Pick<Client, 'apiKey'>, query: string, variables?: Record<string, unknown>) =>
   dataOf(stack, client, query, variables);
 
 export const ENDPOINT_FIELDS = 'id url eventTypes description status disabledReason createdAt';
 export const PAYLOAD_ERROR_FIELDS = 'error { code field message }';
-export const EVENT_FIELDS = 'id type occurredAt data';
 
 export interface EndpointResult {
   id: string;
@@ -50,30 +51,4 @@ export async function createStrategy(stack: TestStack, client: Pick<Client, 'api
   return result.createStrategy.strategy;
 }
 
-export interface EventResult {
-  id: string;
-  type: string;
-  occurredAt: string;
-  data: Record<string, unknown>;
-}
 
-export async function listEvents(stack: TestStack, client: Pick<Client, 'apiKey'>, variables: Record<string, unknown> = {}) {
-  const result = await data(
-    stack,
-    client,
-    `query ($filter: EventFilter, $first: Int, $after: String) { listEvents(filter: $filter, first: $first, after: $after) { nodes { ${EVENT_FIELDS} } edges { cursor } pageInfo { hasNextPage endCursor } } }`,
-    variables,
-  );
-  return result.listEvents as { nodes: EventResult[]; edges: { cursor: string }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } };
-}
-
-/** Pages listEvents until `count` events have arrived (the relay forwards them asynchronously). */
-export async function waitForEvents(stack: TestStack, client: Pick<Client, 'apiKey'>, count: number, timeoutMs = 10_000): Promise<EventResult[]> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const page = await listEvents(stack, client, { first: 200 });
-    if (page.nodes.length >= count) return page.nodes;
-    if (Date.now() > deadline) throw new Error(`expected ${count} events, the feed has ${page.nodes.length}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}

@@ -1,8 +1,8 @@
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Client } from '@ots/shared/testing/requests';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
-import { Receiver } from './receiver.ts';
+import type { Client } from '../../../testing/requests.ts';
+import { startStack, type TestStack } from '../../../testing/stack.ts';
+import { Receiver } from '../../../testing/webhook-receiver.ts';
 import {
   createEndpoint,
   createStrategy,

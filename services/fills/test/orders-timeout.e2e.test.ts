@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
+import { startStack, type TestStack } from '../../../testing/stack.ts';
 import { FILL_FIELDS, ORDER_FIELDS, STACK_ENV, eventually, orderState, recorded, submitOrder, type Client, type RecordFillPayload } from './support.ts';
 
 /**

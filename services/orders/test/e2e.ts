@@ -1,9 +1,9 @@
 import { expect } from 'vitest';
 import { signAssertion } from '@ots/shared/assertion';
-import type { TestStack } from '@ots/shared/testing/stack';
-import { data, type Client } from '@ots/shared/testing/requests';
+import type { TestStack } from '../../../testing/stack.ts';
+import { data, type Client } from '../../../testing/requests.ts';
 
-export { data, NO_RATE_LIMIT_ENV as STACK_ENV, topLevelError, type Client } from '@ots/shared/testing/requests';
+export { data, NO_RATE_LIMIT_ENV as STACK_ENV, topLevelError, type Client } from '../../../testing/requests.ts';
 
 /** Helpers of the orders end-to-end tests: requests through the gateway, and the internal calls fills makes. */
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase } from '@ots/shared/db';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
-import type { FillsDatabase } from '../../fills/src/repository.ts';
-import { waitForEvents, type EventResult } from '../../events/test/support.ts';
+import { startStack, type TestStack } from '../../../testing/stack.ts';
+import type { FillsDatabase } from '@ots/fills/repository';
+import { waitForEvents, type EventResult } from '../../../testing/events.ts';
 import type { OrdersDatabase } from '../src/repository.ts';
 import { cancel, data, ERROR_FIELDS, ORDER_FIELDS, STACK_ENV, submit, submitted, type Client } from './e2e.ts';
 

@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@ots/shared/ids';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
+import { startStack, type TestStack } from '../../../testing/stack.ts';
 import { data, list, listAll, STACK_ENV, submit, submitted, type Client, type Order } from './e2e.ts';
 
 /** Orders and strategies together: the strategy check at submission, and the fields each contributes to the other. */

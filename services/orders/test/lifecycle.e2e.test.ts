@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@ots/shared/ids';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
+import { startStack, type TestStack } from '../../../testing/stack.ts';
 import { data, ERROR_FIELDS, list, ORDER_FIELDS, STACK_ENV, submitted, type Client, type Order, type PayloadError } from './e2e.ts';
 
 /** replaceOrderSubmission and cancelOrderSubmissions through the gateway, as a client sends them. */

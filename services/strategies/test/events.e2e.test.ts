@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase } from '@ots/shared/db';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
+import { startStack, type TestStack } from '../../../testing/stack.ts';
 import type { StrategiesDatabase } from '../src/repository.ts';
-import { waitForEvents } from '../../events/test/support.ts';
+import { waitForEvents } from '../../../testing/events.ts';
 import { changeStatus, createStrategy, data, PAYLOAD_ERROR_FIELDS } from './support.ts';
 
 let stack: TestStack;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@ots/shared/ids';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
-import { createKey } from '../../accounts/src/key-management.ts';
+import { startStack, type TestStack } from '../../../testing/stack.ts';
+import { createKey } from '@ots/accounts';
 import { changeStatus, createStrategy, data, type StrategyResult } from './support.ts';
 
 let stack: TestStack;

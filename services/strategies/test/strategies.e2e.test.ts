@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase } from '@ots/shared/db';
 import { newId } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
+import { startStack, type TestStack } from '../../../testing/stack.ts';
 import type { StrategiesDatabase } from '../src/repository.ts';
 import { createStrategiesContext, resolvers } from '../src/resolvers.ts';
 import { strategiesService } from '../src/service.ts';

@@ -1,6 +1,6 @@
 import { expect } from 'vitest';
-import { data as dataOf } from '@ots/shared/testing/requests';
-import type { TestStack } from '@ots/shared/testing/stack';
+import { data as dataOf } from '../../../testing/requests.ts';
+import type { TestStack } from '../../../testing/stack.ts';
 
 /** Sends through the gateway with this key and returns `data`, failing the test on any top-level error. */
 export const data = (stack: TestStack, apiKey: string, query: string, variables?: Record<string, unknown>) =>

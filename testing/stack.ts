@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
-import { loadConfig, type Config, type ServiceName } from '../config.ts';
-import { launchStack, migrateAll, type RunningStack } from '../../../scripts/stack.ts';
-import { createAccount, createKey, type KeyManagement } from '../../../services/accounts/src/key-management.ts';
-import { createTestDatabase } from './database.ts';
-import { TcpProxy } from './tcp-proxy.ts';
+import { loadConfig, type Config, type ServiceName } from '@ots/shared/config';
+import { launchStack, migrateAll, type RunningStack } from '../scripts/stack.ts';
+import { createAccount, createKey, type KeyManagement } from '@ots/accounts';
+import { createTestDatabase } from '@ots/shared/testing/database';
+import { TcpProxy } from '@ots/shared/testing/tcp-proxy';
 
 export interface StackOptions {
   /** Extra environment for loadConfig, e.g. { FILL_SWEEP_INTERVAL_MS: '200' }. */

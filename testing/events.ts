@@ -1,0 +1,34 @@
+import { data, type Client } from './requests.ts';
+import type { TestStack } from './stack.ts';
+
+/** Reading the event feed in tests: every producer's tests wait for their events here. */
+
+export const EVENT_FIELDS = 'id type occurredAt data';
+
+export interface EventResult {
+  id: string;
+  type: string;
+  occurredAt: string;
+  data: Record<string, unknown>;
+}
+
+export async function listEvents(stack: TestStack, client: Pick<Client, 'apiKey'>, variables: Record<string, unknown> = {}) {
+  const result = await data(
+    stack,
+    client,
+    `query ($filter: EventFilter, $first: Int, $after: String) { listEvents(filter: $filter, first: $first, after: $after) { nodes { ${EVENT_FIELDS} } edges { cursor } pageInfo { hasNextPage endCursor } } }`,
+    variables,
+  );
+  return result.listEvents as { nodes: EventResult[]; edges: { cursor: string }[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } };
+}
+
+/** Pages listEvents until `count` events have arrived (the relay forwards them asynchronously). */
+export async function waitForEvents(stack: TestStack, client: Pick<Client, 'apiKey'>, count: number, timeoutMs = 10_000): Promise<EventResult[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const page = await listEvents(stack, client, { first: 200 });
+    if (page.nodes.length >= count) return page.nodes;
+    if (Date.now() > deadline) throw new Error(`expected ${count} events, the feed has ${page.nodes.length}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
