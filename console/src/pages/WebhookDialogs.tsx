@@ -79,7 +79,11 @@ export function CreateWebhookDialog({ eventTypes, onClose, onCreated }: { eventT
             {eventTypes.map((type) => (
               <label className="choice" key={type}>
                 <input type="checkbox" checked={chosen.includes(type)} onChange={(event) => toggle(type, event.target.checked)} />
-                <code>{type}</code>
+                {/* A long type breaks after its dot, not inside a word. */}
+                <code>
+                  {type.split('.')[0]}.<wbr />
+                  {type.split('.').slice(1).join('.')}
+                </code>
               </label>
             ))}
           </div>

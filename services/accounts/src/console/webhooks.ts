@@ -3,7 +3,7 @@ import { signAssertion } from '@ots/shared/assertion';
 import { EVENT_TYPES } from '@ots/shared/outbox';
 import { callSubgraph, SubgraphUnavailableError } from '@ots/shared/subgraph-client';
 import { GRACE_MS, type GraceChoice } from './domain.ts';
-import { ConsoleError, type Session } from './use-cases.ts';
+import { ConsoleError, NOT_FOUND, type Session } from './use-cases.ts';
 
 /**
  * Settings → Webhooks: the console's calls to the events subgraph, which alone owns endpoints and
@@ -105,7 +105,9 @@ async function call<T>(link: WebhooksLink, session: Session, query: string, vari
 function settled(payload: Payload): WebhookEndpointView {
   if (payload.error) {
     const status = payload.error.code === 'NOT_FOUND' ? 404 : payload.error.code === 'WEBHOOK_ENDPOINT_LIMIT' ? 409 : 400;
-    throw new ConsoleError(status, status === 404 ? 'Not found' : payload.error.message, payload.error.field ?? undefined);
+    // Not found is one answer, as on every console route: it says nothing of whose the id is.
+    if (status === 404) throw new ConsoleError(404, NOT_FOUND);
+    throw new ConsoleError(status, payload.error.message, payload.error.field ?? undefined);
   }
   return endpointView(payload.webhookEndpoint!);
 }
