@@ -110,7 +110,8 @@ describe('console webhook routes', () => {
     const owner = await accountWithOwner(stack, base, 'Hooks CSRF');
     const created = await owner.client.post('/console/api/webhooks', { url: 'http://127.0.0.1:9/c' });
     const id: string = created.body.endpoint.id;
-    for (const headers of [{ origin: 'https://evil.example' }, { origin: 'null' }, { origin: '', 'sec-fetch-site': 'cross-site' }]) {
+    const refused: Record<string, string>[] = [{ origin: 'https://evil.example' }, { origin: 'null' }, { origin: '', 'sec-fetch-site': 'cross-site' }];
+    for (const headers of refused) {
       const create = await owner.client.post('/console/api/webhooks', { url: 'http://127.0.0.1:9/evil' }, headers);
       expect(create.status, JSON.stringify(headers)).toBe(403);
       expect(create.body).toEqual({ detail: 'Cross-origin request refused' });
