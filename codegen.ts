@@ -95,6 +95,7 @@ const config: CodegenConfig = {
     }),
     'services/orders/src/generated/strategies-calls.ts': calls('strategies', 'services/orders/src/calls/*.graphql'),
     'services/fills/src/generated/orders-calls.ts': calls('orders', 'services/fills/src/calls/*.graphql'),
+    'services/accounts/src/generated/events-calls.ts': calls('events', 'services/accounts/src/calls/*.graphql'),
   },
 };
 

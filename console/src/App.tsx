@@ -8,6 +8,7 @@ import { OverviewPage } from './pages/OverviewPage.tsx';
 import { SecurityLogPage } from './pages/SecurityLogPage.tsx';
 import { SetPasswordPage } from './pages/SetPasswordPage.tsx';
 import { SignInPage } from './pages/SignInPage.tsx';
+import { WebhooksPage } from './pages/WebhooksPage.tsx';
 import { SessionProvider, useSession } from './session.tsx';
 
 // GraphiQL is most of the bundle: only the explorer loads it.
@@ -38,6 +39,7 @@ export function App() {
             <Route index element={<OverviewPage />} />
             <Route path="settings/api-keys" element={<ApiKeysPage />} />
             <Route path="settings/security-log" element={<SecurityLogPage />} />
+            <Route path="settings/webhooks" element={<WebhooksPage />} />
             <Route
               path="explorer"
               element={

@@ -6,6 +6,7 @@ import type { SecurityEventType } from '@ots/accounts/domain';
 import type { securityEventView } from '@ots/accounts/key-management';
 import type { ExpiryChoice, GraceChoice } from '@ots/accounts/console/domain';
 import type { KeyView, SessionView } from '@ots/accounts/console/use-cases';
+import type { WebhookDeliveryView, WebhookEndpointView } from '@ots/accounts/console/webhooks';
 
 export type { ExpiryChoice, GraceChoice };
 
@@ -14,6 +15,15 @@ export type ApiKey = KeyView;
 export type KeyStatus = KeyView['status'];
 export type LogEventType = SecurityEventType;
 export type LogEvent = ReturnType<typeof securityEventView>;
+export type WebhookEndpoint = WebhookEndpointView;
+export type WebhookDelivery = WebhookDeliveryView;
+
+export interface CreateWebhookInput {
+  url: string;
+  /** Empty: every event type. */
+  eventTypes: string[];
+  description: string;
+}
 
 export interface CreateKeyInput {
   label: string;
@@ -77,4 +87,10 @@ export const consoleApi = {
   revokeKey: (id: string) => call<{ key: ApiKey }>('POST', `/keys/${encodeURIComponent(id)}/revoke`, {}),
   securityLog: (after?: string) =>
     call<{ events: LogEvent[]; nextCursor: string | null }>('GET', `/security-log${after ? `?after=${encodeURIComponent(after)}` : ''}`),
+  listWebhooks: () => call<{ endpoints: WebhookEndpoint[]; eventTypes: string[] }>('GET', '/webhooks'),
+  createWebhook: (input: CreateWebhookInput) => call<{ endpoint: WebhookEndpoint; signingSecret: string }>('POST', '/webhooks', input),
+  changeWebhook: (id: string, change: 'disable' | 'enable' | 'delete') =>
+    call<{ endpoint: WebhookEndpoint }>('POST', `/webhooks/${encodeURIComponent(id)}/${change}`, {}),
+  rotateWebhookSecret: (id: string, grace: GraceChoice) =>
+    call<{ endpoint: WebhookEndpoint; signingSecret: string }>('POST', `/webhooks/${encodeURIComponent(id)}/rotate-secret`, { grace }),
 };

@@ -1,4 +1,4 @@
-import type { ApiKey, CreateKeyInput, ExpiryChoice, GraceChoice, KeyStatus, LogEventType } from './api.ts';
+import type { ApiKey, CreateKeyInput, CreateWebhookInput, ExpiryChoice, GraceChoice, KeyStatus, LogEventType } from './api.ts';
 
 /** The console's rules and wording, as plain functions (tested in console/test/domain.unit.test.ts). */
 
@@ -120,4 +120,37 @@ export function retryAfterText(seconds: number | undefined): string {
   if (seconds < 60) return ` Try again in ${seconds} seconds.`;
   const minutes = Math.ceil(seconds / 60);
   return ` Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
+}
+
+// ---- Webhooks ----------------------------------------------------------------------------------
+
+/** What an endpoint is sent: every type when the list is empty. */
+export function eventTypesText(eventTypes: string[]): string {
+  return eventTypes.length === 0 ? 'All events' : eventTypes.join(', ');
+}
+
+/** A delivery attempt's outcome as the page lists it: the receiver's status code, or why no good answer came. */
+export function deliveryResult(delivery: { statusCode: number | null; failure: string | null; succeeded: boolean }): string {
+  if (delivery.statusCode !== null) return delivery.failure ? `${delivery.statusCode} · ${delivery.failure}` : String(delivery.statusCode);
+  return delivery.failure ?? 'Failed';
+}
+
+export function durationText(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+}
+
+export const SECRET_GRACE_CHOICES: { value: GraceChoice; label: string }[] = [
+  { value: 'now', label: 'Now: the old secret stops signing at once' },
+  { value: '1h', label: '1 hour' },
+  { value: '24h', label: '24 hours' },
+  { value: '7d', label: '7 days' },
+];
+
+/** The create-endpoint form, checked before it is sent (the events service checks it again). */
+export function createWebhookRequest(form: { url: string; eventTypes: string[]; description: string }): FormResult<CreateWebhookInput> {
+  const url = form.url.trim();
+  if (!url) return { ok: false, field: 'url', message: 'Enter the URL that will receive the webhooks.' };
+  if (!/^https?:\/\/[^\s]+$/i.test(url)) return { ok: false, field: 'url', message: 'Enter a URL that starts with https://.' };
+  if (form.description.length > 500) return { ok: false, field: 'description', message: 'Use at most 500 characters.' };
+  return { ok: true, value: { url, eventTypes: form.eventTypes, description: form.description.trim() } };
 }

@@ -263,12 +263,13 @@ describe('the console, in Chromium', () => {
     await shown(page.getByRole('heading', { level: 1, name: 'Keyboard & Phone Ltd' }));
 
     // Every navigation link is on screen at phone width, and no page needs sideways scrolling.
-    for (const name of ['Overview', 'API Keys', 'Security log', 'API explorer', 'Sign out']) {
+    for (const name of ['Overview', 'API Keys', 'Security log', 'Webhooks', 'API explorer', 'Sign out']) {
       expect(await page.getByRole('link', { name, exact: true }).isVisible(), name).toBe(true);
     }
     for (const [link, heading] of [
       ['API Keys', 'API Keys'],
       ['Security log', 'Security log'],
+      ['Webhooks', 'Webhooks'],
       ['API explorer', 'API explorer'],
       ['Overview', 'Keyboard & Phone Ltd'],
     ] as const) {

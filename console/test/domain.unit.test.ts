@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ApiKey } from '../src/api.ts';
-import { canRevoke, canRoll, createKeyRequest, earliestExpiryDate, formatRelative, keyName, passwordProblem, retryAfterText, tokenFromFragment } from '../src/domain.ts';
+import { canRevoke, canRoll, createKeyRequest, createWebhookRequest, deliveryResult, durationText, earliestExpiryDate, eventTypesText, formatRelative, keyName, passwordProblem, retryAfterText, tokenFromFragment } from '../src/domain.ts';
 
 const NOW = new Date('2026-11-23T10:00:00.000Z');
 
@@ -74,5 +74,29 @@ describe('wording', () => {
     expect(retryAfterText(30)).toBe(' Try again in 30 seconds.');
     expect(retryAfterText(61)).toBe(' Try again in 2 minutes.');
     expect(retryAfterText(60)).toBe(' Try again in 1 minute.');
+  });
+});
+
+describe('webhooks wording and form', () => {
+  it('says what an endpoint receives and how a delivery went', () => {
+    expect(eventTypesText([])).toBe('All events');
+    expect(eventTypesText(['strategy.created', 'fill.recorded'])).toBe('strategy.created, fill.recorded');
+    expect(deliveryResult({ statusCode: 200, failure: null, succeeded: true })).toBe('200');
+    expect(deliveryResult({ statusCode: 500, failure: null, succeeded: false })).toBe('500');
+    expect(deliveryResult({ statusCode: 302, failure: 'redirect not followed', succeeded: false })).toBe('302 · redirect not followed');
+    expect(deliveryResult({ statusCode: null, failure: 'timeout', succeeded: false })).toBe('timeout');
+    expect(durationText(31)).toBe('31 ms');
+    expect(durationText(1234)).toBe('1.23 s');
+    expect(durationText(10_000)).toBe('10.0 s');
+  });
+
+  it('checks the create-endpoint form before sending it', () => {
+    expect(createWebhookRequest({ url: ' ', eventTypes: [], description: '' })).toMatchObject({ ok: false, field: 'url' });
+    expect(createWebhookRequest({ url: 'example.com/hooks', eventTypes: [], description: '' })).toMatchObject({ ok: false, field: 'url' });
+    expect(createWebhookRequest({ url: 'https://x.example/h', eventTypes: [], description: 'd'.repeat(501) })).toMatchObject({ ok: false, field: 'description' });
+    expect(createWebhookRequest({ url: ' https://x.example/h ', eventTypes: ['fill.recorded'], description: ' desk ' })).toEqual({
+      ok: true,
+      value: { url: 'https://x.example/h', eventTypes: ['fill.recorded'], description: 'desk' },
+    });
   });
 });

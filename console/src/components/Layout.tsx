@@ -45,6 +45,9 @@ export function Layout() {
                 <li>
                   <NavLink to="/settings/security-log">Security log</NavLink>
                 </li>
+                <li>
+                  <NavLink to="/settings/webhooks">Webhooks</NavLink>
+                </li>
               </ul>
             </li>
             <li>

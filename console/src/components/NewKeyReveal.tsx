@@ -6,7 +6,20 @@ import { closeDialogOf } from './Dialog.tsx';
  * (`children`). It lives in that dialog's state: "Done", Escape, leaving or reloading the page loses
  * it for good (the server keeps only its hash).
  */
-export function NewKeyReveal({ apiKey, children }: { apiKey: string; children: ReactNode }) {
+export function NewKeyReveal({
+  apiKey,
+  children,
+  label = 'New API key',
+  warning = 'Copy it now and keep it in an environment variable or a secret manager. If it is lost, roll the key to get a new one.',
+  notAgain = 'This key will not be shown again.',
+}: {
+  apiKey: string;
+  children: ReactNode;
+  /** The field's name: also shows a webhook's new signing secret. */
+  label?: string;
+  warning?: string;
+  notAgain?: string;
+}) {
   const id = useId();
   const field = useRef<HTMLTextAreaElement>(null);
   const [copyNote, setCopyNote] = useState('');
@@ -18,14 +31,14 @@ export function NewKeyReveal({ apiKey, children }: { apiKey: string; children: R
     } catch {
       // No clipboard API outside a secure context: select the text for the owner to copy.
       field.current?.select();
-      setCopyNote('Press Ctrl+C (⌘C on a Mac) to copy the selected key.');
+      setCopyNote('Press Ctrl+C (⌘C on a Mac) to copy the selected text.');
     }
   };
 
   return (
     <div className="reveal">
       <p>{children}</p>
-      <label htmlFor={id}>New API key</label>
+      <label htmlFor={id}>{label}</label>
       <div className="copy-field">
         <textarea
           ref={field}
@@ -48,8 +61,7 @@ export function NewKeyReveal({ apiKey, children }: { apiKey: string; children: R
         {copyNote}
       </p>
       <p className="callout callout-warn" id={`${id}-warning`}>
-        <strong>This key will not be shown again.</strong> Copy it now and keep it in an environment variable or a
-        secret manager. If it is lost, roll the key to get a new one.
+        <strong>{notAgain}</strong> {warning}
       </p>
       <div className="dialog-actions">
         <button type="button" className="button button-primary" onClick={(event) => closeDialogOf(event.currentTarget)}>

@@ -11,6 +11,7 @@ import type { ApiKeyStore } from '../key-store.ts';
 import type { AccountsDatabase } from '../repository.ts';
 import { isSameOriginRequest, SESSION_ABSOLUTE_MS } from './domain.ts';
 import * as useCases from './use-cases.ts';
+import * as webhooks from './webhooks.ts';
 import { ConsoleError, SIGN_IN_REQUIRED, type ConsoleDeps, type RequestOrigin, type Session } from './use-cases.ts';
 
 /**
@@ -22,7 +23,7 @@ import { ConsoleError, SIGN_IN_REQUIRED, type ConsoleDeps, type RequestOrigin, t
 export const SESSION_COOKIE = 'ots_session';
 
 /** The front end's client-side routes: each is answered with its index.html. */
-export const CONSOLE_PAGES = ['/', '/sign-in', '/set-password', '/settings/api-keys', '/settings/security-log', '/explorer'] as const;
+export const CONSOLE_PAGES = ['/', '/sign-in', '/set-password', '/settings/api-keys', '/settings/security-log', '/settings/webhooks', '/explorer'] as const;
 
 export const DEFAULT_DIST_DIR = fileURLToPath(new URL('../../../../console/dist/', import.meta.url));
 
@@ -106,6 +107,10 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleHttp
     consoleBaseUrl: config.consoleBaseUrl,
     now: options.now ?? Date.now,
   };
+  // Settings → Webhooks calls the events subgraph for the session's account (webhooks.ts).
+  const webhooksLink: webhooks.WebhooksLink | undefined = config.assertionPrivateKey
+    ? { url: config.subgraphUrls.events, timeoutMs: config.limits.subgraphTimeoutMs, assertionPrivateKey: config.assertionPrivateKey, assertionTtlSeconds: config.assertionTtlSeconds }
+    : undefined;
   const distDir = options.distDir ?? DEFAULT_DIST_DIR;
   const cookieOptions = { path: '/', httpOnly: true, sameSite: 'strict' as const, secure: config.production };
 
@@ -128,7 +133,7 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleHttp
       reply.headers(SECURITY_HEADERS);
     });
 
-    await scope.register(async (api) => apiRoutes(api, deps, cookieOptions), { prefix: '/console/api' });
+    await scope.register(async (api) => apiRoutes(api, deps, cookieOptions, webhooksLink), { prefix: '/console/api' });
 
     for (const page of CONSOLE_PAGES) {
       scope.get(page, async (_request, reply) => {
@@ -154,7 +159,7 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleHttp
 
 type CookieOptions = { path: string; httpOnly: boolean; sameSite: 'strict'; secure: boolean };
 
-async function apiRoutes(api: FastifyInstance, deps: ConsoleDeps, cookieOptions: CookieOptions): Promise<void> {
+async function apiRoutes(api: FastifyInstance, deps: ConsoleDeps, cookieOptions: CookieOptions, webhooksLink: webhooks.WebhooksLink | undefined): Promise<void> {
   const sessions = new WeakMap<FastifyRequest, Session>();
   const sessionOf = (request: FastifyRequest) => sessions.get(request)!;
   const signedIn = { config: { signedIn: true } };
@@ -211,4 +216,20 @@ async function apiRoutes(api: FastifyInstance, deps: ConsoleDeps, cookieOptions:
   api.get<{ Querystring: { after?: string } }>('/security-log', signedIn, async (request) =>
     useCases.securityLog(deps.db, sessionOf(request).account.id, typeof request.query.after === 'string' ? request.query.after : undefined),
   );
+
+  const webhooksOf = () => {
+    if (!webhooksLink) throw new ConsoleError(503, 'Webhooks are unavailable: the gateway has no ASSERTION_PRIVATE_KEY');
+    return webhooksLink;
+  };
+
+  api.get('/webhooks', signedIn, async (request) => webhooks.listEndpoints(webhooksOf(), sessionOf(request)));
+
+  api.post('/webhooks', signedIn, async (request, reply) => reply.code(201).send(await webhooks.createEndpoint(webhooksOf(), sessionOf(request), bodyOf(request))));
+
+  api.post<{ Params: { id: string; change: string } }>('/webhooks/:id/:change', signedIn, async (request, reply) => {
+    const { id, change } = request.params;
+    if (change === 'rotate-secret') return reply.code(201).send(await webhooks.rotateSecret(webhooksOf(), sessionOf(request), id, bodyOf(request)));
+    if (!Object.hasOwn(webhooks.ENDPOINT_CHANGES, change)) return reply.code(404).send({ detail: 'Not found' });
+    return webhooks.changeEndpoint(webhooksOf(), sessionOf(request), id, change as webhooks.EndpointChange);
+  });
 }

@@ -44,7 +44,7 @@ export interface RequestOrigin {
 /** A refusal the console shows: the HTTP status and the contract's `{detail, field?}`. */
 export class ConsoleError extends Error {
   constructor(
-    readonly status: 400 | 401 | 404 | 409 | 429,
+    readonly status: 400 | 401 | 404 | 409 | 429 | 503,
     readonly detail: string,
     readonly field?: string,
     readonly retryAfterSeconds?: number,
