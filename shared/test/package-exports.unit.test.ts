@@ -4,7 +4,11 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
-const workspaces: string[] = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).workspaces;
+/** The console is an application that no package imports: it declares no exports, and is left out. */
+const APPLICATIONS = new Set(['console']);
+const workspaces: string[] = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).workspaces.filter(
+  (workspace: string) => !APPLICATIONS.has(workspace),
+);
 
 /** Every target of an `exports` map, with its condition; nested conditions are flattened. */
 function targetsOf(exports: unknown, condition = 'default'): { condition: string; target: string }[] {
