@@ -93,6 +93,29 @@ export function fillSweeperMetrics(): ReturnType<typeof createFillSweeperMetrics
   return (fillSweeperMetricsOnce ??= createFillSweeperMetrics());
 }
 
+function createOutboxMetrics() {
+  return {
+    oldestEventSeconds: new Gauge({
+      name: 'ots_outbox_oldest_event_seconds',
+      help: 'Age of the oldest event waiting in a producer\'s outbox for the events service, as of its relay\'s last pass; 0 when none waits',
+      labelNames: ['service'] as const,
+      registers: [registry],
+    }),
+    relayed: new Counter({
+      name: 'ots_outbox_relayed_events_total',
+      help: 'Events a producer\'s outbox relay handed to the events service',
+      labelNames: ['service'] as const,
+      registers: [registry],
+    }),
+  };
+}
+let outboxMetricsOnce: ReturnType<typeof createOutboxMetrics> | undefined;
+
+/** Registered by the first relay, so that processes without one show no outbox. */
+export function outboxMetrics(): ReturnType<typeof createOutboxMetrics> {
+  return (outboxMetricsOnce ??= createOutboxMetrics());
+}
+
 /** Pools are summed by name at scrape time; a pool that has ended drops out. */
 const pools = new Set<{ name: string; pool: pg.Pool }>();
 

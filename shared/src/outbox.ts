@@ -5,6 +5,7 @@ import { startLoop, type BackgroundLoop } from './background.ts';
 import { newId } from './ids.ts';
 import type { Config } from './config.ts';
 import type { Logger } from './logger.ts';
+import { outboxMetrics } from './metrics.ts';
 import type { ServiceDefinition, ServiceRuntime } from './service.ts';
 import type { BaseContext } from './subgraph-server.ts';
 
@@ -116,6 +117,8 @@ export function signIngestRequest(secret: string, body: string, now = new Date()
 }
 
 export interface OutboxRelayOptions {
+  /** The producing service, for the metrics. */
+  service: string;
   db: Kysely<OutboxDatabase>;
   /** The events service's /graphql URL (read at each pass: tests start services on free ports); the ingest route is beside it. */
   eventsUrl: () => string;
@@ -139,10 +142,13 @@ export class EventsUnavailableError extends Error {}
 export async function relayOutboxOnce(options: OutboxRelayOptions): Promise<number> {
   const rows = await options.db
     .selectFrom('outbox')
-    .select(['id', 'account_id', 'type', 'occurred_at', 'data'])
+    .select(['id', 'account_id', 'type', 'occurred_at', 'data', 'created_at'])
     .orderBy('id')
     .limit(options.batchSize ?? 100)
     .execute();
+  // The outbox lag: how long the oldest waiting event has waited (ids are time-ordered, so it is the first).
+  const metrics = outboxMetrics();
+  metrics.oldestEventSeconds.set({ service: options.service }, rows[0] ? Math.max(0, (Date.now() - rows[0].created_at.getTime()) / 1000) : 0);
   if (rows.length === 0) return 0;
   const batch: IngestBatch = {
     events: rows.map((row) => ({
@@ -171,6 +177,7 @@ export async function relayOutboxOnce(options: OutboxRelayOptions): Promise<numb
     .deleteFrom('outbox')
     .where('id', 'in', rows.map((row) => row.id))
     .execute();
+  metrics.relayed.inc({ service: options.service }, rows.length);
   return rows.length;
 }
 
@@ -232,6 +239,7 @@ export function outboxRelay<DB extends OutboxDatabase, Context extends BaseConte
     startBackground: (runtime) => {
       const { config } = runtime;
       const relay = startOutboxRelay({
+        service: runtime.service,
         db: runtime.db as unknown as Kysely<OutboxDatabase>,
         eventsUrl: () => config.subgraphUrls.events,
         secret: requireIngestSecret(config),

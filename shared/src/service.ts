@@ -9,6 +9,8 @@ import { startSubgraphServer, type BaseContext, type RunningServer, type Subgrap
 import { startProcessTelemetry, type ProcessTelemetry } from './telemetry.ts';
 
 export interface ServiceRuntime<DB> {
+  /** The subgraph this runtime belongs to. */
+  service: ServiceName;
   config: Config;
   db: Kysely<DB>;
   log: Logger;
@@ -49,7 +51,7 @@ export async function runService<DB, Context extends BaseContext>(
   if (!config.databaseUrl) throw new Error(`${definition.name}: DATABASE_URL is required`);
   const log = options.logger ?? createLogger(definition.name, config.logLevel);
   const db = createDatabase<DB>({ url: config.databaseUrl, schema: definition.schema, applicationName: definition.name });
-  const runtime: ServiceRuntime<DB> = { config, db, log };
+  const runtime: ServiceRuntime<DB> = { service: definition.name, config, db, log };
   const stopBackground = definition.startBackground?.(runtime);
   const server = await startSubgraphServer<Context>({
     name: definition.name,

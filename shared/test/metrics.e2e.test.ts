@@ -137,6 +137,16 @@ describe('metrics', () => {
     }
   });
 
+  it("show each producer's outbox: the events relayed to the events service and the age of the oldest one waiting", async () => {
+    const client = await stack.createAccountWithKey();
+    const before = (await scrape(metricsUrl)).value('ots_outbox_relayed_events_total', { service: 'orders' }) ?? 0;
+    const submitted = await stack.graphql(client.apiKey, 'mutation { submitOrder(input: { symbol: "ACME", side: BUY, type: MARKET, quantity: "1" }) { orderSubmission { id } } }');
+    expect(submitted.body.data.submitOrder.orderSubmission.id).toEqual(expect.any(String));
+    await expect.poll(async () => (await scrape(metricsUrl)).value('ots_outbox_relayed_events_total', { service: 'orders' })).toBe(before + 1);
+    // The relay's next look finds the outbox empty.
+    await expect.poll(async () => (await scrape(metricsUrl)).value('ots_outbox_oldest_event_seconds', { service: 'orders' })).toBe(0);
+  });
+
   it('keep label values bounded: operation names beyond the cap are "other", and no account, key id or key is a label', async () => {
     const names = Array.from({ length: MAX_OPERATION_NAMES + 5 }, (_, i) => `Operation${i}`);
     const labels = names.map((name) => operationLabel('cap-test', name));

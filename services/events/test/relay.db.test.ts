@@ -52,6 +52,7 @@ beforeEach(async () => {
 });
 
 const relay = (overrides: Partial<OutboxRelayOptions> = {}): OutboxRelayOptions => ({
+  service: 'strategies',
   db: producer,
   eventsUrl: () => eventsUrl,
   secret,
