@@ -32,3 +32,16 @@ export async function waitForEvents(stack: TestStack, client: Pick<Client, 'apiK
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/** Creates a webhook endpoint for the client's account and returns its signing secret (shown once). */
+export async function createWebhookEndpoint(stack: TestStack, client: Pick<Client, 'apiKey'>, input: { url: string; eventTypes?: string[] }): Promise<string> {
+  const result = await data(
+    stack,
+    client,
+    'mutation ($input: CreateWebhookEndpointInput!) { createWebhookEndpoint(input: $input) { signingSecret error { code message } } }',
+    { input },
+  );
+  const payload = result.createWebhookEndpoint as { signingSecret: string | null; error: { code: string; message: string } | null };
+  if (payload.error || !payload.signingSecret) throw new Error(`creating a webhook endpoint failed: ${JSON.stringify(payload.error)}`);
+  return payload.signingSecret;
+}

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
-import { waitForEvents } from '../../events/test/support.ts';
+import { startStack, type TestStack } from '../../../testing/stack.ts';
+import { waitForEvents } from '../../../testing/events.ts';
 import { STACK_ENV, eventually, orderState, recordFill, submitOrder, type Client } from './support.ts';
 
 /**

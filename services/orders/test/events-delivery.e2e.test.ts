@@ -1,11 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase } from '@ots/shared/db';
-import { startStack, type TestStack } from '@ots/shared/testing/stack';
-import { createEndpoint, waitForEvents, type EventResult } from '../../events/test/support.ts';
-import { Receiver } from '../../events/test/receiver.ts';
-import { recordFill } from '../../fills/test/support.ts';
+import { startStack, type TestStack } from '../../../testing/stack.ts';
+import { createWebhookEndpoint, waitForEvents, type EventResult } from '../../../testing/events.ts';
+import { Receiver } from '../../../testing/webhook-receiver.ts';
 import type { OrdersDatabase } from '../src/repository.ts';
 import { cancel, data, STACK_ENV, submitted, type Client } from './e2e.ts';
+
+/** recordFill through the gateway; these tests look only at whether it was refused. */
+async function recordFill(stack: TestStack, client: Client, input: Record<string, unknown>): Promise<{ error: { code: string } | null }> {
+  const result = await data(stack, client, 'mutation ($input: RecordFillInput!) { recordFill(input: $input) { fill { id } error { code } } }', { input });
+  return result.recordFill;
+}
 
 /**
  * The order_submission.* and fill.recorded events beyond events.e2e.test.ts: late fills, an event
@@ -123,7 +128,7 @@ describe('order and fill events (transactional outbox)', () => {
     const other = await stack.createAccountWithKey('Other account');
     const receiver = await new Receiver().start();
     try {
-      const { secret } = await createEndpoint(stack, client, { url: receiver.url, eventTypes: ['order_submission.submitted', 'order_submission.filled', 'fill.recorded'] });
+      const secret = await createWebhookEndpoint(stack, client, { url: receiver.url, eventTypes: ['order_submission.submitted', 'order_submission.filled', 'fill.recorded'] });
       receiver.secrets = [secret];
       await submitted(stack, other, { clientOrderId: 'not-mine' });
       const order = await submitted(stack, client, { quantity: '2' });
