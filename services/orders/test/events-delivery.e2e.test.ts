@@ -6,9 +6,24 @@ import { Receiver } from '../../../testing/webhook-receiver.ts';
 import type { OrdersDatabase } from '../src/repository.ts';
 import { cancel, data, STACK_ENV, submitted, type Client } from './e2e.ts';
 
-/** recordFill through the gateway; these tests look only at whether it was refused. */
-async function recordFill(stack: TestStack, client: Client, input: Record<string, unknown>): Promise<{ error: { code: string } | null }> {
-  const result = await data(stack, client, 'mutation ($input: RecordFillInput!) { recordFill(input: $input) { fill { id } error { code } } }', { input });
+interface RecordedFill {
+  fill: { orderSubmission: { id: string }; [field: string]: unknown } | null;
+  error: { code: string } | null;
+}
+
+/** recordFill through the gateway, with the fill as the API shows it (its event must show the same). */
+async function recordFill(stack: TestStack, client: Client, input: Record<string, unknown>): Promise<RecordedFill> {
+  const result = await data(
+    stack,
+    client,
+    `mutation ($input: RecordFillInput!) {
+      recordFill(input: $input) {
+        fill { id executionId symbol side quantity price fee liquidity executedAt recordedAt orderSubmission { id } }
+        error { code }
+      }
+    }`,
+    { input },
+  );
   return result.recordFill;
 }
 
