@@ -1,15 +1,12 @@
 import { useState, type FormEvent } from 'react';
 import { ApiError, consoleApi, type ApiKey, type ExpiryChoice, type GraceChoice } from '../api.ts';
+import { ConfirmDialog, failureText } from '../components/ConfirmDialog.tsx';
 import { closeDialogOf, Dialog } from '../components/Dialog.tsx';
 import { Field } from '../components/Field.tsx';
 import { NewKeyReveal } from '../components/NewKeyReveal.tsx';
 import { createKeyRequest, DEFAULT_GRACE, earliestExpiryDate, EXPIRY_CHOICES, formatDateTime, GRACE_CHOICES, keyName } from '../domain.ts';
 
 /** The API Keys page's dialogs: create, roll (each ending with the new key shown once) and revoke. */
-
-function failureText(failure: unknown): string {
-  return failure instanceof ApiError ? failure.detail : 'Something went wrong. Try again.';
-}
 
 export function CreateKeyDialog({ onClose, onCreated }: { onClose(): void; onCreated(key: ApiKey): void }) {
   const [label, setLabel] = useState('');
@@ -179,41 +176,15 @@ export function RollKeyDialog({ apiKey, onClose, onRolled }: { apiKey: ApiKey; o
 }
 
 export function RevokeKeyDialog({ apiKey, onClose, onRevoked }: { apiKey: ApiKey; onClose(): void; onRevoked(key: ApiKey): void }) {
-  const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
-
-  const revoke = async (button: HTMLButtonElement) => {
-    setBusy(true);
-    setError(undefined);
-    try {
-      const { key } = await consoleApi.revokeKey(apiKey.id);
-      onRevoked(key);
-      closeDialogOf(button);
-    } catch (failure) {
-      setError(failureText(failure));
-      setBusy(false);
-    }
-  };
-
   return (
-    <Dialog title="Revoke this key?" onClose={onClose}>
-      <p>
-        Requests made with <code>{apiKey.displayPrefix}</code>
-        {apiKey.label && ` (“${apiKey.label}”)`} will be refused within a second. This cannot be undone.
-      </p>
-      {error && (
-        <p className="callout callout-danger" role="alert">
-          {error}
-        </p>
-      )}
-      <div className="dialog-actions">
-        <button type="button" className="button" data-autofocus onClick={(event) => closeDialogOf(event.currentTarget)}>
-          Cancel
-        </button>
-        <button type="button" className="button button-danger" disabled={busy} onClick={(event) => revoke(event.currentTarget)}>
-          Revoke key
-        </button>
-      </div>
-    </Dialog>
+    <ConfirmDialog
+      title="Revoke this key?"
+      confirmLabel="Revoke key"
+      onClose={onClose}
+      onConfirm={async () => onRevoked((await consoleApi.revokeKey(apiKey.id)).key)}
+    >
+      Requests made with <code>{apiKey.displayPrefix}</code>
+      {apiKey.label && ` (“${apiKey.label}”)`} will be refused within a second. This cannot be undone.
+    </ConfirmDialog>
   );
 }

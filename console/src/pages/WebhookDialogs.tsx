@@ -1,15 +1,12 @@
 import { useState, type FormEvent } from 'react';
 import { ApiError, consoleApi, type GraceChoice, type WebhookEndpoint } from '../api.ts';
+import { ConfirmDialog, failureText } from '../components/ConfirmDialog.tsx';
 import { closeDialogOf, Dialog } from '../components/Dialog.tsx';
 import { Field } from '../components/Field.tsx';
 import { NewKeyReveal } from '../components/NewKeyReveal.tsx';
 import { createWebhookRequest, DEFAULT_GRACE, formatDateTime, SECRET_GRACE_CHOICES } from '../domain.ts';
 
 /** The Webhooks page's dialogs: create and rotate (each ending with the signing secret shown once) and delete. */
-
-function failureText(failure: unknown): string {
-  return failure instanceof ApiError ? failure.detail : 'Something went wrong. Try again.';
-}
 
 const SECRET_WARNING = 'Copy it now and keep it where your receiver verifies signatures. If it is lost, rotate the secret to get a new one.';
 
@@ -175,41 +172,15 @@ export function RotateSecretDialog({ endpoint, onClose, onRotated }: { endpoint:
 }
 
 export function DeleteWebhookDialog({ endpoint, onClose, onDeleted }: { endpoint: WebhookEndpoint; onClose(): void; onDeleted(endpoint: WebhookEndpoint): void }) {
-  const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
-
-  const remove = async (button: HTMLButtonElement) => {
-    setBusy(true);
-    setError(undefined);
-    try {
-      const { endpoint: deleted } = await consoleApi.changeWebhook(endpoint.id, 'delete');
-      onDeleted(deleted);
-      closeDialogOf(button);
-    } catch (failure) {
-      setError(failureText(failure));
-      setBusy(false);
-    }
-  };
-
   return (
-    <Dialog title="Delete this endpoint?" onClose={onClose}>
-      <p>
-        No more events will be sent to <code className="break">{endpoint.url}</code>, pending retries are dropped and its delivery
-        history is deleted. This cannot be undone; to pause deliveries instead, disable it.
-      </p>
-      {error && (
-        <p className="callout callout-danger" role="alert">
-          {error}
-        </p>
-      )}
-      <div className="dialog-actions">
-        <button type="button" className="button" data-autofocus onClick={(event) => closeDialogOf(event.currentTarget)}>
-          Cancel
-        </button>
-        <button type="button" className="button button-danger" disabled={busy} onClick={(event) => remove(event.currentTarget)}>
-          Delete endpoint
-        </button>
-      </div>
-    </Dialog>
+    <ConfirmDialog
+      title="Delete this endpoint?"
+      confirmLabel="Delete endpoint"
+      onClose={onClose}
+      onConfirm={async () => onDeleted((await consoleApi.changeWebhook(endpoint.id, 'delete')).endpoint)}
+    >
+      No more events will be sent to <code className="break">{endpoint.url}</code>, pending retries are dropped and its delivery
+      history is deleted. This cannot be undone; to pause deliveries instead, disable it.
+    </ConfirmDialog>
   );
 }
