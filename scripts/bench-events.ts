@@ -1,11 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { loadConfig } from '@ots/shared/config';
-import { ensureDevDatabase } from '@ots/shared/dev-database';
-import { createLogger } from '@ots/shared/logger';
-import { createAccount, createKey } from '@ots/accounts';
 import { Receiver } from '../testing/webhook-receiver.ts';
-import { launchStack, migrateAll } from './stack.ts';
+import { openBenchStack } from './bench-stack.ts';
 
 /**
  * The events part of `npm run bench` (after scripts/bench.ts): how long from a committed change to
@@ -14,22 +8,7 @@ import { launchStack, migrateAll } from './stack.ts';
  * dispatcher by each ingest; their polling intervals (OUTBOX_RELAY_INTERVAL_MS,
  * WEBHOOK_DISPATCH_INTERVAL_MS) only bound what a wake-up misses.
  */
-const logger = createLogger('bench-events', 'warn');
-const base = loadConfig({ ...process.env, LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '1000000', RATE_LIMIT_BURST: '1000000' });
-const dev = base.databaseUrl ? undefined : await ensureDevDatabase(logger);
-const serverUrl = base.databaseUrl ?? dev!.url;
-const databaseName = `ots_bench_events_${randomBytes(4).toString('hex')}`;
-const admin = new pg.Client({ connectionString: serverUrl });
-await admin.connect();
-await admin.query(`create database ${databaseName}`);
-const databaseUrl = Object.assign(new URL(serverUrl), { pathname: `/${databaseName}` }).toString();
-const config = { ...base, databaseUrl, redisKeyPrefix: `bench:${databaseName}:` };
-
-await migrateAll(databaseUrl);
-const stack = await launchStack(config, { freePorts: true, logger });
-const management = { db: stack.keys.db, config, keyStore: stack.keys.keyStore };
-const account = await createAccount(management, 'Bench events account');
-const { apiKey } = await createKey(management, account.id, { name: 'bench' });
+const { config, stack, apiKey, close } = await openBenchStack('bench-events');
 const receiver = await new Receiver().start();
 
 async function graphql<T>(query: string, variables?: Record<string, unknown>): Promise<T> {
@@ -115,8 +94,5 @@ const readSeconds = (performance.now() - readStarted) / 1000;
 console.log(`${'feed read: listEvents(first: 200), whole feed'.padEnd(52)} ${((rounds * total) / readSeconds).toFixed(0)} events/s (${total} events, ${rounds} passes)\n`);
 
 await receiver.close();
-await stack.close();
-await admin.query(`drop database ${databaseName} with (force)`);
-await admin.end();
-await dev?.stop();
+await close();
 process.exit(0);

@@ -1,10 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { loadConfig } from '@ots/shared/config';
-import { ensureDevDatabase } from '@ots/shared/dev-database';
-import { createLogger } from '@ots/shared/logger';
-import { hashApiKey, isWellFormedApiKey, createAccount, createKey, readKeyCacheGeneration } from '@ots/accounts';
-import { launchStack, migrateAll } from './stack.ts';
+import { createAccount, createKey, hashApiKey, isWellFormedApiKey, readKeyCacheGeneration } from '@ots/accounts';
+import { openBenchStack } from './bench-stack.ts';
 import { runWriteBench } from './write-latency.ts';
 
 /**
@@ -12,22 +7,7 @@ import { runWriteBench } from './write-latency.ts';
  * database (on DATABASE_URL's server, else the embedded Postgres) and prints latencies and ratios
  * measured in the same run, since absolute numbers on a shared 2-core machine are noisy.
  */
-const logger = createLogger('bench', 'warn');
-const base = loadConfig({ ...process.env, LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '1000000', RATE_LIMIT_BURST: '1000000' });
-const dev = base.databaseUrl ? undefined : await ensureDevDatabase(logger);
-const serverUrl = base.databaseUrl ?? dev!.url;
-const databaseName = `ots_bench_${randomBytes(4).toString('hex')}`;
-const admin = new pg.Client({ connectionString: serverUrl });
-await admin.connect();
-await admin.query(`create database ${databaseName}`);
-const databaseUrl = Object.assign(new URL(serverUrl), { pathname: `/${databaseName}` }).toString();
-const config = { ...base, databaseUrl, redisKeyPrefix: `bench:${databaseName}:` };
-
-await migrateAll(databaseUrl);
-const stack = await launchStack(config, { freePorts: true, logger });
-const management = { db: stack.keys.db, config, keyStore: stack.keys.keyStore };
-const account = await createAccount(management, 'Bench account');
-const { apiKey } = await createKey(management, account.id, { name: 'bench' });
+const { config, stack, management, apiKey, close } = await openBenchStack('bench');
 
 async function timeEach(count: number, run: () => Promise<unknown>): Promise<number[]> {
   const samples: number[] = [];
@@ -55,7 +35,7 @@ const send = (key: string, query: string, variables?: Record<string, unknown>) =
   });
 const graphql = (query: string, variables?: Record<string, unknown>) => send(apiKey, query, variables);
 
-console.log(`\nbench: Postgres ${dev ? 'embedded' : 'from DATABASE_URL'}, Redis ${config.redisUrl ? 'from REDIS_URL' : 'unset (in-process cache only)'}\n`);
+console.log(`\nbench: Postgres ${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'embedded'}, Redis ${config.redisUrl ? 'from REDIS_URL' : 'unset (in-process cache only)'}\n`);
 
 // Key checks: the checksum refuses a made-up key before any I/O; a look-up's cost depends on the layer that answers.
 const keyHash = hashApiKey(config.apiKeyHmacSecret, apiKey);
@@ -126,8 +106,5 @@ const seconds = Number(process.hrtime.bigint() - started) / 1e9;
 console.log(`gateway throughput, ${concurrency} concurrent clients: ${((concurrency * perWorker) / seconds).toFixed(0)} requests/s`);
 console.log(`process RSS: ${(rssBefore / 2 ** 20).toFixed(0)} MiB before, ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB after the load\n`);
 
-await stack.close();
-await admin.query(`drop database ${databaseName} with (force)`);
-await admin.end();
-await dev?.stop();
+await close();
 process.exit(0);

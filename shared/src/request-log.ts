@@ -57,10 +57,11 @@ export function requestLogPlugin(): ApolloServerPlugin<{ caller?: CallerIdentity
 }
 
 /** What happened to a request, from its status and what GraphQL saw: a small fixed set, fit for a label. */
-function outcomeOf(kind: ObservedServer, status: number, observation: Observation): string {
+function outcomeOf(kind: ObservedServer, route: string | undefined, status: number, observation: Observation): string {
   if (status < 300) {
-    // The gateway answers a request without a key (Variant A) before GraphQL runs, so no caller was seen.
-    if (kind === 'gateway' && !observation.caller) return 'no_key';
+    // The gateway answers a GraphQL request without a key (Variant A) before GraphQL runs, so no
+    // caller was seen. Its other routes (the console's pages and API, probes) need no key at all.
+    if (kind === 'gateway' && route === '/graphql' && !observation.caller) return 'no_key';
     return observation.graphqlErrors ? 'graphql_error' : 'ok';
   }
   switch (status) {
@@ -110,7 +111,7 @@ export function observeRequests(app: FastifyInstance, options: RequestLogOptions
     const observation = observationOf(request);
     const status = reply.statusCode;
     const durationMs = reply.elapsedTime;
-    const outcome = outcomeOf(options.kind, status, observation);
+    const outcome = outcomeOf(options.kind, route, status, observation);
     const resolvedName = observation.operationName;
     if (route === '/graphql') {
       const labels = {

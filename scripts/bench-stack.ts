@@ -1,0 +1,53 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { loadConfig, type Config } from '@ots/shared/config';
+import { ensureDevDatabase } from '@ots/shared/dev-database';
+import { createLogger } from '@ots/shared/logger';
+import { createAccount, createKey, type KeyManagement } from '@ots/accounts';
+import { launchStack, migrateAll, type RunningStack } from './stack.ts';
+
+export interface BenchStack {
+  config: Config;
+  stack: RunningStack;
+  management: KeyManagement;
+  /** A key of the bench's own account. */
+  apiKey: string;
+  /** Stops the stack and drops the throwaway database. */
+  close(): Promise<void>;
+}
+
+/**
+ * The whole stack in this process, on a throwaway database (on DATABASE_URL's server, else the
+ * embedded Postgres), with the rate limit out of the way and one account with a key: what every
+ * part of `npm run bench` measures against.
+ */
+export async function openBenchStack(name: string): Promise<BenchStack> {
+  const logger = createLogger(name, 'warn');
+  const base = loadConfig({ ...process.env, LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '1000000', RATE_LIMIT_BURST: '1000000' });
+  const dev = base.databaseUrl ? undefined : await ensureDevDatabase(logger);
+  const serverUrl = base.databaseUrl ?? dev!.url;
+  const databaseName = `ots_${name.replace(/-/g, '_')}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`create database ${databaseName}`);
+  const databaseUrl = Object.assign(new URL(serverUrl), { pathname: `/${databaseName}` }).toString();
+  const config = { ...base, databaseUrl, redisKeyPrefix: `bench:${databaseName}:` };
+
+  await migrateAll(databaseUrl);
+  const stack = await launchStack(config, { freePorts: true, logger });
+  const management = { db: stack.keys.db, config, keyStore: stack.keys.keyStore };
+  const account = await createAccount(management, `Bench account (${name})`);
+  const { apiKey } = await createKey(management, account.id, { name });
+  return {
+    config,
+    stack,
+    management,
+    apiKey,
+    close: async () => {
+      await stack.close();
+      await admin.query(`drop database ${databaseName} with (force)`);
+      await admin.end();
+      await dev?.stop();
+    },
+  };
+}
