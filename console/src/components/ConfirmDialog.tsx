@@ -1,6 +1,7 @@
 import { useState, type ReactNode } from 'react';
 import { ApiError } from '../api.ts';
 import { closeDialogOf, Dialog } from './Dialog.tsx';
+import { ErrorCallout } from './ErrorCallout.tsx';
 
 /** What a failed console call says to the owner: the server's own words, or a plain retry hint. */
 export function failureText(failure: unknown): string {
@@ -42,11 +43,7 @@ export function ConfirmDialog({
   return (
     <Dialog title={title} onClose={onClose}>
       <p>{children}</p>
-      {error && (
-        <p className="callout callout-danger" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorCallout message={error} />
       <div className="dialog-actions">
         <button type="button" className="button" data-autofocus onClick={(event) => closeDialogOf(event.currentTarget)}>
           Cancel

@@ -28,3 +28,17 @@ export function Dialog({ title, onClose, children, wide }: { title: string; onCl
 export function closeDialogOf(element: HTMLElement | null): void {
   element?.closest('dialog')?.close();
 }
+
+/** A form dialog's buttons: Cancel closes it, the submit button is disabled while the request runs. */
+export function FormActions({ submitLabel, busy }: { submitLabel: string; busy: boolean }) {
+  return (
+    <div className="dialog-actions">
+      <button type="button" className="button" onClick={(event) => closeDialogOf(event.currentTarget)}>
+        Cancel
+      </button>
+      <button type="submit" className="button button-primary" disabled={busy}>
+        {submitLabel}
+      </button>
+    </div>
+  );
+}

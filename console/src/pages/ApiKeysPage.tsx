@@ -9,6 +9,7 @@ import { canRevoke, canRoll, keyName } from '../domain.ts';
 import { useSignedIn } from '../session.tsx';
 import { useLoad } from '../useLoad.ts';
 import { CreateKeyDialog, RevokeKeyDialog, RollKeyDialog } from './KeyDialogs.tsx';
+import { ErrorCallout } from '../components/ErrorCallout.tsx';
 
 type OpenDialog = { kind: 'create' } | { kind: 'roll'; key: ApiKey } | { kind: 'revoke'; key: ApiKey } | undefined;
 
@@ -37,11 +38,7 @@ export function ApiKeysPage() {
       <div role="status" className="flash-region">
         {flash && <p className="callout callout-ok">{flash}</p>}
       </div>
-      {keys.error && (
-        <p className="callout callout-danger" role="alert">
-          {keys.error}
-        </p>
-      )}
+      <ErrorCallout message={keys.error} />
       {keys.data === undefined ? (
         !keys.error && <Loading label="Loading keys" />
       ) : keys.data.keys.length === 0 ? (

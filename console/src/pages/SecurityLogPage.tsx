@@ -5,6 +5,7 @@ import { Loading } from '../components/Loading.tsx';
 import { PageHeader } from '../components/PageHeader.tsx';
 import { Time } from '../components/Time.tsx';
 import { eventLabel } from '../domain.ts';
+import { ErrorCallout } from '../components/ErrorCallout.tsx';
 
 export function SecurityLogPage() {
   const [events, setEvents] = useState<LogEvent[]>();
@@ -37,11 +38,7 @@ export function SecurityLogPage() {
         Every key created, rolled and revoked, every sign-in and password change of this account, newest first. Changes
         made by an operator with the CLI show no owner.
       </p>
-      {error && (
-        <p className="callout callout-danger" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorCallout message={error} />
       {events === undefined ? (
         !error && <Loading label="Loading the security log" />
       ) : events.length === 0 ? (

@@ -5,6 +5,7 @@ import { AuthCard } from '../components/AuthCard.tsx';
 import { Field } from '../components/Field.tsx';
 import { retryAfterText } from '../domain.ts';
 import { useSession } from '../session.tsx';
+import { ErrorCallout } from '../components/ErrorCallout.tsx';
 
 export function SignInPage() {
   const { session, notice, signedIn } = useSession();
@@ -41,11 +42,7 @@ export function SignInPage() {
           {notice}
         </p>
       )}
-      {error && (
-        <p className="callout callout-danger" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorCallout message={error} />
       <form onSubmit={submit} noValidate>
         <Field label="Email">
           {(props) => (

@@ -1,10 +1,13 @@
-import { useState, type FormEvent } from 'react';
-import { ApiError, consoleApi, type GraceChoice, type WebhookEndpoint } from '../api.ts';
-import { ConfirmDialog, failureText } from '../components/ConfirmDialog.tsx';
-import { closeDialogOf, Dialog } from '../components/Dialog.tsx';
+import { useState } from 'react';
+import { consoleApi, type GraceChoice, type WebhookEndpoint } from '../api.ts';
+import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
+import { Dialog, FormActions } from '../components/Dialog.tsx';
 import { Field } from '../components/Field.tsx';
+import { GraceDialog } from '../components/GraceDialog.tsx';
+import { useFormSubmission } from '../components/useFormSubmission.ts';
 import { NewKeyReveal } from '../components/NewKeyReveal.tsx';
-import { createWebhookRequest, DEFAULT_GRACE, formatDateTime, SECRET_GRACE_CHOICES } from '../domain.ts';
+import { createWebhookRequest, formatDateTime, SECRET_GRACE_CHOICES } from '../domain.ts';
+import { ErrorCallout } from '../components/ErrorCallout.tsx';
 
 /** The Webhooks page's dialogs: create and rotate (each ending with the signing secret shown once) and delete. */
 
@@ -14,35 +17,18 @@ export function CreateWebhookDialog({ eventTypes, onClose, onCreated }: { eventT
   const [url, setUrl] = useState('');
   const [chosen, setChosen] = useState<string[]>([]);
   const [description, setDescription] = useState('');
-  const [errors, setErrors] = useState<Record<string, string>>({});
-  const [formError, setFormError] = useState<string>();
-  const [busy, setBusy] = useState(false);
   const [created, setCreated] = useState<{ endpoint: WebhookEndpoint; signingSecret: string }>();
-
-  const toggle = (type: string, on: boolean) => setChosen((current) => (on ? [...current, type] : current.filter((other) => other !== type)));
-
-  const submit = async (event: FormEvent) => {
-    event.preventDefault();
-    const checked = createWebhookRequest({ url, eventTypes: eventTypes.filter((type) => chosen.includes(type)), description });
-    setFormError(undefined);
-    if (!checked.ok) {
-      setErrors({ [checked.field]: checked.message });
-      return;
-    }
-    setErrors({});
-    setBusy(true);
-    try {
-      const result = await consoleApi.createWebhook(checked.value);
+  const { errors, formError, busy, submit } = useFormSubmission(
+    ['url', 'description'],
+    () => createWebhookRequest({ url, eventTypes: eventTypes.filter((type) => chosen.includes(type)), description }),
+    async (request) => {
+      const result = await consoleApi.createWebhook(request);
       setCreated(result);
       onCreated(result.endpoint);
-    } catch (failure) {
-      const field = failure instanceof ApiError ? failure.field : undefined;
-      if (field && ['url', 'description'].includes(field)) setErrors({ [field]: failureText(failure) });
-      else setFormError(failureText(failure));
-    } finally {
-      setBusy(false);
-    }
-  };
+    },
+  );
+
+  const toggle = (type: string, on: boolean) => setChosen((current) => (on ? [...current, type] : current.filter((other) => other !== type)));
 
   if (created) {
     return (
@@ -56,11 +42,7 @@ export function CreateWebhookDialog({ eventTypes, onClose, onCreated }: { eventT
 
   return (
     <Dialog title="Create endpoint" onClose={onClose} wide>
-      {formError && (
-        <p className="callout callout-danger" role="alert">
-          {formError}
-        </p>
-      )}
+      <ErrorCallout message={formError} />
       <form onSubmit={submit} noValidate>
         <Field label="URL" hint="Where events are POSTed. https:// only in production; private and loopback addresses are refused there." error={errors.url}>
           {(props) => (
@@ -88,86 +70,40 @@ export function CreateWebhookDialog({ eventTypes, onClose, onCreated }: { eventT
         <Field label="Description" hint="Optional: what receives these events." error={errors.description}>
           {(props) => <input {...props} type="text" autoComplete="off" maxLength={500} value={description} onChange={(event) => setDescription(event.target.value)} />}
         </Field>
-        <div className="dialog-actions">
-          <button type="button" className="button" onClick={(event) => closeDialogOf(event.currentTarget)}>
-            Cancel
-          </button>
-          <button type="submit" className="button button-primary" disabled={busy}>
-            Create endpoint
-          </button>
-        </div>
+        <FormActions submitLabel="Create endpoint" busy={busy} />
       </form>
     </Dialog>
   );
 }
 
+const GRACE_MS: Record<GraceChoice, number> = { now: 0, '1h': 3_600_000, '24h': 86_400_000, '7d': 604_800_000 };
+
 export function RotateSecretDialog({ endpoint, onClose, onRotated }: { endpoint: WebhookEndpoint; onClose(): void; onRotated(endpoint: WebhookEndpoint): void }) {
-  const [grace, setGrace] = useState<GraceChoice>(DEFAULT_GRACE);
-  const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
-  const [rotated, setRotated] = useState<{ signingSecret: string; until: string | null }>();
-
-  const submit = async (event: FormEvent) => {
-    event.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    const graceMs = { now: 0, '1h': 3_600_000, '24h': 86_400_000, '7d': 604_800_000 }[grace];
-    try {
-      const result = await consoleApi.rotateWebhookSecret(endpoint.id, grace);
-      setRotated({ signingSecret: result.signingSecret, until: graceMs > 0 ? new Date(Date.now() + graceMs).toISOString() : null });
-      onRotated(result.endpoint);
-    } catch (failure) {
-      setError(failureText(failure));
-    } finally {
-      setBusy(false);
-    }
-  };
-
-  if (rotated) {
-    return (
-      <Dialog title="Secret rotated" onClose={onClose} wide>
-        <NewKeyReveal apiKey={rotated.signingSecret} label="New signing secret" notAgain="This secret will not be shown again." warning={SECRET_WARNING}>
-          {rotated.until
-            ? `Webhooks are signed with both secrets until about ${formatDateTime(rotated.until)}. Give the new one to your receiver before then.`
-            : 'Webhooks are signed with the new secret only, from now on.'}
-        </NewKeyReveal>
-      </Dialog>
-    );
-  }
-
   return (
-    <Dialog title="Rotate signing secret" onClose={onClose}>
-      <p>
-        A new secret replaces the one that signs webhooks to <code className="break">{endpoint.url}</code>. During the grace period
-        both sign each webhook, so your receiver can switch without missing one.
-      </p>
-      {error && (
-        <p className="callout callout-danger" role="alert">
-          {error}
-        </p>
+    <GraceDialog
+      title="Rotate signing secret"
+      choices={SECRET_GRACE_CHOICES}
+      submitLabel="Rotate secret"
+      onClose={onClose}
+      replace={async (grace) => {
+        const requestedAt = Date.now();
+        const result = await consoleApi.rotateWebhookSecret(endpoint.id, grace);
+        onRotated(result.endpoint);
+        return { signingSecret: result.signingSecret, until: GRACE_MS[grace] > 0 ? new Date(requestedAt + GRACE_MS[grace]).toISOString() : null };
+      }}
+      reveal={(rotated) => (
+        <Dialog title="Secret rotated" onClose={onClose} wide>
+          <NewKeyReveal apiKey={rotated.signingSecret} label="New signing secret" notAgain="This secret will not be shown again." warning={SECRET_WARNING}>
+            {rotated.until
+              ? `Webhooks are signed with both secrets until about ${formatDateTime(rotated.until)}. Give the new one to your receiver before then.`
+              : 'Webhooks are signed with the new secret only, from now on.'}
+          </NewKeyReveal>
+        </Dialog>
       )}
-      <form onSubmit={submit}>
-        <Field label="Grace period">
-          {(props) => (
-            <select {...props} value={grace} onChange={(event) => setGrace(event.target.value as GraceChoice)}>
-              {SECRET_GRACE_CHOICES.map((choice) => (
-                <option key={choice.value} value={choice.value}>
-                  {choice.label}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
-        <div className="dialog-actions">
-          <button type="button" className="button" onClick={(event) => closeDialogOf(event.currentTarget)}>
-            Cancel
-          </button>
-          <button type="submit" className="button button-primary" disabled={busy}>
-            Rotate secret
-          </button>
-        </div>
-      </form>
-    </Dialog>
+    >
+      A new secret replaces the one that signs webhooks to <code className="break">{endpoint.url}</code>. During the grace period both
+      sign each webhook, so your receiver can switch without missing one.
+    </GraceDialog>
   );
 }
 

@@ -7,6 +7,7 @@ import { Time } from '../components/Time.tsx';
 import { deliveryResult, durationText, eventTypesText } from '../domain.ts';
 import { useLoad } from '../useLoad.ts';
 import { CreateWebhookDialog, DeleteWebhookDialog, RotateSecretDialog } from './WebhookDialogs.tsx';
+import { ErrorCallout } from '../components/ErrorCallout.tsx';
 
 type OpenDialog = { kind: 'create' } | { kind: 'rotate'; endpoint: WebhookEndpoint } | { kind: 'delete'; endpoint: WebhookEndpoint } | undefined;
 
@@ -53,11 +54,7 @@ export function WebhooksPage() {
       <div role="status" className="flash-region">
         {flash && <p className="callout callout-ok">{flash}</p>}
       </div>
-      {error && (
-        <p className="callout callout-danger" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorCallout message={error} />
       {webhooks.data === undefined ? (
         !webhooks.error && <Loading label="Loading webhook endpoints" />
       ) : webhooks.data.endpoints.length === 0 ? (
