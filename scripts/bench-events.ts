@@ -25,7 +25,7 @@ async function graphql<T>(query: string, variables?: Record<string, unknown>): P
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 console.log(
-  `\nbench events: relay polls every ${config.outboxRelayIntervalMs} ms, dispatcher every ${config.webhookDispatchIntervalMs} ms (woken by each ingest)\n`,
+  `\nbench events: relay polls every ${config.outboxRelayIntervalMs} ms, dispatcher every ${config.webhookDispatchIntervalMs} ms (woken by each ingest that queues a delivery)\n`,
 );
 
 const created = await graphql<{ createWebhookEndpoint: { signingSecret: string } }>(

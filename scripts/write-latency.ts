@@ -1,3 +1,4 @@
+import diagnostics from 'node:diagnostics_channel';
 import pg from 'pg';
 
 /**
@@ -106,28 +107,28 @@ interface Counters {
 
 /**
  * Counts, while `body` runs, the SQL statements each pool sends (by its application_name: one per
- * service) and the HTTP requests each service receives from the others or from the gateway.
+ * service) and the HTTP requests each service receives from the others or from the gateway (every
+ * outgoing call, fetch or undici's `request`, is announced on undici's `undici:request:create` channel).
  */
 export async function countingCalls<T>(serviceOfPort: Map<string, string>, body: () => Promise<T>): Promise<{ result: T; counters: Counters }> {
   const counters: Counters = { statements: new Map(), calls: new Map() };
   const originalQuery = pg.Client.prototype.query;
-  const originalFetch = globalThis.fetch;
   pg.Client.prototype.query = function (this: pg.Client & { connectionParameters?: { application_name?: string } }, ...args: unknown[]) {
     const name = this.connectionParameters?.application_name ?? 'other';
     counters.statements.set(name, (counters.statements.get(name) ?? 0) + 1);
     return (originalQuery as (...a: unknown[]) => unknown).apply(this, args);
   } as typeof originalQuery;
-  globalThis.fetch = (input: string | URL | Request, init?: RequestInit) => {
-    const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
-    const service = serviceOfPort.get(url.port);
+  const onRequest = (message: unknown) => {
+    const { origin } = (message as { request: { origin: string } }).request;
+    const service = serviceOfPort.get(new URL(origin).port);
     if (service) counters.calls.set(service, (counters.calls.get(service) ?? 0) + 1);
-    return originalFetch(input, init);
   };
+  diagnostics.subscribe('undici:request:create', onRequest);
   try {
     return { result: await body(), counters };
   } finally {
     pg.Client.prototype.query = originalQuery;
-    globalThis.fetch = originalFetch;
+    diagnostics.unsubscribe('undici:request:create', onRequest);
   }
 }
 

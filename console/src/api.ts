@@ -3,9 +3,9 @@
 // The JSON shapes are the server's own types (type-only imports: no server code reaches the bundle),
 // so a change on either side fails the type-check instead of a page.
 import type { SecurityEventType } from '@ots/accounts/domain';
-import type { securityEventView } from '@ots/accounts/key-management';
+import type { securityEventView } from '@ots/accounts/operations';
 import type { ExpiryChoice, GraceChoice } from '@ots/accounts/console/domain';
-import type { KeyView, SessionView } from '@ots/accounts/console/use-cases';
+import type { KeyView, SessionView } from '@ots/accounts/console/operations';
 import type { WebhookDeliveryView, WebhookEndpointView } from '@ots/accounts/console/webhooks';
 
 export type { ExpiryChoice, GraceChoice };

@@ -2,6 +2,7 @@ import { RemoteGraphQLDataSource, type GraphQLDataSourceProcessOptions } from '@
 import type { Fetcher, FetcherResponse } from '@apollo/utils.fetcher';
 import { GraphQLError } from 'graphql';
 import { ASSERTION_HEADER, type CallerIdentity } from '@ots/shared/assertion';
+import { postJson, type HttpAnswer } from '@ots/shared/http-client';
 import { timedSubgraphFetch } from '@ots/shared/metrics';
 import { REQUEST_ID_HEADER } from '@ots/shared/subgraph-server';
 
@@ -18,6 +19,30 @@ function unavailable(serviceName: string): GraphQLError {
 }
 
 /**
+ * What Apollo's data source reads of an answer (status, two headers, the body), over the shared
+ * HTTP client (`postJson`: undici's request, a fifth of fetch's CPU per call) rather than `fetch`.
+ */
+function fetcherResponse(url: string, answer: HttpAnswer): FetcherResponse {
+  const header = (name: string) => {
+    const value = answer.headers[name.toLowerCase()];
+    return Array.isArray(value) ? value.join(', ') : (value ?? null);
+  };
+  const response = {
+    url,
+    status: answer.status,
+    ok: answer.status >= 200 && answer.status < 300,
+    statusText: '',
+    redirected: false,
+    bodyUsed: false,
+    headers: { get: header, has: (name: string) => header(name) !== null },
+    text: async () => answer.body,
+    json: async () => JSON.parse(answer.body) as unknown,
+    clone: () => response,
+  };
+  return response as unknown as FetcherResponse;
+}
+
+/**
  * Each subgraph fetch carries the signed assertion and the request id, and gives up after the
  * subgraph timeout. A subgraph that does not answer, or answers 5xx (e.g. while it stops), is
  * reported as SERVICE_UNAVAILABLE and noted in the context, so its fields' errors name those fields.
@@ -30,9 +55,10 @@ export class AuthenticatedDataSource extends RemoteGraphQLDataSource<GatewayCont
   ) {
     super({
       url,
-      fetcher: (async (input: string, init?: RequestInit) => {
+      fetcher: (async (input: string, init: { headers: Record<string, string>; body: string }) => {
         try {
-          return await timedSubgraphFetch('gateway', serviceName, () => fetch(input, { ...init, signal: AbortSignal.timeout(timeoutMs) }));
+          const answer = await timedSubgraphFetch('gateway', serviceName, () => postJson({ url: input, headers: init.headers, body: init.body, timeoutMs }));
+          return fetcherResponse(input, answer);
         } catch {
           throw unavailable(serviceName);
         }

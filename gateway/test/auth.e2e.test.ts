@@ -1,24 +1,15 @@
 import { Writable } from 'node:stream';
 import { getIntrospectionQuery } from 'graphql';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createLogger, REDACTED_PATHS } from '@ots/shared/logger';
-import { startStack, type HttpResult, type TestStack } from '../../testing/stack.ts';
+import { useStack } from '../../testing/fixture.ts';
+import type { HttpResult } from '../../testing/stack.ts';
 import { displayPrefixOf, generateApiKey, LIVE_PREFIX, createAccount, createKey, revokeKey, rollKey, setApiAccess } from '@ots/accounts';
 import { startGateway } from '../src/server.ts';
 
-let stack: TestStack;
-let alice: { accountId: string; apiKeyId: string; apiKey: string };
-
-beforeAll(async () => {
-  // The failed-authentication limit per address has its own test (limits.e2e); here many refusals come from one address.
-  stack = await startStack({ env: { FAILED_AUTH_BURST: '10000' } });
-  alice = await stack.createAccountWithKey('Alice');
-});
-
-afterAll(async () => {
-  await stack?.close();
-});
+// The failed-authentication limit per address has its own test (limits.e2e); here many refusals come from one address.
+const t = useStack({ env: { FAILED_AUTH_BURST: '10000' }, accounts: ['alice'] });
 
 const VIEWER = '{ viewer { account { id name createdAt } apiKey { id name environment displayPrefix createdAt expiresAt lastUsedAt revokedAt } } }';
 const INVALID = { detail: 'Invalid or expired API key' };
@@ -26,7 +17,7 @@ const DISABLED = { detail: 'API access is not enabled for this account' };
 const ISO_MILLIS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 function send(headers: Record<string, string>, query: string, extra: Record<string, unknown> = {}): Promise<HttpResult> {
-  return stack.post(JSON.stringify({ query, ...extra }), { 'content-type': 'application/json', ...headers });
+  return t.stack.post(JSON.stringify({ query, ...extra }), { 'content-type': 'application/json', ...headers });
 }
 
 function variantA(...responseKeys: string[]) {
@@ -44,7 +35,7 @@ function expectInvalidKey(result: HttpResult, apiKey: string) {
 }
 
 async function newKey(accountId: string, options: { expiresInMs?: number } = {}) {
-  const { key, apiKey } = await createKey(stack.management, accountId, { name: 'extra', ...options });
+  const { key, apiKey } = await createKey(t.stack.management, accountId, { name: 'extra', ...options });
   return { keyId: key.id, apiKey };
 }
 
@@ -58,20 +49,20 @@ describe('no X-API-Key: Variant A, 200', () => {
   });
 
   it('Authorization: Bearer <valid key> is not read', async () => {
-    const result = await send({ authorization: `Bearer ${alice.apiKey}` }, QUERY);
+    const result = await send({ authorization: `Bearer ${t.alice.apiKey}` }, QUERY);
     expect(result.status).toBe(200);
     expect(result.body).toEqual(variantA('viewer', 'mine'));
   });
 
   it('x-api-token: <valid key> is not read', async () => {
-    const result = await send({ 'x-api-token': alice.apiKey }, QUERY);
+    const result = await send({ 'x-api-token': t.alice.apiKey }, QUERY);
     expect(result.status).toBe(200);
     expect(result.body).toEqual(variantA('viewer', 'mine'));
   });
 
   it('an empty X-API-Key is no key, whatever Authorization and x-api-token say', async () => {
     for (const empty of ['', '   ']) {
-      const result = await send({ 'x-api-key': empty, authorization: `Bearer ${alice.apiKey}`, 'x-api-token': alice.apiKey }, QUERY);
+      const result = await send({ 'x-api-key': empty, authorization: `Bearer ${t.alice.apiKey}`, 'x-api-token': t.alice.apiKey }, QUERY);
       expect(result.status).toBe(200);
       expect(result.body).toEqual(variantA('viewer', 'mine'));
     }
@@ -97,7 +88,7 @@ describe('no X-API-Key: Variant A, 200', () => {
     const result = await send({}, 'mutation { createStrategy(input: { name: "Unauthenticated" }) { strategy { id } } }');
     expect(result.status).toBe(200);
     expect(result.body).toEqual(variantA('createStrategy'));
-    const strategies = await stack.graphql(alice.apiKey, '{ listStrategies { nodes { name } } }');
+    const strategies = await t.stack.graphql(t.alice.apiKey, '{ listStrategies { nodes { name } } }');
     expect(strategies.body.data.listStrategies.nodes).toEqual([]);
   });
 
@@ -119,47 +110,47 @@ describe('no X-API-Key: Variant A, 200', () => {
 });
 
 describe('a key that is not a live, current key: Variant B, 401', () => {
-  const aliceKeyBody = () => alice.apiKey.slice(LIVE_PREFIX.length);
+  const aliceKeyBody = () => t.alice.apiKey.slice(LIVE_PREFIX.length);
 
   it.each<[string, () => string]>([
     ['a malformed key', () => 'not-a-key'],
-    ['a truncated key', () => alice.apiKey.slice(0, -1)],
+    ['a truncated key', () => t.alice.apiKey.slice(0, -1)],
     ['a key of an unknown prefix', () => `svc_test_${aliceKeyBody()}`],
     ['a key of another service', () => `sk_live_${aliceKeyBody()}`],
     ['a sandbox key', () => `svc_sandbox_${aliceKeyBody()}`],
-    ['a mistyped key (one character changed)', () => alice.apiKey.slice(0, 12) + (alice.apiKey[12] === 'a' ? 'b' : 'a') + alice.apiKey.slice(13)],
+    ['a mistyped key (one character changed)', () => t.alice.apiKey.slice(0, 12) + (t.alice.apiKey[12] === 'a' ? 'b' : 'a') + t.alice.apiKey.slice(13)],
     ['a well-formed key with a valid checksum that was never issued', () => generateApiKey()],
   ])('%s', async (_what, keyOf) => {
     const apiKey = keyOf();
-    const result = await stack.graphql(apiKey, VIEWER);
+    const result = await t.stack.graphql(apiKey, VIEWER);
     expectInvalidKey(result, apiKey);
     expect(result.body).not.toHaveProperty('data');
     expect(result.body).not.toHaveProperty('errors');
   });
 
   it('a revoked key is refused at once, though it was just used', async () => {
-    const { keyId, apiKey } = await newKey(alice.accountId);
-    expect((await stack.graphql(apiKey, VIEWER)).status).toBe(200);
-    await revokeKey(stack.management, keyId);
-    expectInvalidKey(await stack.graphql(apiKey, VIEWER), apiKey);
+    const { keyId, apiKey } = await newKey(t.alice.accountId);
+    expect((await t.stack.graphql(apiKey, VIEWER)).status).toBe(200);
+    await revokeKey(t.stack.management, keyId);
+    expectInvalidKey(await t.stack.graphql(apiKey, VIEWER), apiKey);
     // and stays refused once every cache entry would have lapsed
     await new Promise((resolve) => setTimeout(resolve, 1_100));
-    expectInvalidKey(await stack.graphql(apiKey, VIEWER), apiKey);
+    expectInvalidKey(await t.stack.graphql(apiKey, VIEWER), apiKey);
   });
 
   it('an expired key is refused', async () => {
-    const { apiKey } = await newKey(alice.accountId, { expiresInMs: 1 });
+    const { apiKey } = await newKey(t.alice.accountId, { expiresInMs: 1 });
     await new Promise((resolve) => setTimeout(resolve, 5));
-    expectInvalidKey(await stack.graphql(apiKey, VIEWER), apiKey);
+    expectInvalidKey(await t.stack.graphql(apiKey, VIEWER), apiKey);
   });
 
   it('a key that expires while cached is refused from its expiry on', async () => {
-    const { apiKey } = await newKey(alice.accountId, { expiresInMs: 700 });
-    const first = await stack.graphql(apiKey, VIEWER);
+    const { apiKey } = await newKey(t.alice.accountId, { expiresInMs: 700 });
+    const first = await t.stack.graphql(apiKey, VIEWER);
     expect(first.status).toBe(200);
     expect(Date.parse(first.body.data.viewer.apiKey.expiresAt)).toBeGreaterThan(Date.now());
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, Date.parse(first.body.data.viewer.apiKey.expiresAt) - Date.now() + 20)));
-    expectInvalidKey(await stack.graphql(apiKey, VIEWER), apiKey);
+    expectInvalidKey(await t.stack.graphql(apiKey, VIEWER), apiKey);
   });
 
   it('an unknown key is refused whatever the document asks for', async () => {
@@ -171,56 +162,56 @@ describe('a key that is not a live, current key: Variant B, 401', () => {
 
 describe('an account with API access disabled: 403', () => {
   it('is refused with 403 and the documented detail, and works again once re-enabled', async () => {
-    const bob = await stack.createAccountWithKey('Bob');
-    expect((await stack.graphql(bob.apiKey, VIEWER)).status).toBe(200);
+    const bob = await t.stack.createAccountWithKey('Bob');
+    expect((await t.stack.graphql(bob.apiKey, VIEWER)).status).toBe(200);
 
-    await setApiAccess(stack.management, bob.accountId, false);
-    const refused = await stack.graphql(bob.apiKey, VIEWER);
+    await setApiAccess(t.stack.management, bob.accountId, false);
+    const refused = await t.stack.graphql(bob.apiKey, VIEWER);
     expect(refused.status).toBe(403);
     expect(refused.body).toEqual(DISABLED);
     expect(JSON.stringify(refused.body)).not.toContain(bob.apiKey);
 
     // A second key of the same account is refused the same way.
     const { apiKey: second } = await newKey(bob.accountId);
-    expect((await stack.graphql(second, VIEWER)).status).toBe(403);
+    expect((await t.stack.graphql(second, VIEWER)).status).toBe(403);
 
-    await setApiAccess(stack.management, bob.accountId, true);
-    const again = await stack.graphql(bob.apiKey, VIEWER);
+    await setApiAccess(t.stack.management, bob.accountId, true);
+    const again = await t.stack.graphql(bob.apiKey, VIEWER);
     expect(again.status).toBe(200);
     expect(again.body.data.viewer.account.id).toBe(bob.accountId);
   });
 
   it('a revoked key of a disabled account is 401, not 403', async () => {
-    const carol = await stack.createAccountWithKey('Carol');
-    await revokeKey(stack.management, carol.apiKeyId);
-    await setApiAccess(stack.management, carol.accountId, false);
-    expectInvalidKey(await stack.graphql(carol.apiKey, VIEWER), carol.apiKey);
+    const carol = await t.stack.createAccountWithKey('Carol');
+    await revokeKey(t.stack.management, carol.apiKeyId);
+    await setApiAccess(t.stack.management, carol.accountId, false);
+    expectInvalidKey(await t.stack.graphql(carol.apiKey, VIEWER), carol.apiKey);
   });
 });
 
 describe('a valid key', () => {
   it('viewer returns the account and the key, never the key itself', async () => {
-    const result = await stack.graphql(alice.apiKey, VIEWER);
+    const result = await t.stack.graphql(t.alice.apiKey, VIEWER);
     expect(result.status).toBe(200);
     expect(result.body.errors).toBeUndefined();
     const { account, apiKey } = result.body.data.viewer;
-    expect(account).toEqual({ id: alice.accountId, name: 'Alice', createdAt: expect.stringMatching(ISO_MILLIS) });
+    expect(account).toEqual({ id: t.alice.accountId, name: 'Alice', createdAt: expect.stringMatching(ISO_MILLIS) });
     expect(apiKey).toMatchObject({
-      id: alice.apiKeyId,
+      id: t.alice.apiKeyId,
       name: 'test',
       environment: 'LIVE',
-      displayPrefix: displayPrefixOf(alice.apiKey),
+      displayPrefix: displayPrefixOf(t.alice.apiKey),
       createdAt: expect.stringMatching(ISO_MILLIS),
       expiresAt: null,
       revokedAt: null,
     });
     expect(apiKey.displayPrefix).toMatch(/^svc_live_[0-9A-Za-z]{4}…[0-9A-Za-z]{4}$/);
-    expect(apiKey.displayPrefix).toBe(`svc_live_${alice.apiKey.slice(9, 13)}…${alice.apiKey.slice(-4)}`);
-    expect(JSON.stringify(result.body)).not.toContain(alice.apiKey);
+    expect(apiKey.displayPrefix).toBe(`svc_live_${t.alice.apiKey.slice(9, 13)}…${t.alice.apiKey.slice(-4)}`);
+    expect(JSON.stringify(result.body)).not.toContain(t.alice.apiKey);
   });
 
   it('carries RateLimit-Policy and RateLimit headers', async () => {
-    const result = await stack.graphql(alice.apiKey, VIEWER);
+    const result = await t.stack.graphql(t.alice.apiKey, VIEWER);
     expect(result.headers.get('ratelimit-policy')).toBe('"api-key";q=100;w=2');
     expect(result.headers.get('ratelimit')).toMatch(/^"api-key";r=\d{1,3};t=\d+$/);
     const remaining = Number(/r=(\d+)/.exec(result.headers.get('ratelimit')!)![1]);
@@ -228,15 +219,15 @@ describe('a valid key', () => {
   });
 
   it('sees only its own account', async () => {
-    const dave = await stack.createAccountWithKey('Dave');
-    const [a, d] = await Promise.all([stack.graphql(alice.apiKey, VIEWER), stack.graphql(dave.apiKey, VIEWER)]);
-    expect(a.body.data.viewer.account.id).toBe(alice.accountId);
+    const dave = await t.stack.createAccountWithKey('Dave');
+    const [a, d] = await Promise.all([t.stack.graphql(t.alice.apiKey, VIEWER), t.stack.graphql(dave.apiKey, VIEWER)]);
+    expect(a.body.data.viewer.account.id).toBe(t.alice.accountId);
     expect(d.body.data.viewer.account).toMatchObject({ id: dave.accountId, name: 'Dave' });
     expect(d.body.data.viewer.apiKey.id).toBe(dave.apiKeyId);
   });
 
   it('introspection works with a valid key', async () => {
-    const result = await stack.graphql(alice.apiKey, '{ __schema { queryType { name } mutationType { name } types { name } } }');
+    const result = await t.stack.graphql(t.alice.apiKey, '{ __schema { queryType { name } mutationType { name } types { name } } }');
     expect(result.status).toBe(200);
     expect(result.body.data.__schema.queryType.name).toBe('Query');
     expect(result.body.data.__schema.types.map((t: { name: string }) => t.name)).toEqual(expect.arrayContaining(['OrderSubmission', 'Strategy', 'Fill', 'Viewer']));
@@ -245,15 +236,15 @@ describe('a valid key', () => {
   // GraphQL tools (GraphiQL, codegen, Apollo Sandbox, Postman) send graphql-js's standard
   // introspection query; the contract's "a person with a GraphQL tool" relies on it working with a key.
   it('the standard introspection query of GraphQL tools works with a valid key', async () => {
-    const result = await stack.graphql(alice.apiKey, getIntrospectionQuery());
+    const result = await t.stack.graphql(t.alice.apiKey, getIntrospectionQuery());
     expect(result.body.errors, JSON.stringify(result.body.errors)).toBeUndefined();
     expect(result.status).toBe(200);
     expect(result.body.data.__schema.queryType.name).toBe('Query');
   });
 
   it('lastUsedAt becomes set after use (flushed off the request path) and the key never shows', async () => {
-    const { keyId, apiKey } = await newKey(alice.accountId);
-    const first = await stack.graphql(apiKey, VIEWER);
+    const { keyId, apiKey } = await newKey(t.alice.accountId);
+    const first = await t.stack.graphql(apiKey, VIEWER);
     expect(first.status).toBe(200);
     expect(first.body.data.viewer.apiKey.id).toBe(keyId);
     const usedAround = Date.now();
@@ -262,7 +253,7 @@ describe('a valid key', () => {
     let last: HttpResult = first;
     while (lastUsedAt === null && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 400));
-      last = await stack.graphql(apiKey, VIEWER);
+      last = await t.stack.graphql(apiKey, VIEWER);
       lastUsedAt = last.body.data.viewer.apiKey.lastUsedAt;
     }
     expect(lastUsedAt).toMatch(ISO_MILLIS);
@@ -274,77 +265,77 @@ describe('a valid key', () => {
 
 describe('rolled keys', () => {
   it('the new key works, the old one works during the grace, and a grace of 0 refuses the old one at once', async () => {
-    const account = await createAccount(stack.management, 'Roller');
+    const account = await createAccount(t.stack.management, 'Roller');
     const original = await newKey(account.id);
-    expect((await stack.graphql(original.apiKey, VIEWER)).status).toBe(200);
+    expect((await t.stack.graphql(original.apiKey, VIEWER)).status).toBe(200);
 
-    const rolled = await rollKey(stack.management, original.keyId, 3_600_000);
+    const rolled = await rollKey(t.stack.management, original.keyId, 3_600_000);
     expect(rolled.previousKeyId).toBe(original.keyId);
     expect(rolled.apiKey).not.toBe(original.apiKey);
-    const viaNew = await stack.graphql(rolled.apiKey, VIEWER);
+    const viaNew = await t.stack.graphql(rolled.apiKey, VIEWER);
     expect(viaNew.status).toBe(200);
     expect(viaNew.body.data.viewer).toMatchObject({ account: { id: account.id }, apiKey: { id: rolled.keyId } });
 
-    const viaOld = await stack.graphql(original.apiKey, VIEWER);
+    const viaOld = await t.stack.graphql(original.apiKey, VIEWER);
     expect(viaOld.status).toBe(200);
     expect(viaOld.body.data.viewer.apiKey.id).toBe(original.keyId);
     expect(Date.parse(viaOld.body.data.viewer.apiKey.expiresAt)).toBe(rolled.previousExpiresAt.getTime());
     expect(rolled.previousExpiresAt.getTime() - Date.now()).toBeGreaterThan(3_500_000);
 
-    const rolledAgain = await rollKey(stack.management, rolled.keyId, 0);
-    expectInvalidKey(await stack.graphql(rolled.apiKey, VIEWER), rolled.apiKey);
-    const viaNewest = await stack.graphql(rolledAgain.apiKey, VIEWER);
+    const rolledAgain = await rollKey(t.stack.management, rolled.keyId, 0);
+    expectInvalidKey(await t.stack.graphql(rolled.apiKey, VIEWER), rolled.apiKey);
+    const viaNewest = await t.stack.graphql(rolledAgain.apiKey, VIEWER);
     expect(viaNewest.status).toBe(200);
     expect(viaNewest.body.data.viewer.apiKey.id).toBe(rolledAgain.keyId);
     // The first key's grace (1 h) is untouched by the second roll.
-    expect((await stack.graphql(original.apiKey, VIEWER)).status).toBe(200);
+    expect((await t.stack.graphql(original.apiKey, VIEWER)).status).toBe(200);
   });
 });
 
 describe('the key never reaches a response body', () => {
   it('not in a validation error, a refused key, nor a disabled account', async () => {
-    const eve = await stack.createAccountWithKey('Eve');
+    const eve = await t.stack.createAccountWithKey('Eve');
     const results = [
-      await stack.graphql(eve.apiKey, '{ viewer { nosuchfield } }'),
-      await stack.graphql(eve.apiKey, '{ viewer { account { id } '),
-      await stack.graphql(eve.apiKey, 'query ($x: Int!) { viewer { account { id } } }', { x: 'nope' }),
-      await stack.post(JSON.stringify([{ query: '{ viewer { account { id } } }' }]), { 'content-type': 'application/json', 'x-api-key': eve.apiKey }),
+      await t.stack.graphql(eve.apiKey, '{ viewer { nosuchfield } }'),
+      await t.stack.graphql(eve.apiKey, '{ viewer { account { id } '),
+      await t.stack.graphql(eve.apiKey, 'query ($x: Int!) { viewer { account { id } } }', { x: 'nope' }),
+      await t.stack.post(JSON.stringify([{ query: '{ viewer { account { id } } }' }]), { 'content-type': 'application/json', 'x-api-key': eve.apiKey }),
     ];
     for (const result of results) {
       expect(result.status).toBeGreaterThanOrEqual(400);
       expect(JSON.stringify(result.body)).not.toContain(eve.apiKey);
       expect(JSON.stringify(result.body)).not.toContain(eve.apiKey.slice(LIVE_PREFIX.length, LIVE_PREFIX.length + 12));
     }
-    await setApiAccess(stack.management, eve.accountId, false);
-    const disabled = await stack.graphql(eve.apiKey, VIEWER);
+    await setApiAccess(t.stack.management, eve.accountId, false);
+    const disabled = await t.stack.graphql(eve.apiKey, VIEWER);
     expect(disabled.status).toBe(403);
     expect(JSON.stringify(disabled.body)).not.toContain(eve.apiKey);
-    await revokeKey(stack.management, eve.apiKeyId);
-    expectInvalidKey(await stack.graphql(eve.apiKey, VIEWER), eve.apiKey);
+    await revokeKey(t.stack.management, eve.apiKeyId);
+    expectInvalidKey(await t.stack.graphql(eve.apiKey, VIEWER), eve.apiKey);
   });
 });
 
 describe('a second gateway over the same key store', () => {
   it('in production, a key sent over plain HTTP is refused; through a TLS-terminating proxy it is served', async () => {
     const gateway = await startGateway({
-      config: { ...stack.config, production: true, trustProxy: ['loopback'] },
-      keyStore: stack.running.keys.keyStore,
+      config: { ...t.stack.config, production: true, trustProxy: ['loopback'] },
+      keyStore: t.stack.running.keys.keyStore,
       logger: createLogger('production-gateway', 'silent'),
       port: 0,
       isReady: async () => true,
     });
     try {
-      const plain = await stack.post(JSON.stringify({ query: VIEWER }), { 'content-type': 'application/json', 'x-api-key': alice.apiKey }, gateway.url);
+      const plain = await t.stack.post(JSON.stringify({ query: VIEWER }), { 'content-type': 'application/json', 'x-api-key': t.alice.apiKey }, gateway.url);
       expect(plain.status).toBeGreaterThanOrEqual(400);
       expect(plain.body).not.toHaveProperty('data');
-      expect(JSON.stringify(plain.body)).not.toContain(alice.apiKey);
-      const proxied = await stack.post(
+      expect(JSON.stringify(plain.body)).not.toContain(t.alice.apiKey);
+      const proxied = await t.stack.post(
         JSON.stringify({ query: VIEWER }),
-        { 'content-type': 'application/json', 'x-api-key': alice.apiKey, 'x-forwarded-proto': 'https' },
+        { 'content-type': 'application/json', 'x-api-key': t.alice.apiKey, 'x-forwarded-proto': 'https' },
         gateway.url,
       );
       expect(proxied.status).toBe(200);
-      expect(proxied.body.data.viewer.account.id).toBe(alice.accountId);
+      expect(proxied.body.data.viewer.account.id).toBe(t.alice.accountId);
     } finally {
       await gateway.close();
     }
@@ -359,20 +350,20 @@ describe('a second gateway over the same key store', () => {
       },
     });
     const logger = pino({ level: 'trace', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, sink);
-    const gateway = await startGateway({ config: stack.config, keyStore: stack.running.keys.keyStore, logger, port: 0, isReady: async () => true });
-    const frank = await stack.createAccountWithKey('Frank');
+    const gateway = await startGateway({ config: t.stack.config, keyStore: t.stack.running.keys.keyStore, logger, port: 0, isReady: async () => true });
+    const frank = await t.stack.createAccountWithKey('Frank');
     const unknown = generateApiKey();
     try {
       const at = (apiKey: string | undefined, query: string) =>
-        stack.post(JSON.stringify({ query }), { 'content-type': 'application/json', ...(apiKey ? { 'x-api-key': apiKey } : {}) }, gateway.url);
+        t.stack.post(JSON.stringify({ query }), { 'content-type': 'application/json', ...(apiKey ? { 'x-api-key': apiKey } : {}) }, gateway.url);
       expect((await at(frank.apiKey, VIEWER)).status).toBe(200);
       expect((await at(frank.apiKey, '{ viewer { nosuchfield } }')).status).toBe(400);
       expect((await at(frank.apiKey, '{ listOrderSubmissions { nodes { ...A } } } fragment A on OrderSubmission { strategy { orderSubmissions { nodes { ...A } } } }')).status).toBeGreaterThanOrEqual(400);
       expect((await at(unknown, VIEWER)).status).toBe(401);
       expect((await at('svc_live_short', VIEWER)).status).toBe(401);
-      await setApiAccess(stack.management, frank.accountId, false);
+      await setApiAccess(t.stack.management, frank.accountId, false);
       expect((await at(frank.apiKey, VIEWER)).status).toBe(403);
-      await setApiAccess(stack.management, frank.accountId, true);
+      await setApiAccess(t.stack.management, frank.accountId, true);
     } finally {
       await gateway.close();
     }

@@ -4,7 +4,7 @@ import { createDatabase } from '@ots/shared/db';
 import { createLogger } from '@ots/shared/logger';
 import { createRedis } from '@ots/shared/redis';
 import type { RunningServer } from '@ots/shared/subgraph-server';
-import { startStack, type TestStack } from '../../testing/stack.ts';
+import { useStack } from '../../testing/fixture.ts';
 import { ACCOUNTS_SCHEMA as SCHEMA, generateApiKey, createKey, ApiKeyStore, type AccountsDatabase } from '@ots/accounts';
 import { startGateway } from '../src/server.ts';
 
@@ -39,30 +39,31 @@ class KeyQueryCounter implements KyselyPlugin {
   }
 }
 
-let stack: TestStack;
+const t = useStack({
+  env: { FAILED_AUTH_PER_SECOND: String(FAILED_AUTH_PER_SECOND), FAILED_AUTH_BURST: '30', KEY_LOOKUP_CONCURRENCY: String(KEY_LOOKUP_CONCURRENCY) },
+  accounts: [],
+});
 let gateway: RunningServer;
 let keyStore: ApiKeyStore;
 const counter = new KeyQueryCounter();
 const closers: (() => Promise<unknown>)[] = [];
 
 beforeAll(async () => {
-  stack = await startStack({ env: { FAILED_AUTH_PER_SECOND: String(FAILED_AUTH_PER_SECOND), FAILED_AUTH_BURST: '30', KEY_LOOKUP_CONCURRENCY: String(KEY_LOOKUP_CONCURRENCY) } });
   // A gateway of its own, whose key store reads Postgres through the counter.
   const log = createLogger('failed-auth', 'silent');
-  const db = createDatabase<AccountsDatabase>({ url: stack.databaseUrl, schema: SCHEMA, applicationName: 'counted-key-store' });
-  const redis = createRedis(stack.config.redisUrl!, log);
-  keyStore = new ApiKeyStore({ db: db.withPlugin(counter), redis, redisKeyPrefix: stack.config.redisKeyPrefix, log });
+  const db = createDatabase<AccountsDatabase>({ url: t.stack.databaseUrl, schema: SCHEMA, applicationName: 'counted-key-store' });
+  const redis = createRedis(t.stack.config.redisUrl!, log);
+  keyStore = new ApiKeyStore({ db: db.withPlugin(counter), redis, redisKeyPrefix: t.stack.config.redisKeyPrefix, log });
   await keyStore.start();
-  gateway = await startGateway({ config: stack.config, keyStore, logger: log, port: 0, isReady: async () => true });
+  gateway = await startGateway({ config: t.stack.config, keyStore, logger: log, port: 0, isReady: async () => true });
   closers.push(() => gateway.close(), () => keyStore.close(), async () => redis.disconnect(), () => db.destroy());
 });
 afterAll(async () => {
   for (const close of closers) await close();
-  await stack?.close();
 });
 
 async function viewer(apiKey: string): Promise<number> {
-  const result = await stack.post(JSON.stringify({ query: VIEWER }), { 'content-type': 'application/json', 'x-api-key': apiKey }, gateway.url);
+  const result = await t.stack.post(JSON.stringify({ query: VIEWER }), { 'content-type': 'application/json', 'x-api-key': apiKey }, gateway.url);
   return result.status;
 }
 
@@ -85,15 +86,14 @@ const tally = (statuses: number[]) => statuses.reduce<Record<number, number>>((c
 
 describe('failed authentications never lock out a valid key', () => {
   it('after 1,000 made-up keys from one address, a valid key new to every cache still works from it; the guesser stays refused', async () => {
-    const { accountId } = await stack.createAccountWithKey('Behind the same proxy');
+    const { accountId } = await t.stack.createAccountWithKey('Behind the same proxy');
     const guesses = Array.from({ length: 1000 }, () => generateApiKey());
 
     // A valid key issued during the flood, and sent in the middle of it, from the same address.
-    let duringFlood: Promise<number> | undefined;
     const flooding = flood(guesses, 20);
     await new Promise((resolve) => setTimeout(resolve, 150));
-    const { apiKey: issuedDuring } = await createKey(stack.management, accountId, { name: 'issued during the flood' });
-    duringFlood = viewer(issuedDuring);
+    const { apiKey: issuedDuring } = await createKey(t.stack.management, accountId, { name: 'issued during the flood' });
+    const duringFlood = viewer(issuedDuring);
     const statuses = await flooding;
 
     const counts = tally(statuses);
@@ -104,7 +104,7 @@ describe('failed authentications never lock out a valid key', () => {
     expect(await duringFlood).toBe(200);
 
     // Uncached: created after the flood, never sent before.
-    const { apiKey: fresh } = await createKey(stack.management, accountId, { name: 'fresh' });
+    const { apiKey: fresh } = await createKey(t.stack.management, accountId, { name: 'fresh' });
     const before = counter.count;
     expect(await viewer(fresh)).toBe(200);
     expect(counter.count - before).toBe(1);

@@ -1,29 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { getIntrospectionQuery } from 'graphql';
 import { createLogger } from '@ots/shared/logger';
-import { startStack, type TestStack } from '../../testing/stack.ts';
+import { useStack } from '../../testing/fixture.ts';
 import { generateApiKey, openKeyStore } from '@ots/accounts';
 import { startGateway } from '../src/server.ts';
 
 const VIEWER = '{ viewer { account { id } } }';
 const json = { 'content-type': 'application/json' };
-let stack: TestStack;
-let apiKey: string;
-
-beforeAll(async () => {
-  stack = await startStack({ env: { FAILED_AUTH_BURST: '3', FAILED_AUTH_PER_SECOND: '1' } });
-  ({ apiKey } = await stack.createAccountWithKey());
-});
-afterAll(async () => stack?.close());
+const t = useStack({ env: { FAILED_AUTH_BURST: '3', FAILED_AUTH_PER_SECOND: '1' }, accounts: ['alice'] });
 
 describe('answers that name nothing internal', () => {
   it('a key look-up whose database is unreachable is a masked 503, not the driver error with its host and port', async () => {
-    const config = { ...stack.config, databaseUrl: 'postgres://postgres@127.0.0.1:1/nowhere', redisUrl: undefined };
+    const config = { ...t.stack.config, databaseUrl: 'postgres://postgres@127.0.0.1:1/nowhere', redisUrl: undefined };
     const logger = createLogger('unreachable-db', 'silent');
     const keys = openKeyStore(config, logger, { listen: false });
     const gateway = await startGateway({ config, keyStore: keys.keyStore, logger, port: 0, isReady: async () => false });
     try {
-      const result = await stack.post(JSON.stringify({ query: VIEWER }), { ...json, 'x-api-key': apiKey }, gateway.url);
+      const result = await t.stack.post(JSON.stringify({ query: VIEWER }), { ...json, 'x-api-key': t.alice.apiKey }, gateway.url);
       expect(result.status).toBe(503);
       expect(result.headers.get('retry-after')).toBe('1');
       expect(result.body).toEqual({ detail: 'The service is temporarily unavailable' });
@@ -34,10 +27,10 @@ describe('answers that name nothing internal', () => {
   });
 
   it('a subgraph that is down is named only on the root fields it owns; a field legitimately null keeps no error', async () => {
-    await stack.stopService('strategies');
+    await t.stack.stopService('strategies');
     try {
-      const result = await stack.graphql(
-        apiKey,
+      const result = await t.stack.graphql(
+        t.alice.apiKey,
         '{ absent: orderSubmission(id: "01a20000-0000-7000-8000-000000000000") { id } strategy(id: "01a20000-0000-7000-8000-000000000000") { id } viewer { account { id } } }',
       );
       expect(result.status).toBe(200);
@@ -47,25 +40,25 @@ describe('answers that name nothing internal', () => {
       expect(result.body.errors[0].extensions.code).toBe('SERVICE_UNAVAILABLE');
       expect(JSON.stringify(result.body)).not.toMatch(/127\.0\.0\.1|localhost|ECONN/);
     } finally {
-      await stack.startService('strategies');
+      await t.stack.startService('strategies');
     }
   });
 });
 
 describe('the request around the document', () => {
   it('a text/plain body is refused with 415', async () => {
-    const result = await stack.post(VIEWER, { 'content-type': 'text/plain', 'x-api-key': apiKey });
+    const result = await t.stack.post(VIEWER, { 'content-type': 'text/plain', 'x-api-key': t.alice.apiKey });
     expect(result.status).toBe(415);
   });
 
   it('a body without a query gets a GraphQL-shaped 400', async () => {
-    const result = await stack.post(JSON.stringify({ variables: {} }), { ...json, 'x-api-key': apiKey });
+    const result = await t.stack.post(JSON.stringify({ variables: {} }), { ...json, 'x-api-key': t.alice.apiKey });
     expect(result.status).toBe(400);
     expect(result.body).toEqual({ data: null, errors: [expect.objectContaining({ extensions: { code: 'BAD_REQUEST' } })] });
   });
 
   it("the gateway makes its own request id rather than adopting the client's", async () => {
-    const result = await stack.post(JSON.stringify({ query: VIEWER }), { ...json, 'x-api-key': apiKey, 'x-request-id': 'forged-id-1' });
+    const result = await t.stack.post(JSON.stringify({ query: VIEWER }), { ...json, 'x-api-key': t.alice.apiKey, 'x-request-id': 'forged-id-1' });
     expect(result.status).toBe(200);
     expect(result.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
   });
@@ -73,7 +66,7 @@ describe('the request around the document', () => {
 
 describe('Variant A corners', () => {
   it('a root that selects only a missing fragment still gets one Authentication required error, named after the operation', async () => {
-    const result = await stack.post(JSON.stringify({ query: 'query Mine { ...Missing }' }), json);
+    const result = await t.stack.post(JSON.stringify({ query: 'query Mine { ...Missing }' }), json);
     expect(result.status).toBe(200);
     expect(result.body).toEqual({
       data: null,
@@ -82,10 +75,10 @@ describe('Variant A corners', () => {
   });
 
   it('in production over plain HTTP, a request without a key still gets Variant A', async () => {
-    const config = { ...stack.config, production: true };
-    const gateway = await startGateway({ config, keyStore: stack.running.keys.keyStore, logger: createLogger('production', 'silent'), port: 0, isReady: async () => true });
+    const config = { ...t.stack.config, production: true };
+    const gateway = await startGateway({ config, keyStore: t.stack.running.keys.keyStore, logger: createLogger('production', 'silent'), port: 0, isReady: async () => true });
     try {
-      const result = await stack.post(JSON.stringify({ query: VIEWER }), json, gateway.url);
+      const result = await t.stack.post(JSON.stringify({ query: VIEWER }), json, gateway.url);
       expect(result.status).toBe(200);
       expect(result.body.errors[0].message).toBe('Authentication required');
     } finally {
@@ -94,11 +87,11 @@ describe('Variant A corners', () => {
   });
 
   it('in production, introspection works with a valid key', async () => {
-    const config = { ...stack.config, production: true, trustProxy: ['loopback'] };
-    const gateway = await startGateway({ config, keyStore: stack.running.keys.keyStore, logger: createLogger('production', 'silent'), port: 0, isReady: async () => true });
+    const config = { ...t.stack.config, production: true, trustProxy: ['loopback'] };
+    const gateway = await startGateway({ config, keyStore: t.stack.running.keys.keyStore, logger: createLogger('production', 'silent'), port: 0, isReady: async () => true });
     try {
-      const headers = { ...json, 'x-api-key': apiKey, 'x-forwarded-proto': 'https' };
-      const result = await stack.post(JSON.stringify({ query: getIntrospectionQuery() }), headers, gateway.url);
+      const headers = { ...json, 'x-api-key': t.alice.apiKey, 'x-forwarded-proto': 'https' };
+      const result = await t.stack.post(JSON.stringify({ query: getIntrospectionQuery() }), headers, gateway.url);
       expect(result.status, JSON.stringify(result.body)).toBe(200);
       expect(result.body.data.__schema.queryType.name).toBe('Query');
     } finally {
@@ -109,19 +102,19 @@ describe('Variant A corners', () => {
 
 describe('an outage below a root field', () => {
   it("orders down: a strategy's orderSubmissions cannot be null, so the strategy is, and the error names it", async () => {
-    const { apiKey: owner } = await stack.createAccountWithKey('Outage below the root');
-    const created = await stack.graphql(owner, 'mutation { createStrategy(input: { name: "Momentum" }) { strategy { id } } }');
+    const { apiKey: owner } = await t.stack.createAccountWithKey('Outage below the root');
+    const created = await t.stack.graphql(owner, 'mutation { createStrategy(input: { name: "Momentum" }) { strategy { id } } }');
     const strategyId = created.body.data.createStrategy.strategy.id;
-    await stack.stopService('orders');
+    await t.stack.stopService('orders');
     try {
-      const result = await stack.graphql(owner, `{ viewer { account { id } } strategy(id: "${strategyId}") { name orderSubmissions { nodes { id } } } }`);
+      const result = await t.stack.graphql(owner, `{ viewer { account { id } } strategy(id: "${strategyId}") { name orderSubmissions { nodes { id } } } }`);
       expect(result.body.data.viewer.account.id).toBeTruthy();
       expect(result.body.data.strategy).toBeNull();
       expect(result.body.errors.map((error: { path: string[]; extensions: { code: string } }) => [error.path, error.extensions.code])).toEqual([
         [['strategy'], 'SERVICE_UNAVAILABLE'],
       ]);
     } finally {
-      await stack.startService('orders');
+      await t.stack.startService('orders');
     }
   });
 });
@@ -129,12 +122,12 @@ describe('an outage below a root field', () => {
 // Last: it leaves this address over its failure limit (valid keys still pass: failed-auth.e2e).
 describe('failed authentications per client address', () => {
   it('an address over its limit gets 429 for new guesses, while a key the caches know still works from it', async () => {
-    const { apiKey: known } = await stack.createAccountWithKey('Shares an address');
-    expect((await stack.graphql(known, VIEWER)).status).toBe(200);
+    const { apiKey: known } = await t.stack.createAccountWithKey('Shares an address');
+    expect((await t.stack.graphql(known, VIEWER)).status).toBe(200);
     const guesses = [];
-    for (let i = 0; i < 4; i += 1) guesses.push((await stack.graphql(generateApiKey(), VIEWER)).status);
+    for (let i = 0; i < 4; i += 1) guesses.push((await t.stack.graphql(generateApiKey(), VIEWER)).status);
     expect(guesses).toEqual([401, 401, 401, 429]);
-    expect((await stack.graphql(generateApiKey(), VIEWER)).status).toBe(429);
-    expect((await stack.graphql(known, VIEWER)).status).toBe(200);
+    expect((await t.stack.graphql(generateApiKey(), VIEWER)).status).toBe(429);
+    expect((await t.stack.graphql(known, VIEWER)).status).toBe(200);
   });
 });

@@ -1,9 +1,10 @@
 import net from 'node:net';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SERVICE_NAMES, type Config } from '@ots/shared/config';
 import { createLogger } from '@ots/shared/logger';
-import { startStack, type HttpResult, type TestStack } from '../../testing/stack.ts';
+import { useStack } from '../../testing/fixture.ts';
+import type { HttpResult } from '../../testing/stack.ts';
 import { generateApiKey } from '@ots/accounts';
 import { startGateway } from '../src/server.ts';
 
@@ -35,20 +36,10 @@ function expectRefusedBeforeExecution(result: HttpResult, message: RegExp) {
 }
 
 describe('with the default limits', () => {
-  let stack: TestStack;
-  let apiKey: string;
+  const t = useStack({ accounts: ['limits'] });
 
-  beforeAll(async () => {
-    stack = await startStack();
-    ({ apiKey } = await stack.createAccountWithKey('Limits'));
-  });
-
-  afterAll(async () => {
-    await stack?.close();
-  });
-
-  const json = (body: string, key: string | undefined = apiKey) =>
-    stack.post(body, { 'content-type': 'application/json', ...(key === undefined ? {} : { 'x-api-key': key }) });
+  const json = (body: string, key: string | undefined = t.limits.apiKey) =>
+    t.stack.post(body, { 'content-type': 'application/json', ...(key === undefined ? {} : { 'x-api-key': key }) });
 
   describe('the request body', () => {
     it('over 100 KiB is refused with 413, with or without a key', async () => {
@@ -93,12 +84,12 @@ describe('with the default limits', () => {
     it('a content type other than JSON is refused (400/415) and never executed', async () => {
       const body = JSON.stringify({ query: '{ viewer { account { id } } }' });
       for (const contentType of ['application/xml', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) {
-        const result = await stack.post(body, { 'content-type': contentType, 'x-api-key': apiKey });
+        const result = await t.stack.post(body, { 'content-type': contentType, 'x-api-key': t.limits.apiKey });
         expect(result.status, contentType).toBe(415);
       }
       // text/plain is what a cross-site form can send: it must not run either.
       for (const headers of [{ 'content-type': 'text/plain' }, {}] as Record<string, string>[]) {
-        const result = await stack.post(body, { ...headers, 'x-api-key': apiKey });
+        const result = await t.stack.post(body, { ...headers, 'x-api-key': t.limits.apiKey });
         expect([400, 415]).toContain(result.status);
         expect(JSON.stringify(result.body)).not.toContain('"viewer"');
       }
@@ -111,22 +102,22 @@ describe('with the default limits', () => {
     const depth10 = '{ listOrderSubmissions(first: 1) { nodes { strategy { orderSubmissions(first: 1) { nodes { strategy { orderSubmissions(first: 1) { nodes { fills { id } } } } } } } } } }';
 
     it('depth 10 is served, depth 11 is a top-level error with status 400', async () => {
-      const ok = await stack.graphql(apiKey, depth10);
+      const ok = await t.stack.graphql(t.limits.apiKey, depth10);
       expect(ok.body.errors).toBeUndefined();
       expect(ok.status).toBe(200);
-      expectRefusedBeforeExecution(await stack.graphql(apiKey, depth11), /depth/i);
+      expectRefusedBeforeExecution(await t.stack.graphql(t.limits.apiKey, depth11), /depth/i);
     });
 
     it('15 aliases are served, 16 are a top-level error with status 400', async () => {
       const aliased = (n: number) => `{ ${Array.from({ length: n }, (_, i) => `a${i}: viewer { account { id } }`).join(' ')} }`;
-      const ok = await stack.graphql(apiKey, aliased(15));
+      const ok = await t.stack.graphql(t.limits.apiKey, aliased(15));
       expect(ok.status).toBe(200);
       expect(Object.keys(ok.body.data)).toHaveLength(15);
-      expectRefusedBeforeExecution(await stack.graphql(apiKey, aliased(16)), /alias/i);
+      expectRefusedBeforeExecution(await t.stack.graphql(t.limits.apiKey, aliased(16)), /alias/i);
     });
 
     it('listOrderSubmissions(first: 200) with strategy and fills is served', async () => {
-      const result = await stack.graphql(apiKey, `{ ${FULL_PAGE} }`);
+      const result = await t.stack.graphql(t.limits.apiKey, `{ ${FULL_PAGE} }`);
       expect(result.body.errors).toBeUndefined();
       expect(result.status).toBe(200);
       expect(result.body.data.listOrderSubmissions.nodes).toEqual([]);
@@ -134,31 +125,31 @@ describe('with the default limits', () => {
 
     it('pages of pages are over the cost limit: a top-level error with status 400', async () => {
       const pagesOfPages = '{ listOrderSubmissions(first: 200) { nodes { id strategy { orderSubmissions(first: 200) { nodes { id } } } } } }';
-      expectRefusedBeforeExecution(await stack.graphql(apiKey, pagesOfPages), /cost/i);
+      expectRefusedBeforeExecution(await t.stack.graphql(t.limits.apiKey, pagesOfPages), /cost/i);
       const many = `{ ${Array.from({ length: 5 }, (_, i) => `p${i}: ${FULL_PAGE}`).join(' ')} }`;
-      expectRefusedBeforeExecution(await stack.graphql(apiKey, many), /cost/i);
+      expectRefusedBeforeExecution(await t.stack.graphql(t.limits.apiKey, many), /cost/i);
     });
 
     it('a document over 2,000 tokens is refused with 400, with or without a key', async () => {
       const long = `{ viewer { account { ${'id '.repeat(2_100)} } } }`;
-      expectRefusedBeforeExecution(await stack.graphql(apiKey, long), /token/i);
-      const anonymous = await stack.graphql(undefined, long);
+      expectRefusedBeforeExecution(await t.stack.graphql(t.limits.apiKey, long), /token/i);
+      const anonymous = await t.stack.graphql(undefined, long);
       expect(anonymous.status).toBe(400);
       expect(anonymous.body.errors[0].message).toMatch(/token/i);
     });
 
     it('a refused mutation changes nothing', async () => {
-      const { apiKey: own } = await stack.createAccountWithKey('Refused mutations');
+      const { apiKey: own } = await t.stack.createAccountWithKey('Refused mutations');
       const creates = (n: number) => `mutation { ${Array.from({ length: n }, (_, i) => `c${i}: createStrategy(input: { name: "S${i}" }) { strategy { id } }`).join(' ')} }`;
-      expectRefusedBeforeExecution(await stack.graphql(own, creates(16)), /alias/i);
-      const list = await stack.graphql(own, '{ listStrategies { nodes { id } } }');
+      expectRefusedBeforeExecution(await t.stack.graphql(own, creates(16)), /alias/i);
+      const list = await t.stack.graphql(own, '{ listStrategies { nodes { id } } }');
       expect(list.body.data.listStrategies.nodes).toEqual([]);
     });
 
     // graphql's own NoFragmentCycles rule refuses the document; the limit rules must not crash meanwhile.
     it('a document whose fragments spread each other in a cycle is a 400 validation error, not a server error', async () => {
       const cyclic = '{ listOrderSubmissions { nodes { ...A } } } fragment A on OrderSubmission { strategy { orderSubmissions { nodes { ...A } } } }';
-      const result = await stack.graphql(apiKey, cyclic);
+      const result = await t.stack.graphql(t.limits.apiKey, cyclic);
       expect(result.status).toBe(400);
       expect(result.body.errors.every((error: { extensions: { code: string } }) => error.extensions.code === 'GRAPHQL_VALIDATION_FAILED')).toBe(true);
       expect(result.body.errors.map((error: { message: string }) => error.message).join('\n')).toMatch(/cannot spread fragment/i);
@@ -167,7 +158,7 @@ describe('with the default limits', () => {
 
   describe('argument values', () => {
     it.each([201, 0, -1])('first: %i on listOrderSubmissions is a top-level BAD_USER_INPUT', async (first) => {
-      const result = await stack.graphql(apiKey, `{ listOrderSubmissions(first: ${first}) { nodes { id } } }`);
+      const result = await t.stack.graphql(t.limits.apiKey, `{ listOrderSubmissions(first: ${first}) { nodes { id } } }`);
       expect(result.body.data).toBeNull();
       expect(result.body.errors).toHaveLength(1);
       expect(result.body.errors[0]).toMatchObject({ path: ['listOrderSubmissions'], extensions: { code: 'BAD_USER_INPUT' } });
@@ -175,40 +166,40 @@ describe('with the default limits', () => {
     });
 
     it('first: 200 is accepted', async () => {
-      const result = await stack.graphql(apiKey, '{ listOrderSubmissions(first: 200) { nodes { id } } }');
+      const result = await t.stack.graphql(t.limits.apiKey, '{ listOrderSubmissions(first: 200) { nodes { id } } }');
       expect(result.body.errors).toBeUndefined();
     });
 
     it('a malformed DateTime is a top-level BAD_USER_INPUT naming the argument, inline or as a variable', async () => {
-      const inline = await stack.graphql(apiKey, '{ listOrderSubmissions(filter: { submittedAfter: "2026-02-30T00:00:00Z" }) { nodes { id } } }');
+      const inline = await t.stack.graphql(t.limits.apiKey, '{ listOrderSubmissions(filter: { submittedAfter: "2026-02-30T00:00:00Z" }) { nodes { id } } }');
       expect(inline.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: expect.stringContaining('submittedAfter') });
-      const variable = await stack.graphql(apiKey, 'query ($t: DateTime) { listOrderSubmissions(filter: { submittedAfter: $t }) { nodes { id } } }', { t: '2026-11-21T14:03:07' });
+      const variable = await t.stack.graphql(t.limits.apiKey, 'query ($t: DateTime) { listOrderSubmissions(filter: { submittedAfter: $t }) { nodes { id } } }', { t: '2026-11-21T14:03:07' });
       expect(variable.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: '$t' });
     });
 
     it('a Decimal sent as a JSON number or negative is a top-level BAD_USER_INPUT and creates nothing', async () => {
-      const { apiKey: own } = await stack.createAccountWithKey('Decimals');
+      const { apiKey: own } = await t.stack.createAccountWithKey('Decimals');
       const submit = 'mutation ($i: SubmitOrderInput!) { submitOrder(input: $i) { orderSubmission { id } error { code } } }';
       for (const quantity of [10, '-1', '1e3']) {
-        const result = await stack.graphql(own, submit, { i: { symbol: 'AAPL', side: 'BUY', type: 'MARKET', quantity } });
+        const result = await t.stack.graphql(own, submit, { i: { symbol: 'AAPL', side: 'BUY', type: 'MARKET', quantity } });
         expect(result.body.data ?? null).toBeNull();
         expect(result.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: '$i.quantity' });
       }
-      const inline = await stack.graphql(own, 'mutation { submitOrder(input: { symbol: "AAPL", side: BUY, type: MARKET, quantity: 10 }) { orderSubmission { id } } }');
+      const inline = await t.stack.graphql(own, 'mutation { submitOrder(input: { symbol: "AAPL", side: BUY, type: MARKET, quantity: 10 }) { orderSubmission { id } } }');
       expect(inline.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: 'input.quantity' });
-      const list = await stack.graphql(own, '{ listOrderSubmissions { nodes { id } } }');
+      const list = await t.stack.graphql(own, '{ listOrderSubmissions { nodes { id } } }');
       expect(list.body.data.listOrderSubmissions.nodes).toEqual([]);
     });
   });
 
   describe('errors never carry internals', () => {
     it('a subgraph that is down: the other root fields still get data, its field a top-level error naming no host', async () => {
-      const strategiesPort = String(new URL(stack.urls.strategies).port);
-      await stack.stopService('strategies');
+      const strategiesPort = String(new URL(t.stack.urls.strategies).port);
+      await t.stack.stopService('strategies');
       try {
         const started = Date.now();
-        const result = await stack.graphql(apiKey, '{ viewer { account { id } } strategy(id: "01a2002f-5e6c-707d-8b35-116f38247cd4") { id name } }');
-        expect(Date.now() - started).toBeLessThan(stack.config.limits.gatewayTimeoutMs);
+        const result = await t.stack.graphql(t.limits.apiKey, '{ viewer { account { id } } strategy(id: "01a2002f-5e6c-707d-8b35-116f38247cd4") { id name } }');
+        expect(Date.now() - started).toBeLessThan(t.stack.config.limits.gatewayTimeoutMs);
         expect(result.status).toBe(200);
         expect(result.body.data.viewer.account.id).toBeTruthy();
         expect(result.body.data.strategy).toBeNull();
@@ -218,17 +209,17 @@ describe('with the default limits', () => {
         // Contract section 2: a top-level error carries the path of the field it is about.
         expect(result.body.errors[0].path).toEqual(['strategy']);
       } finally {
-        await stack.startService('strategies');
+        await t.stack.startService('strategies');
       }
-      const after = await stack.graphql(apiKey, '{ strategy(id: "01a2002f-5e6c-707d-8b35-116f38247cd4") { id } }');
+      const after = await t.stack.graphql(t.limits.apiKey, '{ strategy(id: "01a2002f-5e6c-707d-8b35-116f38247cd4") { id } }');
       expect(after.body).toEqual({ data: { strategy: null } });
     });
 
     it('an internal failure is answered as "Internal server error", with no message, SQL or stack of its own', async () => {
       // An account whose rows vanish while its key is still cached makes the accounts resolver fail internally.
-      const victim = await stack.createAccountWithKey('Vanishing');
-      expect((await stack.graphql(victim.apiKey, '{ viewer { account { id } } }')).status).toBe(200);
-      const client = new pg.Client({ connectionString: stack.databaseUrl });
+      const victim = await t.stack.createAccountWithKey('Vanishing');
+      expect((await t.stack.graphql(victim.apiKey, '{ viewer { account { id } } }')).status).toBe(200);
+      const client = new pg.Client({ connectionString: t.stack.databaseUrl });
       await client.connect();
       try {
         await client.query('delete from accounts.api_keys where account_id = $1', [victim.accountId]);
@@ -236,7 +227,7 @@ describe('with the default limits', () => {
       } finally {
         await client.end();
       }
-      const result = await stack.graphql(victim.apiKey, '{ viewer { account { id name } } }');
+      const result = await t.stack.graphql(victim.apiKey, '{ viewer { account { id name } } }');
       // The key's record is still cached (Redis keeps it 30 s), so the request reaches the resolver.
       expect(result.status).toBe(200);
       expect(result.body.data).toBeNull();
@@ -269,11 +260,11 @@ describe('with the default limits', () => {
 
     async function gatewayWith(hungUrl: string, limits: Partial<Config['limits']>) {
       const config: Config = {
-        ...stack.config,
-        subgraphUrls: { ...stack.config.subgraphUrls, strategies: hungUrl },
-        limits: { ...stack.config.limits, ...limits },
+        ...t.stack.config,
+        subgraphUrls: { ...t.stack.config.subgraphUrls, strategies: hungUrl },
+        limits: { ...t.stack.config.limits, ...limits },
       };
-      return startGateway({ config, keyStore: stack.running.keys.keyStore, logger: createLogger('hung-test', 'silent'), port: 0, isReady: async () => true });
+      return startGateway({ config, keyStore: t.stack.running.keys.keyStore, logger: createLogger('hung-test', 'silent'), port: 0, isReady: async () => true });
     }
 
     const QUERY = JSON.stringify({ query: '{ viewer { account { id } } strategy(id: "01a2002f-5e6c-707d-8b35-116f38247cd4") { id name } }' });
@@ -283,7 +274,7 @@ describe('with the default limits', () => {
       const gateway = await gatewayWith(hung.url, { subgraphTimeoutMs: 400 });
       try {
         const started = Date.now();
-        const result = await stack.post(QUERY, { 'content-type': 'application/json', 'x-api-key': apiKey }, gateway.url);
+        const result = await t.stack.post(QUERY, { 'content-type': 'application/json', 'x-api-key': t.limits.apiKey }, gateway.url);
         expect(Date.now() - started).toBeLessThan(3_000);
         expect(result.status).toBe(200);
         expect(result.body.data.viewer.account.id).toBeTruthy();
@@ -302,7 +293,7 @@ describe('with the default limits', () => {
       const gateway = await gatewayWith(hung.url, { subgraphTimeoutMs: 20_000, gatewayTimeoutMs: 500 });
       try {
         const started = Date.now();
-        const result = await stack.post(QUERY, { 'content-type': 'application/json', 'x-api-key': apiKey }, gateway.url);
+        const result = await t.stack.post(QUERY, { 'content-type': 'application/json', 'x-api-key': t.limits.apiKey }, gateway.url);
         expect(Date.now() - started).toBeLessThan(3_000);
         expect(result.status).toBeGreaterThanOrEqual(500);
         expect(result.body.errors.length).toBeGreaterThanOrEqual(1);
@@ -316,7 +307,7 @@ describe('with the default limits', () => {
 
   describe('health', () => {
     it('/healthz and /readyz answer 200 without auth on the gateway and on every subgraph', async () => {
-      const bases = [stack.gatewayUrl, ...SERVICE_NAMES.map((name) => stack.urls[name])].map((url) => url.replace(/\/graphql$/, ''));
+      const bases = [t.stack.gatewayUrl, ...SERVICE_NAMES.map((name) => t.stack.urls[name])].map((url) => url.replace(/\/graphql$/, ''));
       expect(bases).toHaveLength(6);
       for (const base of bases) {
         for (const path of ['/healthz', '/readyz']) {
@@ -330,29 +321,21 @@ describe('with the default limits', () => {
 });
 
 describe('rate limits', () => {
-  let stack: TestStack;
-
-  beforeAll(async () => {
-    stack = await startStack({ env: { RATE_LIMIT_BURST: '5', RATE_LIMIT_PER_SECOND: '1', FAILED_AUTH_BURST: '3', FAILED_AUTH_PER_SECOND: '1' } });
-  });
-
-  afterAll(async () => {
-    await stack?.close();
-  });
+  const t = useStack({ env: { RATE_LIMIT_BURST: '5', RATE_LIMIT_PER_SECOND: '1', FAILED_AUTH_BURST: '3', FAILED_AUTH_PER_SECOND: '1' }, accounts: [] });
 
   it('per key: the 6th quick request of a burst of 5 gets 429 with Retry-After; other keys are untouched', async () => {
-    const busy = await stack.createAccountWithKey('Busy');
-    const quiet = await stack.createAccountWithKey('Quiet');
+    const busy = await t.stack.createAccountWithKey('Busy');
+    const quiet = await t.stack.createAccountWithKey('Quiet');
     const remaining: number[] = [];
     for (let i = 0; i < 5; i += 1) {
-      const result = await stack.graphql(busy.apiKey, '{ viewer { account { id } } }');
+      const result = await t.stack.graphql(busy.apiKey, '{ viewer { account { id } } }');
       expect(result.status, `request ${i + 1}`).toBe(200);
       expect(result.headers.get('ratelimit-policy')).toBe('"api-key";q=5;w=5');
       remaining.push(Number(/r=(\d+)/.exec(result.headers.get('ratelimit') ?? '')?.[1]));
     }
     expect(remaining).toEqual([4, 3, 2, 1, 0]);
 
-    const refused = await stack.graphql(busy.apiKey, '{ viewer { account { id } } }');
+    const refused = await t.stack.graphql(busy.apiKey, '{ viewer { account { id } } }');
     expect(refused.status).toBe(429);
     const retryAfter = refused.headers.get('retry-after');
     expect(retryAfter).toMatch(/^\d+$/);
@@ -360,25 +343,25 @@ describe('rate limits', () => {
     expect(refused.body).not.toHaveProperty('data');
     expect(refused.headers.get('ratelimit')).toMatch(/^"api-key";r=0;t=\d+$/);
 
-    expect((await stack.graphql(quiet.apiKey, '{ viewer { account { id } } }')).status).toBe(200);
+    expect((await t.stack.graphql(quiet.apiKey, '{ viewer { account { id } } }')).status).toBe(200);
 
     await new Promise((resolve) => setTimeout(resolve, Number(retryAfter) * 1_000 + 50));
-    expect((await stack.graphql(busy.apiKey, '{ viewer { account { id } } }')).status).toBe(200);
+    expect((await t.stack.graphql(busy.apiKey, '{ viewer { account { id } } }')).status).toBe(200);
   });
 
   it('failed authentications are limited per client address', async () => {
     for (let i = 0; i < 3; i += 1) {
-      const result = await stack.graphql(generateApiKey(), '{ viewer { account { id } } }');
+      const result = await t.stack.graphql(generateApiKey(), '{ viewer { account { id } } }');
       expect(result.status, `failure ${i + 1}`).toBe(401);
     }
-    const limited = await stack.graphql(generateApiKey(), '{ viewer { account { id } } }');
+    const limited = await t.stack.graphql(generateApiKey(), '{ viewer { account { id } } }');
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(limited.body).not.toHaveProperty('data');
     // Requests without a key are not authentication failures: Variant A still answers.
-    expect((await stack.graphql(undefined, '{ viewer { account { id } } }')).status).toBe(200);
+    expect((await t.stack.graphql(undefined, '{ viewer { account { id } } }')).status).toBe(200);
     // The limit lifts as it refills.
     await new Promise((resolve) => setTimeout(resolve, Number(limited.headers.get('retry-after')) * 1_000 + 50));
-    expect((await stack.graphql(generateApiKey(), '{ viewer { account { id } } }')).status).toBe(401);
+    expect((await t.stack.graphql(generateApiKey(), '{ viewer { account { id } } }')).status).toBe(401);
   });
 });

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   buildSchema,
   getNamedType,
@@ -15,8 +15,7 @@ import {
   type GraphQLInputType,
   type GraphQLObjectType,
 } from 'graphql';
-import { data, NO_RATE_LIMIT_ENV, type Client } from '../../testing/requests.ts';
-import { startStack, type TestStack } from '../../testing/stack.ts';
+import { NO_RATE_LIMIT_ENV, useStack } from '../../testing/fixture.ts';
 import { MULTILINE_INPUT_FIELDS } from '@ots/shared/string-inputs';
 import { PUBLISHED_API_FILE } from '../src/compose.ts';
 
@@ -104,8 +103,7 @@ function selectionOf(field: GraphQLField<unknown, unknown>): string {
 }
 
 const ROOTS = new Set(['Query', 'Mutation']);
-let stack: TestStack;
-let client: Client;
+const t = useStack({ env: NO_RATE_LIMIT_ENV, accounts: ['client'] });
 /** An object of each entity type, for the fields with arguments that entities carry (e.g. Strategy.orderSubmissions). */
 const entityIds = new Map<string, string>();
 
@@ -150,32 +148,15 @@ function describeInput(input: StringInput): string {
 }
 
 beforeAll(async () => {
-  stack = await startStack({ env: NO_RATE_LIMIT_ENV });
-  client = await stack.createAccountWithKey('String rule');
-  const created = await data(stack, client, 'mutation { createStrategy(input: { name: "Probe" }) { strategy { id } } }');
-  entityIds.set('Strategy', created.createStrategy.strategy.id);
-  const submitted = await data(
-    stack,
-    client,
-    'mutation ($s: ID) { submitOrder(input: { strategyId: $s, symbol: "AAPL", side: BUY, type: MARKET, quantity: "10" }) { orderSubmission { id } } }',
-    { s: entityIds.get('Strategy') },
-  );
-  entityIds.set('OrderSubmission', submitted.submitOrder.orderSubmission.id);
-  const recorded = await data(
-    stack,
-    client,
-    'mutation ($o: ID!) { recordFill(input: { orderSubmissionId: $o, executionId: "E-1", quantity: "1", price: "100" }) { fill { id } } }',
-    { o: entityIds.get('OrderSubmission') },
-  );
-  entityIds.set('Fill', recorded.recordFill.fill.id);
-  const endpoint = await data(
-    stack,
-    client,
-    'mutation { createWebhookEndpoint(input: { url: "http://127.0.0.1:9/hooks", eventTypes: [] }) { webhookEndpoint { id } } }',
-  );
-  entityIds.set('WebhookEndpoint', endpoint.createWebhookEndpoint.webhookEndpoint.id);
+  const strategy = await t.client.createdStrategy('Probe');
+  entityIds.set('Strategy', strategy.id);
+  const order = await t.client.submittedOrder({ strategyId: strategy.id, symbol: 'AAPL', side: 'BUY', type: 'MARKET', quantity: '10' });
+  entityIds.set('OrderSubmission', order.id);
+  const recorded = await t.client.recordFill({ orderSubmissionId: order.id, executionId: 'E-1', quantity: '1', price: '100' });
+  entityIds.set('Fill', recorded.fill!.id);
+  const { endpoint } = await t.client.createdWebhookEndpoint({ url: 'http://127.0.0.1:9/hooks', eventTypes: [] });
+  entityIds.set('WebhookEndpoint', endpoint.id);
 });
-afterAll(async () => stack?.close());
 
 describe('control characters in string inputs', () => {
   const inputs = stringInputs();
@@ -206,7 +187,7 @@ describe('control characters in string inputs', () => {
       for (const input of inputs) {
         if (input.multiline && character === '\n') continue;
         const { query, variables, rootKey } = requestFor(input, `AB${character}C`);
-        const result = await stack.graphql(client.apiKey, query, variables);
+        const result = await t.client.graphql(query, variables);
         const where = describeInput(input);
         const payload = input.argument.name === 'input' && input.path.length > 0 && selectionOf(input.field).includes('error');
         if (payload) {
@@ -228,7 +209,7 @@ describe('control characters in string inputs', () => {
   }
 
   it('names the offending value in a literal too, and in the message', async () => {
-    const result = await stack.graphql(client.apiKey, '{ listOrderSubmissions(filter: { symbol: "AA\\u0000PL" }) { nodes { id } } }');
+    const result = await t.client.graphql('{ listOrderSubmissions(filter: { symbol: "AA\\u0000PL" }) { nodes { id } } }');
     expect(result.body).toEqual({
       data: null,
       errors: [
@@ -239,10 +220,7 @@ describe('control characters in string inputs', () => {
         },
       ],
     });
-    const fill = await data(
-      stack,
-      client,
-      'mutation ($o: ID!) { recordFill(input: { orderSubmissionId: $o, executionId: "E-\\u0000", quantity: "1", price: "100" }) { fill { id } error { code field message } } }',
+    const fill = await t.client.data('mutation ($o: ID!) { recordFill(input: { orderSubmissionId: $o, executionId: "E-\\u0000", quantity: "1", price: "100" }) { fill { id } error { code field message } } }',
       { o: entityIds.get('OrderSubmission') },
     );
     expect(fill.recordFill).toEqual({
@@ -253,18 +231,18 @@ describe('control characters in string inputs', () => {
 
   it("a strategy's description alone keeps tab and line breaks; its name does not", async () => {
     const description = 'Mean reversion\n\tentry: z < -2\r\n\texit: z > 0';
-    const created = await data(stack, client, 'mutation ($input: CreateStrategyInput!) { createStrategy(input: $input) { strategy { description } error { code } } }', {
+    const created = await t.client.data('mutation ($input: CreateStrategyInput!) { createStrategy(input: $input) { strategy { description } error { code } } }', {
       input: { name: 'Multiline', description },
     });
     expect(created.createStrategy).toEqual({ strategy: { description }, error: null });
-    const named = await data(stack, client, 'mutation ($input: CreateStrategyInput!) { createStrategy(input: $input) { strategy { id } error { code field } } }', {
+    const named = await t.client.data('mutation ($input: CreateStrategyInput!) { createStrategy(input: $input) { strategy { id } error { code field } } }', {
       input: { name: 'Tab\tname' },
     });
     expect(named.createStrategy).toEqual({ strategy: null, error: { code: 'VALIDATION_FAILED', field: 'name' } });
   });
 
   it('text without control characters passes untouched', async () => {
-    const result = await data(stack, client, 'query ($s: String) { listOrderSubmissions(filter: { symbol: $s }) { nodes { symbol } } }', { s: 'aapl' });
+    const result = await t.client.data('query ($s: String) { listOrderSubmissions(filter: { symbol: $s }) { nodes { symbol } } }', { s: 'aapl' });
     expect(result.listOrderSubmissions.nodes).toEqual([{ symbol: 'AAPL' }]);
   });
 });

@@ -1,6 +1,6 @@
 import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
-import { badUserInput } from './errors.ts';
-import { decodeCursor, encodeCursor } from './pagination.ts';
+import { parseUuid, type Uuid } from './ids.ts';
+import { decodeCursor, encodeCursor, foreignCursor } from './pagination.ts';
 
 /**
  * A commit-ordered feed: a table a client pages forward through, from its last cursor, and never
@@ -34,7 +34,7 @@ export const COMMIT_XID_COLUMN = 'commit_xid';
 /** Where a reader stands: the transaction id and row id of the last row it was given. */
 export interface FeedPosition {
   xid: string;
-  id: string;
+  id: Uuid;
 }
 
 export interface FeedColumns {
@@ -77,35 +77,30 @@ export function positionOf(row: Record<string, unknown>, columns: FeedColumns = 
   if (typeof xid !== 'string' || typeof id !== 'string') {
     throw new Error('a commit-ordered row must carry its xid and id as strings: select both columns');
   }
-  return { xid, id };
+  return { xid, id: id as Uuid };
 }
 
 const XID8 = /^(0|[1-9][0-9]{0,19})$/;
 
 /**
  * Opaque cursors, tagged with the feed's name so that a cursor of another list or ordering is
- * refused rather than mis-paging. `isValidId` rejects an edited id before it reaches Postgres.
+ * refused rather than mis-paging; an edited xid or id is refused before it reaches Postgres.
  */
 export function encodeFeedCursor(feed: string, position: FeedPosition): string {
   return encodeCursor(feed, [position.xid, position.id]);
 }
 
-export function decodeFeedCursor(
-  feed: string,
-  cursor: string | null | undefined,
-  isValidId: (id: string) => boolean,
-): FeedPosition | undefined {
+export function decodeFeedCursor(feed: string, cursor: string | null | undefined): FeedPosition | undefined {
   const keys = decodeCursor(cursor, feed, 2);
   if (!keys) return undefined;
-  const [xid, id] = keys as [string, string];
-  if (!XID8.test(xid) || BigInt(xid) >= 2n ** 64n || !isValidId(id)) {
-    throw badUserInput('after is not a cursor issued for this list and ordering', 'after');
-  }
+  const [xid, sentId] = keys as [string, string];
+  const id = parseUuid(sentId);
+  if (!XID8.test(xid) || BigInt(xid) >= 2n ** 64n || !id) foreignCursor();
   return { xid, id };
 }
 
 export interface CommitOrderTable {
-  /** The Postgres schema holding the table (raw SQL is not qualified by Kysely's `withSchema`). */
+  /** The Postgres schema holding the table: the statements this module writes name the table with it, whatever the connection's search path. */
   schema: string;
   table: string;
   /** Columns the feed's index starts with, e.g. `['account_id']`: every read is scoped by them. */

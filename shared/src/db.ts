@@ -4,7 +4,7 @@ import { observePool } from './metrics.ts';
 
 export interface DatabaseOptions {
   url: string;
-  /** The Postgres schema the service owns; every query of the returned handle is qualified with it. */
+  /** The Postgres schema the service owns: the only one its connections see tables in (`search_path`). */
   schema: string;
   applicationName: string;
   maxConnections?: number;
@@ -13,6 +13,11 @@ export interface DatabaseOptions {
 /**
  * One pool per service, bound to the service's own schema. Statement and idle-transaction timeouts
  * keep a stuck query from holding row locks (and a request) forever.
+ *
+ * The schema is the connections' `search_path` rather than Kysely's `withSchema`: the plugin rewrites
+ * every query's whole tree to qualify its tables, which measured about a twentieth of the process's
+ * CPU under recordFill, a write of a dozen statements; a search path costs nothing per query, and a
+ * connection that cannot name another service's tables unqualified keeps each service in its own.
  */
 export function createDatabase<DB>(options: DatabaseOptions): Kysely<DB> {
   const pool = new pg.Pool({
@@ -22,13 +27,18 @@ export function createDatabase<DB>(options: DatabaseOptions): Kysely<DB> {
     statement_timeout: 5_000,
     idle_in_transaction_session_timeout: 10_000,
     connectionTimeoutMillis: 5_000,
+    options: `-c search_path=${quoteIdentifier(options.schema)}`,
   });
   // A connection lost while idle, or while checked out between two queries, must not crash the
   // process: the pool replaces it, and the query that used it fails on its own.
   pool.on('error', () => undefined);
   pool.on('connect', (client) => client.on('error', () => undefined));
   observePool(options.applicationName, pool);
-  return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }).withSchema(options.schema);
+  return new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+}
+
+function quoteIdentifier(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
 }
 
 export async function isDatabaseReachable(db: Kysely<unknown>): Promise<boolean> {
@@ -59,3 +69,4 @@ export async function migrateSchema(url: string, schema: string, migrations: Rec
     await db.destroy();
   }
 }
+

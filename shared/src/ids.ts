@@ -5,8 +5,8 @@ import { v7 } from 'uuid';
  * monotonic within a process (the `uuid` package counts within a millisecond), so two events written
  * by one transaction keep the order they were written in.
  */
-export function newId(now?: number): string {
-  return now === undefined ? v7() : v7({ msecs: now });
+export function newId(now?: number): Uuid {
+  return (now === undefined ? v7() : v7({ msecs: now })) as Uuid;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -15,10 +15,10 @@ export function loaderById<Row extends { id: string }, Id extends string = strin
 }
 
 /** A per-request loader of the rows grouped under each key (e.g. fills by order id). */
-export function loaderOfGroups<Row>(
-  fetchMany: (keys: readonly string[]) => Promise<Row[]>,
+export function loaderOfGroups<Row, Key extends string = string>(
+  fetchMany: (keys: readonly Key[]) => Promise<Row[]>,
   keyOf: (row: Row) => string,
-): DataLoader<string, Row[]> {
+): DataLoader<Key, Row[]> {
   return new DataLoader(async (keys) => {
     const rows = await fetchMany(keys);
     const groups = new Map<string, Row[]>();

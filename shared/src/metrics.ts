@@ -166,10 +166,15 @@ export function operationLabel(service: string, operationName: string | null | u
 }
 
 /**
- * A fetch that records its latency and failures under `subgraph_fetch` metrics. It rethrows what
- * fetch throws: callers keep deciding what an unreachable subgraph means to their client.
+ * A call to a subgraph (the gateway's fetch, or `postJson` between subgraphs) that records its
+ * latency and failures under `subgraph_fetch` metrics. It rethrows what the call throws: callers keep
+ * deciding what an unreachable subgraph means to their client.
  */
-export async function timedSubgraphFetch(caller: string, subgraph: string, fetching: () => Promise<Response>): Promise<Response> {
+export async function timedSubgraphFetch<Answer extends { status: number }>(
+  caller: string,
+  subgraph: string,
+  fetching: () => Promise<Answer>,
+): Promise<Answer> {
   const stop = subgraphFetchDuration.startTimer({ caller, subgraph });
   try {
     const response = await fetching();
@@ -179,7 +184,8 @@ export async function timedSubgraphFetch(caller: string, subgraph: string, fetch
   } catch (error) {
     stop();
     const name = (error as Error).name;
-    subgraphFetchErrors.inc({ caller, subgraph, reason: name === 'TimeoutError' || name === 'AbortError' ? 'timeout' : 'unreachable' });
+    const timedOut = name === 'TimeoutError' || name === 'AbortError' || (error as { timedOut?: boolean }).timedOut === true;
+    subgraphFetchErrors.inc({ caller, subgraph, reason: timedOut ? 'timeout' : 'unreachable' });
     throw error;
   }
 }

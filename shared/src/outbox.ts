@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { sql, type ColumnType, type Generated, type Kysely } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { startLoop, type BackgroundLoop } from './background.ts';
-import { newId } from './ids.ts';
+import { postJson, type HttpAnswer } from './http-client.ts';
+import { newId, type Uuid } from './ids.ts';
 import type { Config } from './config.ts';
 import type { Logger } from './logger.ts';
 import { outboxMetrics } from './metrics.ts';
@@ -65,6 +66,11 @@ export async function createOutboxTable(db: Kysely<unknown>): Promise<void> {
 }
 
 export interface NewEvent {
+  /**
+   * The event's id, for a change that may be written twice: a write redone after its commit was
+   * lost gives its event the same id, and the events service keeps one event per id. Default: a new id.
+   */
+  id?: Uuid;
   accountId: string;
   type: EventType;
   /** When the change happened: the changed row's own timestamp, so the event and the API agree. */
@@ -73,21 +79,25 @@ export interface NewEvent {
   data: Record<string, unknown>;
 }
 
+export type OutboxRow = ReturnType<typeof outboxRow>;
+
+/** The outbox row of an event, for a statement that writes it together with its change. */
+export function outboxRow(event: NewEvent) {
+  return {
+    id: event.id ?? newId(),
+    account_id: event.accountId,
+    type: event.type,
+    occurred_at: event.occurredAt,
+    data: JSON.stringify(event.data),
+  };
+}
+
 /**
  * Writes an event into the outbox. Call it with the transaction that makes the change, so that
  * the two commit or roll back together.
  */
 export async function recordEvent<DB extends OutboxDatabase>(trx: Kysely<DB>, event: NewEvent): Promise<void> {
-  await (trx as unknown as Kysely<OutboxDatabase>)
-    .insertInto('outbox')
-    .values({
-      id: newId(),
-      account_id: event.accountId,
-      type: event.type,
-      occurred_at: event.occurredAt,
-      data: JSON.stringify(event.data),
-    })
-    .execute();
+  await (trx as unknown as Kysely<OutboxDatabase>).insertInto('outbox').values(outboxRow(event)).execute();
 }
 
 /** What the relay posts to the events service's ingest route. */
@@ -160,19 +170,18 @@ export async function relayOutboxOnce(options: OutboxRelayOptions): Promise<numb
     })),
   };
   const body = JSON.stringify(batch);
-  let response: Response;
+  let answer: HttpAnswer;
   try {
-    response = await fetch(new URL(INGEST_PATH, options.eventsUrl()), {
-      method: 'POST',
+    answer = await postJson({
+      url: new URL(INGEST_PATH, options.eventsUrl()),
       headers: signIngestRequest(options.secret, body),
       body,
-      signal: AbortSignal.timeout(options.timeoutMs ?? 5_000),
+      timeoutMs: options.timeoutMs ?? 5_000,
     });
   } catch (error) {
     throw new EventsUnavailableError(`the events service did not answer: ${(error as Error).message}`);
   }
-  await response.body?.cancel();
-  if (!response.ok) throw new EventsUnavailableError(`the events service answered HTTP ${response.status}`);
+  if (answer.status < 200 || answer.status >= 300) throw new EventsUnavailableError(`the events service answered HTTP ${answer.status}`);
   await options.db
     .deleteFrom('outbox')
     .where('id', 'in', rows.map((row) => row.id))

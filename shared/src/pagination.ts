@@ -1,4 +1,6 @@
+import { sql, type SelectQueryBuilder } from 'kysely';
 import { badUserInput } from './errors.ts';
+import { parseUuid, type Uuid } from './ids.ts';
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
@@ -34,9 +36,67 @@ export function decodeCursor(cursor: string | null | undefined, ordering: string
     parts[0] !== ordering ||
     !parts.every((part) => typeof part === 'string')
   ) {
-    throw badUserInput('after is not a cursor issued for this list and ordering', 'after');
+    foreignCursor();
   }
   return parts.slice(1) as string[];
+}
+
+/** Why a cursor was refused: the same words for every list, whatever was wrong with it. */
+export function foreignCursor(): never {
+  throw badUserInput('after is not a cursor issued for this list and ordering', 'after');
+}
+
+declare const keysetBrand: unique symbol;
+
+/**
+ * A decoded cursor of a newest-first list: the time and id of the last row a page held. Only
+ * `decodeKeysetCursor` makes one, so a repository that takes it never sends Postgres an edited key.
+ */
+export interface KeysetPosition {
+  readonly at: Date;
+  readonly id: Uuid;
+  readonly [keysetBrand]: true;
+}
+
+/** Times are stored to the millisecond, so the ISO form in the cursor round-trips exactly. */
+export function encodeKeysetCursor(ordering: string, row: { at: Date; id: string }): string {
+  return encodeCursor(ordering, [row.at.toISOString(), row.id]);
+}
+
+/** The position a cursor names; undefined for the first page. A cursor whose keys were edited is refused. */
+export function decodeKeysetCursor(ordering: string, cursor: string | null | undefined): KeysetPosition | undefined {
+  const keys = decodeCursor(cursor, ordering, 2);
+  if (!keys) return undefined;
+  const [iso, sentId] = keys as [string, string];
+  const at = new Date(iso);
+  const id = parseUuid(sentId);
+  if (Number.isNaN(at.getTime()) || at.toISOString() !== iso || !id) foreignCursor();
+  return { at, id } as KeysetPosition;
+}
+
+export interface KeysetPage {
+  /** The time column the list is sorted by, newest first, and the unique id column that breaks ties. */
+  time: string;
+  id?: string;
+  after: KeysetPosition | undefined;
+  /** Rows to fetch (a page size plus one, to tell whether more exist). */
+  limit: number;
+}
+
+/**
+ * Orders a select newest first by `(time, id)` and starts it after `after`: a keyset page, so page
+ * N costs what page 1 costs, given an index on `(account_id, time, id)`. Scope and filter the query
+ * before or after; `inCommitOrder` (commit-order.ts) is the same for lists paged by commit order.
+ */
+export function inKeysetOrder<DB, TB extends keyof DB, O>(
+  query: SelectQueryBuilder<DB, TB, O>,
+  page: KeysetPage,
+): SelectQueryBuilder<DB, TB, O> {
+  const time = sql.ref(page.time);
+  const id = sql.ref(page.id ?? 'id');
+  let ordered = query;
+  if (page.after) ordered = ordered.where(sql<boolean>`(${time}, ${id}) < (${page.after.at}, ${page.after.id})`);
+  return ordered.orderBy(time, 'desc').orderBy(id, 'desc').limit(page.limit);
 }
 
 export interface Connection<T> {

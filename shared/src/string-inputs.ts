@@ -21,8 +21,10 @@ import { badUserInput, payloadError } from './errors.ts';
  * every list that shows them. Applied here once, to the schema of every subgraph, before any
  * resolver runs, so that no service has to remember it and a new operation is covered as it is added.
  */
+// eslint-disable-next-line no-control-regex -- matching control characters is what it is for
 const CONTROL_CHARACTER = /[\u0000-\u001F]/;
 /** Tab, line feed and carriage return stay allowed where text may span lines. */
+// eslint-disable-next-line no-control-regex -- matching control characters is what it is for
 const CONTROL_CHARACTER_BUT_LINE_BREAKS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F]/;
 
 /** The input fields that may hold tab and line breaks (contract section 2: a strategy's description alone). */

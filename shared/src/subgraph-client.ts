@@ -1,6 +1,7 @@
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print, type DocumentNode } from 'graphql';
 import { ASSERTION_HEADER } from './assertion.ts';
+import { postJson, type HttpAnswer } from './http-client.ts';
 import { timedSubgraphFetch } from './metrics.ts';
 import { REQUEST_ID_HEADER } from './subgraph-server.ts';
 
@@ -43,24 +44,22 @@ function queryText(document: DocumentNode): string {
  * non-GraphQL answers all become SubgraphUnavailableError, which callers map to TEMPORARILY_UNAVAILABLE.
  */
 export async function callSubgraph<Result, Variables>(call: SubgraphCall<Result, Variables>): Promise<SubgraphResponse<Result>> {
-  let response: Response;
+  let answer: HttpAnswer;
   try {
-    response = await timedSubgraphFetch(call.caller, call.subgraph, () => fetch(call.url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        [ASSERTION_HEADER]: call.assertion,
-        [REQUEST_ID_HEADER]: call.requestId,
-      },
-      body: JSON.stringify({ query: queryText(call.document), variables: call.variables }),
-      signal: AbortSignal.timeout(call.timeoutMs),
-    }));
+    answer = await timedSubgraphFetch(call.caller, call.subgraph, () =>
+      postJson({
+        url: call.url,
+        headers: { [ASSERTION_HEADER]: call.assertion, [REQUEST_ID_HEADER]: call.requestId },
+        body: JSON.stringify({ query: queryText(call.document), variables: call.variables }),
+        timeoutMs: call.timeoutMs,
+      }),
+    );
   } catch (error) {
     throw new SubgraphUnavailableError(`${call.url} did not answer: ${(error as Error).message}`);
   }
-  if (!response.ok) throw new SubgraphUnavailableError(`${call.url} answered HTTP ${response.status}`);
+  if (answer.status < 200 || answer.status >= 300) throw new SubgraphUnavailableError(`${call.url} answered HTTP ${answer.status}`);
   try {
-    return (await response.json()) as SubgraphResponse<Result>;
+    return JSON.parse(answer.body) as SubgraphResponse<Result>;
   } catch {
     throw new SubgraphUnavailableError(`${call.url} answered a body that is not JSON`);
   }

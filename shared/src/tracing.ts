@@ -66,7 +66,8 @@ export async function startTracing(options: TracingOptions): Promise<void> {
       new http.HttpInstrumentation({
         ignoreIncomingRequestHook: (request) => UNTRACED_PATHS.has((request.url ?? '').split('?')[0] ?? ''),
       }),
-      // fetch: the gateway's subgraph fetches and the calls between subgraphs.
+      // undici, through its diagnostics channels: the gateway's subgraph fetches and the calls between
+      // services (`postJson`, shared/src/http-client.ts).
       new undici.UndiciInstrumentation(),
       // Only within a request or the sweeper: pool housekeeping and key-cache polling make no traces of their own.
       new pg.PgInstrumentation({ requireParentSpan: true }),

@@ -1,6 +1,15 @@
 import { GraphQLError } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, decodeCursor, encodeCursor, pageSize, toConnection } from '../src/pagination.ts';
+import {
+  DEFAULT_PAGE_SIZE,
+  MAX_PAGE_SIZE,
+  decodeCursor,
+  decodeKeysetCursor,
+  encodeCursor,
+  encodeKeysetCursor,
+  pageSize,
+  toConnection,
+} from '../src/pagination.ts';
 
 function refusal(run: () => unknown): GraphQLError {
   try {
@@ -91,5 +100,29 @@ describe('toConnection', () => {
   it('the last page says so; an empty page has no end cursor', () => {
     expect(toConnection([{ id: 'a' }], 2, cursorOf).pageInfo).toEqual({ hasNextPage: false, endCursor: cursorOf({ id: 'a' }) });
     expect(toConnection([], 2, cursorOf)).toEqual({ nodes: [], edges: [], pageInfo: { hasNextPage: false, endCursor: null } });
+  });
+});
+
+describe('keyset cursors: newest-first lists by time and id', () => {
+  const row = { at: new Date('2026-11-21T14:03:07.120Z'), id: '01a2002f-5e6c-707d-8b35-116f38247cd4' };
+
+  it('round-trip the time and id of a row', () => {
+    expect(decodeKeysetCursor('T', encodeKeysetCursor('T', row))).toEqual(row);
+    expect(decodeKeysetCursor('T', undefined)).toBeUndefined();
+  });
+
+  it('give the id in Postgres canonical form', () => {
+    const cursor = encodeKeysetCursor('T', { ...row, id: row.id.toUpperCase() });
+    expect(decodeKeysetCursor('T', cursor)?.id).toBe(row.id);
+  });
+
+  it.each([
+    ['another ordering', encodeKeysetCursor('U', row)],
+    ['an edited time', encodeCursor('T', ['2026-11-21T14:03:07Z', row.id])],
+    ['a time that is no time', encodeCursor('T', ['yesterday', row.id])],
+    ['an id that is not a UUID', encodeCursor('T', [row.at.toISOString(), 'x'])],
+  ])('refuse %s with BAD_USER_INPUT naming `after`', (_what, cursor) => {
+    const error = refusal(() => decodeKeysetCursor('T', cursor));
+    expect(error.extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: 'after' });
   });
 });

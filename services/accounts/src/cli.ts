@@ -1,13 +1,14 @@
 import { parseArgs } from 'node:util';
 import { loadConfigOrExit } from '@ots/shared/config';
 import { ensureDevDatabase } from '@ots/shared/dev-database';
+import { receiveId } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
 import { DEFAULT_ROLL_GRACE_MS, parseDuration } from './domain.ts';
 import { openKeyStore } from './key-store.ts';
-import * as keys from './key-management.ts';
-import { KeyManagementError, type KeyManagement } from './key-management.ts';
+import * as keys from './operations.ts';
+import { KeyManagementError, type KeyManagement } from './operations.ts';
 import type { ApiKeyRow } from './repository.ts';
-import { inviteOwner, resetOwnerPassword, type ConsoleDeps } from './console/use-cases.ts';
+import { inviteOwner, resetOwnerPassword, type ConsoleDeps } from './console/operations.ts';
 
 /** The operator CLI of contract section 5: `npm run admin -- <command> [--json]`. */
 const USAGE = `usage: npm run admin -- <command> [--json]
@@ -132,21 +133,21 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   'account disable-api': {
     check: (p) => (allowOnly(p, [], 1), positional(p, 'ACCOUNT_ID'), undefined),
     run: async (p, m) => {
-      const result = await keys.setApiAccess(m, positional(p, 'ACCOUNT_ID'), false);
+      const result = await keys.setApiAccess(m, receiveId(positional(p, 'ACCOUNT_ID')), false);
       return { json: result, text: `API access disabled for account ${result.accountId}` };
     },
   },
   'account enable-api': {
     check: (p) => (allowOnly(p, [], 1), positional(p, 'ACCOUNT_ID'), undefined),
     run: async (p, m) => {
-      const result = await keys.setApiAccess(m, positional(p, 'ACCOUNT_ID'), true);
+      const result = await keys.setApiAccess(m, receiveId(positional(p, 'ACCOUNT_ID')), true);
       return { json: result, text: `API access enabled for account ${result.accountId}` };
     },
   },
   'key create': {
     check: (p) => (allowOnly(p, ['--account', '--name', '--expires-in'], 0), required(p, '--account'), label(p), duration(p, '--expires-in'), undefined),
     run: async (p, m) => {
-      const { key, apiKey } = await keys.createKey(m, required(p, '--account'), {
+      const { key, apiKey } = await keys.createKey(m, receiveId(required(p, '--account')), {
         name: label(p),
         expiresInMs: duration(p, '--expires-in') ?? null,
       });
@@ -159,7 +160,7 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   'key list': {
     check: (p) => (allowOnly(p, ['--account'], 0), required(p, '--account'), undefined),
     run: async (p, m) => {
-      const list = (await keys.listKeys(m, required(p, '--account'))).map(keyView);
+      const list = (await keys.listKeys(m, receiveId(required(p, '--account')))).map(keyView);
       const text = list.length === 0 ? 'no keys' : list.map((k) => `${k.id}  ${k.displayPrefix}  ${k.name ?? ''}  created ${k.createdAt}${k.revokedAt ? `  revoked ${k.revokedAt}` : ''}${k.expiresAt ? `  expires ${k.expiresAt}` : ''}`).join('\n');
       return { json: { keys: list }, text };
     },
@@ -167,14 +168,14 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   'key revoke': {
     check: (p) => (allowOnly(p, [], 1), positional(p, 'KEY_ID'), undefined),
     run: async (p, m) => {
-      const result = await keys.revokeKey(m, positional(p, 'KEY_ID'));
+      const result = await keys.revokeKey(m, receiveId(positional(p, 'KEY_ID')));
       return { json: { keyId: result.keyId, revokedAt: result.revokedAt.toISOString() }, text: `revoked key ${result.keyId} at ${result.revokedAt.toISOString()}` };
     },
   },
   'key roll': {
     check: (p) => (allowOnly(p, ['--grace'], 1), positional(p, 'KEY_ID'), duration(p, '--grace'), undefined),
     run: async (p, m) => {
-      const result = await keys.rollKey(m, positional(p, 'KEY_ID'), duration(p, '--grace') ?? DEFAULT_ROLL_GRACE_MS);
+      const result = await keys.rollKey(m, receiveId(positional(p, 'KEY_ID')), duration(p, '--grace') ?? DEFAULT_ROLL_GRACE_MS);
       const previousExpiresAt = result.previousExpiresAt.toISOString();
       return {
         json: { keyId: result.keyId, apiKey: result.apiKey, previousKeyId: result.previousKeyId, previousExpiresAt },
@@ -185,7 +186,7 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   'key events': {
     check: (p) => (allowOnly(p, ['--account'], 0), required(p, '--account'), undefined),
     run: async (p, m) => {
-      const events = await keys.listEvents(m, required(p, '--account'));
+      const events = await keys.listEvents(m, receiveId(required(p, '--account')));
       const text =
         events.length === 0
           ? 'no events'
@@ -198,7 +199,7 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   'owner invite': {
     check: (p) => (allowOnly(p, ['--account', '--email'], 0), required(p, '--account'), required(p, '--email'), undefined),
     run: async (p, _m, owners) => {
-      const invited = await inviteOwner(owners, required(p, '--account'), required(p, '--email'));
+      const invited = await inviteOwner(owners, receiveId(required(p, '--account')), required(p, '--email'));
       return {
         json: invited,
         text: `invited owner ${invited.ownerId}; this one-time link sets their password (valid 24 hours):\n${invited.setPasswordUrl}`,
@@ -208,7 +209,7 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   'owner reset-password': {
     check: (p) => (allowOnly(p, [], 1), positional(p, 'OWNER_ID'), undefined),
     run: async (p, _m, owners) => {
-      const reset = await resetOwnerPassword(owners, positional(p, 'OWNER_ID'));
+      const reset = await resetOwnerPassword(owners, receiveId(positional(p, 'OWNER_ID')));
       return {
         json: reset,
         text: `signed owner ${reset.ownerId} out everywhere and cleared the password; this one-time link sets a new one (valid 24 hours):\n${reset.setPasswordUrl}`,

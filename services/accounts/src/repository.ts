@@ -1,5 +1,5 @@
 import { sql, type Generated, type Kysely, type Selectable } from 'kysely';
-import { newId } from '@ots/shared/ids';
+import { newId, type Uuid } from '@ots/shared/ids';
 import type { Actor, KeyRecord, SecurityEventType } from './domain.ts';
 
 export interface AccountsDatabase {
@@ -161,7 +161,7 @@ export async function findApiKeyOfAccount(db: AccountsDb, accountId: string, key
  * A key and its hash, locked for the transaction that changes it; scoped to `accountId` when the
  * caller acts for one account (the console), by id alone for the operator's CLI.
  */
-export async function lockApiKey(db: AccountsDb, keyId: string, accountId: string | undefined) {
+export async function lockApiKey(db: AccountsDb, keyId: Uuid, accountId: string | undefined) {
   let query = db.selectFrom('api_keys').select([...API_KEY_COLUMNS, 'key_hash']).where('id', '=', keyId);
   if (accountId !== undefined) query = query.where('account_id', '=', accountId);
   return query.forUpdate().executeTakeFirst();

@@ -1,11 +1,6 @@
 import { DateTimeScalar } from '@ots/shared/scalars';
-import type { BaseContext } from '@ots/shared/subgraph-server';
 import type { Resolvers } from './generated/resolvers-types.ts';
-import { findAccount, findApiKeyOfAccount, type AccountsDb } from './repository.ts';
-
-export interface AccountsContext extends BaseContext {
-  db: AccountsDb;
-}
+import { findAccount, findApiKeyOfAccount } from './repository.ts';
 
 /** A Viewer carries nothing: its account and key are the caller's, read from the context. */
 export type ViewerParent = Record<PropertyKey, never>;

@@ -1,8 +1,9 @@
 import type { ServiceDefinition } from '@ots/shared/service';
 import { loadTypeDefs } from '@ots/shared/subgraph-server';
 import { migrations, SCHEMA } from '../migrations/index.ts';
+import { createAccountsContext, type AccountsContext } from './context.ts';
 import type { AccountsDatabase } from './repository.ts';
-import { resolvers, type AccountsContext } from './resolvers.ts';
+import { resolvers } from './resolvers.ts';
 
 export const accountsService: ServiceDefinition<AccountsDatabase, AccountsContext> = {
   name: 'accounts',
@@ -10,5 +11,5 @@ export const accountsService: ServiceDefinition<AccountsDatabase, AccountsContex
   migrations,
   typeDefs: loadTypeDefs(new URL('../schema.graphql', import.meta.url)),
   resolvers,
-  createContext: (base, { db }) => ({ ...base, db }),
+  createContext: createAccountsContext,
 };

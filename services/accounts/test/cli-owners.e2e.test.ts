@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@ots/shared/ids';
 import { runAdminCli, type CliResult } from '../../../testing/admin-cli.ts';
 import { startStack, type TestStack } from '../../../testing/stack.ts';
-import { createKey } from '../src/key-management.ts';
+import { createKey } from '../src/index.ts';
 import { baseOf, ConsoleClient, tokenOf } from './console-client.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -29,6 +29,7 @@ function cli(...words: string[]): Promise<CliResult> {
   return runAdminCli(stack, words, { CONSOLE_BASE_URL: `${base}/` });
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the CLI's JSON output, read field by field by the assertions
 function jsonOf(result: CliResult): Record<string, any> {
   expect(result.code, result.stderr).toBe(0);
   const lines = result.stdout.split('\n').filter((line) => line !== '');

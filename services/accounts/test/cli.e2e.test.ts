@@ -5,7 +5,7 @@ import { newId } from '@ots/shared/ids';
 import { runAdminCli, type CliResult } from '../../../testing/admin-cli.ts';
 import { startStack, type TestStack } from '../../../testing/stack.ts';
 import { displayPrefixOf, hashApiKey } from '../src/domain.ts';
-import { createKey, revokeKey } from '../src/key-management.ts';
+import { createKey, revokeKey } from '../src/index.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -33,6 +33,7 @@ function cli(...args: (string | Record<string, string>)[]): Promise<CliResult> {
 }
 
 /** A successful --json command: exit 0, exactly one JSON object on one line of stdout. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the CLI's JSON output, read field by field by the assertions
 function jsonOf(result: CliResult): Record<string, any> {
   expect(result.code, result.stderr).toBe(0);
   const lines = result.stdout.split('\n').filter((line) => line !== '');

@@ -1,10 +1,11 @@
 import type { TestStack } from '../../../testing/stack.ts';
-import { inviteOwner, type ConsoleDeps } from '../src/console/use-cases.ts';
+import { inviteOwner, type ConsoleDeps } from '../src/index.ts';
 
 export interface ConsoleResponse {
   status: number;
   headers: Headers;
   // Parsed JSON when the body is JSON, else the text.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- parsed JSON, read field by field by the assertions
   body: any;
   setCookie: string | null;
 }

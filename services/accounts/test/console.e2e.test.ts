@@ -7,9 +7,9 @@ import { createLogger } from '@ots/shared/logger';
 import type { RunningServer } from '@ots/shared/subgraph-server';
 import { startStack, type TestStack } from '../../../testing/stack.ts';
 import { startGateway } from '@ots/gateway/server';
-import { createKey, revokeKey } from '../src/key-management.ts';
+import { createKey, revokeKey } from '../src/index.ts';
 import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, SET_PASSWORD_LINK_TTL_MS, SIGN_IN_WINDOW_MS } from '../src/console/domain.ts';
-import { inviteOwner, resetOwnerPassword } from '../src/console/use-cases.ts';
+import { inviteOwner, resetOwnerPassword } from '../src/index.ts';
 import { accountWithOwner, baseOf, ConsoleClient, consoleDeps, tokenOf } from './console-client.ts';
 
 const SIGN_IN_FAILED = { detail: 'Email or password is incorrect' };

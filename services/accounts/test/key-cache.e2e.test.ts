@@ -8,7 +8,7 @@ import { startStack, type HttpResult, type TestStack } from '../../../testing/st
 import { startGateway } from '@ots/gateway/server';
 import { SCHEMA } from '../migrations/index.ts';
 import { generateApiKey, hashApiKey } from '../src/domain.ts';
-import { createKey, revokeKey, rollKey, setApiAccess } from '../src/key-management.ts';
+import { createKey, revokeKey, rollKey, setApiAccess } from '../src/index.ts';
 import { ApiKeyStore, openKeyStore, type OpenedKeyStore } from '../src/key-store.ts';
 import type { AccountsDatabase } from '../src/repository.ts';
 import { createRedis } from '@ots/shared/redis';

@@ -142,39 +142,3 @@ export function disabledAfterFailuresReason(failingSince: Date): string {
 export function webhookBody(event: { id: string; type: string; occurred_at: Date; data: unknown }): string {
   return JSON.stringify({ id: event.id, type: event.type, occurredAt: event.occurred_at.toISOString(), data: event.data });
 }
-
-/** At most this many events per ingest request; relays send 100. */
-export const MAX_INGEST_BATCH = 1000;
-
-export interface IngestedEvent {
-  id: string;
-  accountId: string;
-  type: EventType;
-  occurredAt: Date;
-  data: Record<string, unknown>;
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-/** The relay's batch (shared/src/outbox.ts), checked field by field: a message explains a refusal. */
-export function parseIngestBatch(body: unknown): Result<IngestedEvent[]> {
-  const refuse = (message: string) => fail<IngestedEvent[]>('VALIDATION_FAILED', message, 'events');
-  const events = (body as { events?: unknown } | null)?.events;
-  if (!Array.isArray(events) || events.length > MAX_INGEST_BATCH) return refuse(`events must be an array of at most ${MAX_INGEST_BATCH}`);
-  const parsed: IngestedEvent[] = [];
-  for (const [index, raw] of events.entries()) {
-    const event = raw as Partial<Record<keyof IngestedEvent, unknown>> | null;
-    const occurredAt = typeof event?.occurredAt === 'string' ? new Date(event.occurredAt) : undefined;
-    if (
-      typeof event?.id !== 'string' || !UUID.test(event.id) ||
-      typeof event.accountId !== 'string' || !UUID.test(event.accountId) ||
-      typeof event.type !== 'string' || !isEventType(event.type) ||
-      !occurredAt || Number.isNaN(occurredAt.getTime()) ||
-      typeof event.data !== 'object' || event.data === null || Array.isArray(event.data)
-    ) {
-      return refuse(`events[${index}] needs a lower-case UUID id and accountId, a known type, an ISO occurredAt and an object data`);
-    }
-    parsed.push({ id: event.id, accountId: event.accountId, type: event.type, occurredAt, data: event.data as Record<string, unknown> });
-  }
-  return ok(parsed);
-}

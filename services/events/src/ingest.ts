@@ -1,8 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
-import { INGEST_PATH } from '@ots/shared/outbox';
-import { parseIngestBatch } from './domain.ts';
-import { ingestEvents, type EventsDb } from './repository.ts';
+import { fail, ok, type Result } from '@ots/shared/errors';
+import { parseUuid, type Uuid } from '@ots/shared/ids';
+import { INGEST_PATH, isEventType } from '@ots/shared/outbox';
+import { ingestEvents, type EventsDb, type IncomingEvent } from './repository.ts';
+
+/** At most this many events per ingest request; relays send 100. */
+const MAX_INGEST_BATCH = 1000;
 
 /** Batches of 100 events with their objects fit with room to spare. */
 const INGEST_BODY_LIMIT = 5 * 1024 * 1024;
@@ -11,8 +15,8 @@ export interface IngestDeps {
   db: EventsDb;
   secret: string;
   now(): Date;
-  /** Called after a commit that stored new events, so the dispatcher sends them without waiting for its next pass. */
-  onIngested(): void;
+  /** Called after events were stored with messages to deliver, so the dispatcher sends them without waiting for its next pass. */
+  onQueued(): void;
 }
 
 /**
@@ -40,9 +44,40 @@ export async function registerIngestRoute(app: FastifyInstance, deps: IngestDeps
       }
       const batch = parseIngestBatch(parsedBody);
       if (!batch.ok) return reply.code(400).send({ detail: batch.error.message });
-      const accepted = await deps.db.transaction().execute((trx) => ingestEvents(trx, batch.value, deps.now()));
-      if (accepted > 0) deps.onIngested();
+      const { accepted, queued } = await ingestEvents(deps.db, batch.value, deps.now());
+      if (queued > 0) deps.onQueued();
       return reply.send({ accepted });
     });
   });
+}
+
+/** A relay writes ids as Postgres hands them over, so anything but a lower-case UUID is a broken relay. */
+function relayedUuid(value: unknown): Uuid | undefined {
+  if (typeof value !== 'string') return undefined;
+  const uuid = parseUuid(value);
+  return uuid === value ? uuid : undefined;
+}
+
+/** The relay's batch (shared/src/outbox.ts), checked field by field: a message explains a refusal. */
+export function parseIngestBatch(body: unknown): Result<IncomingEvent[]> {
+  const refuse = (message: string) => fail<IncomingEvent[]>('VALIDATION_FAILED', message, 'events');
+  const events = (body as { events?: unknown } | null)?.events;
+  if (!Array.isArray(events) || events.length > MAX_INGEST_BATCH) return refuse(`events must be an array of at most ${MAX_INGEST_BATCH}`);
+  const parsed: IncomingEvent[] = [];
+  for (const [index, raw] of events.entries()) {
+    const event = raw as Partial<Record<keyof IncomingEvent, unknown>> | null;
+    const id = relayedUuid(event?.id);
+    const accountId = relayedUuid(event?.accountId);
+    const occurredAt = typeof event?.occurredAt === 'string' ? new Date(event.occurredAt) : undefined;
+    if (
+      !id || !accountId ||
+      typeof event?.type !== 'string' || !isEventType(event.type) ||
+      !occurredAt || Number.isNaN(occurredAt.getTime()) ||
+      typeof event.data !== 'object' || event.data === null || Array.isArray(event.data)
+    ) {
+      return refuse(`events[${index}] needs a lower-case UUID id and accountId, a known type, an ISO occurredAt and an object data`);
+    }
+    parsed.push({ id, accountId, type: event.type, occurredAt, data: event.data });
+  }
+  return ok(parsed);
 }

@@ -1,5 +1,5 @@
 import { fail, ok, type Result } from '@ots/shared/errors';
-import { isUuid } from '@ots/shared/ids';
+import type { ReceivedId } from '@ots/shared/ids';
 import { notFoundInAccount } from '@ots/shared/messages';
 import {
   MAX_ENDPOINTS_PER_ACCOUNT,
@@ -43,11 +43,6 @@ export interface OperationContext {
 }
 
 const endpointNotFound = (id: string): Result<never> => fail('NOT_FOUND', notFoundInAccount('webhook endpoint', id), 'id');
-
-/** Ids are compared in Postgres' canonical lower-case form; a non-UUID names nothing. */
-export function canonicalId(id: string): string | undefined {
-  return isUuid(id) ? id.toLowerCase() : undefined;
-}
 
 /** Syntax, then in production the name's addresses: every one must be public (url-policy.ts). */
 async function validateUrl(raw: string, production: boolean): Promise<Result<string>> {
@@ -98,7 +93,7 @@ export async function createEndpoint(
 }
 
 /** An absent field stays as it is; `description: null` clears it; `url` and `eventTypes` cannot be null. */
-export async function updateEndpointSettings(context: OperationContext, id: string, input: EndpointInput): Promise<Result<EndpointRow>> {
+export async function updateEndpointSettings(context: OperationContext, id: ReceivedId, input: EndpointInput): Promise<Result<EndpointRow>> {
   const changes: EndpointChanges = {};
   if (input.url !== undefined) {
     if (input.url === null) return fail('VALIDATION_FAILED', 'url cannot be cleared; leave it out to keep the current one', 'url');
@@ -125,15 +120,15 @@ export async function updateEndpointSettings(context: OperationContext, id: stri
 /** Locks the endpoint, asks `decide` what to change, writes it; NOT_FOUND for an absent or foreign id. */
 async function changeEndpoint(
   context: OperationContext,
-  id: string,
+  id: ReceivedId,
   decide: (current: EndpointRow) => EndpointChanges,
   afterwards?: (trx: EventsDb, endpoint: EndpointRow) => Promise<void>,
 ): Promise<Result<EndpointRow>> {
-  const endpointId = canonicalId(id);
-  if (!endpointId) return endpointNotFound(id);
+  const endpointId = id.uuid;
+  if (!endpointId) return endpointNotFound(id.sent);
   return context.db.transaction().execute(async (trx) => {
     const current = await lockEndpoint(trx, context.accountId, endpointId);
-    if (!current) return endpointNotFound(id);
+    if (!current) return endpointNotFound(id.sent);
     const changes = decide(current);
     const endpoint = Object.keys(changes).length === 0 ? current : await updateEndpoint(trx, context.accountId, endpointId, changes, context.now);
     await afterwards?.(trx, endpoint);
@@ -142,7 +137,7 @@ async function changeEndpoint(
 }
 
 /** Disabling stops deliveries (pending retries wait); disabling a disabled endpoint changes nothing. */
-export function disableEndpoint(context: OperationContext, id: string): Promise<Result<EndpointRow>> {
+export function disableEndpoint(context: OperationContext, id: ReceivedId): Promise<Result<EndpointRow>> {
   return changeEndpoint(
     context,
     id,
@@ -152,7 +147,7 @@ export function disableEndpoint(context: OperationContext, id: string): Promise<
 }
 
 /** Enabling clears the reason and the failure streak, and makes pending retries due at once. */
-export function enableEndpoint(context: OperationContext, id: string): Promise<Result<EndpointRow>> {
+export function enableEndpoint(context: OperationContext, id: ReceivedId): Promise<Result<EndpointRow>> {
   let wasDisabled = false;
   return changeEndpoint(
     context,
@@ -168,11 +163,11 @@ export function enableEndpoint(context: OperationContext, id: string): Promise<R
 }
 
 /** Deletes the endpoint with its pending messages and delivery history; returns it as it was. */
-export async function removeEndpoint(context: OperationContext, id: string): Promise<Result<EndpointRow>> {
-  const endpointId = canonicalId(id);
-  if (!endpointId) return endpointNotFound(id);
+export async function removeEndpoint(context: OperationContext, id: ReceivedId): Promise<Result<EndpointRow>> {
+  const endpointId = id.uuid;
+  if (!endpointId) return endpointNotFound(id.sent);
   const deleted = await deleteEndpoint(context.db, context.accountId, endpointId);
-  return deleted ? ok(deleted) : endpointNotFound(id);
+  return deleted ? ok(deleted) : endpointNotFound(id.sent);
 }
 
 /**
@@ -181,7 +176,7 @@ export async function removeEndpoint(context: OperationContext, id: string): Pro
  */
 export async function rotateSecret(
   context: OperationContext,
-  id: string,
+  id: ReceivedId,
   graceSeconds: number,
 ): Promise<Result<{ endpoint: EndpointRow; signingSecret: string }>> {
   const grace = validateGraceSeconds(graceSeconds);
@@ -196,16 +191,16 @@ export async function rotateSecret(
 }
 
 /** Sends the event to the endpoint again, whatever became of earlier attempts (same webhook-id). */
-export async function redeliverEvent(context: OperationContext, endpointId: string, eventId: string): Promise<Result<EventRow>> {
-  const endpointKey = canonicalId(endpointId);
-  if (!endpointKey) return fail('NOT_FOUND', notFoundInAccount('webhook endpoint', endpointId), 'endpointId');
-  const eventKey = canonicalId(eventId);
-  if (!eventKey) return fail('NOT_FOUND', notFoundInAccount('event', eventId), 'eventId');
+export async function redeliverEvent(context: OperationContext, endpointId: ReceivedId, eventId: ReceivedId): Promise<Result<EventRow>> {
+  const endpointKey = endpointId.uuid;
+  if (!endpointKey) return fail('NOT_FOUND', notFoundInAccount('webhook endpoint', endpointId.sent), 'endpointId');
+  const eventKey = eventId.uuid;
+  if (!eventKey) return fail('NOT_FOUND', notFoundInAccount('event', eventId.sent), 'eventId');
   return context.db.transaction().execute(async (trx) => {
     const endpoint = await lockEndpoint(trx, context.accountId, endpointKey);
-    if (!endpoint) return fail('NOT_FOUND', notFoundInAccount('webhook endpoint', endpointId), 'endpointId');
+    if (!endpoint) return fail('NOT_FOUND', notFoundInAccount('webhook endpoint', endpointId.sent), 'endpointId');
     const [event] = await findEventsByIds(trx, context.accountId, [eventKey]);
-    if (!event) return fail('NOT_FOUND', notFoundInAccount('event', eventId), 'eventId');
+    if (!event) return fail('NOT_FOUND', notFoundInAccount('event', eventId.sent), 'eventId');
     if (endpoint.status === 'DISABLED') {
       return fail('VALIDATION_FAILED', `Webhook endpoint ${endpoint.id} is disabled; enable it before redelivering`, 'endpointId');
     }

@@ -1,14 +1,16 @@
 import { sql, type Generated, type Kysely, type Selectable } from 'kysely';
 import { inCommitOrder, type FeedPosition } from '@ots/shared/commit-order';
-import { newId } from '@ots/shared/ids';
+import { newId, type Uuid } from '@ots/shared/ids';
+import { inKeysetOrder, type KeysetPosition } from '@ots/shared/pagination';
 import { RETENTION_MS } from './domain.ts';
 
 export type EndpointStatus = 'ENABLED' | 'DISABLED';
 export type MessageState = 'PENDING' | 'DELIVERED' | 'FAILED';
 
+/** Ids are `Uuid`s: Postgres hands a uuid back in that form, and an id a client or relay sent reaches a query only once parsed (resolvers.ts, ingest.ts). */
 export interface EventsDatabase {
   events: {
-    id: string;
+    id: Uuid;
     account_id: string;
     type: string;
     occurred_at: Date;
@@ -18,7 +20,7 @@ export interface EventsDatabase {
     commit_xid: Generated<string>;
   };
   webhook_endpoints: {
-    id: string;
+    id: Uuid;
     account_id: string;
     url: string;
     event_types: string[];
@@ -33,10 +35,10 @@ export interface EventsDatabase {
     updated_at: Date;
   };
   webhook_messages: {
-    id: string;
+    id: Uuid;
     account_id: string;
-    endpoint_id: string;
-    event_id: string;
+    endpoint_id: Uuid;
+    event_id: Uuid;
     manual: boolean;
     state: MessageState;
     attempts: number;
@@ -45,11 +47,11 @@ export interface EventsDatabase {
     created_at: Date;
   };
   webhook_attempts: {
-    id: string;
+    id: Uuid;
     account_id: string;
-    endpoint_id: string;
-    message_id: string;
-    event_id: string;
+    endpoint_id: Uuid;
+    message_id: Uuid;
+    event_id: Uuid;
     attempt: number;
     attempted_at: Date;
     status_code: number | null;
@@ -68,50 +70,54 @@ export type MessageRow = Selectable<EventsDatabase['webhook_messages']>;
 // ---- events ----
 
 export interface IncomingEvent {
-  id: string;
+  id: Uuid;
   accountId: string;
   type: string;
   occurredAt: Date;
   data: unknown;
 }
 
+export interface Ingested {
+  /** Events stored now (not before). */
+  accepted: number;
+  /** Messages queued for delivery: what the dispatcher has to send. */
+  queued: number;
+}
+
 /**
- * Adds the events not stored yet and, in the same transaction, one pending message per event and
- * enabled endpoint of its account that subscribes to its type. An event already stored (a relay
- * that sends again after a crash) is skipped whole, so it is neither listed nor sent twice.
+ * Adds the events not stored yet and one pending message per event and enabled endpoint of its
+ * account that subscribes to its type, in one statement (so atomically, without a transaction of
+ * its own). An event already stored (a relay that sends again after a crash) is skipped whole, so
+ * it is neither listed nor sent twice.
  */
-export async function ingestEvents(trx: EventsDb, events: readonly IncomingEvent[], now: Date): Promise<number> {
-  if (events.length === 0) return 0;
-  const inserted = await trx
-    .insertInto('events')
-    .values(
-      events.map((event) => ({
-        id: event.id,
-        account_id: event.accountId,
-        type: event.type,
-        occurred_at: event.occurredAt,
-        data: JSON.stringify(event.data),
-      })),
+export async function ingestEvents(db: EventsDb, events: readonly IncomingEvent[], now: Date): Promise<Ingested> {
+  if (events.length === 0) return { accepted: 0, queued: 0 };
+  const values = sql.join(
+    events.map((event) => sql`(${event.id}::uuid, ${event.accountId}::uuid, ${event.type}::text, ${event.occurredAt}::timestamptz, ${JSON.stringify(event.data)}::jsonb)`),
+  );
+  const { rows } = await sql<{ accepted: number; queued: number }>`
+    with inserted as (
+      insert into events.events (id, account_id, type, occurred_at, data)
+      select * from (values ${values}) as v (id, account_id, type, occurred_at, data)
+      on conflict (id) do nothing
+      returning id, account_id, type
+    ), queued as (
+      insert into events.webhook_messages (id, account_id, endpoint_id, event_id, manual, state, attempts, next_attempt_at, created_at)
+      select gen_random_uuid(), e.account_id, e.id, i.id, false, 'PENDING', 0, ${now}, ${now}
+      from inserted i
+      join events.webhook_endpoints e on e.account_id = i.account_id
+      where e.status = 'ENABLED' and (cardinality(e.event_types) = 0 or i.type = any(e.event_types))
+      on conflict do nothing
+      returning 1
     )
-    .onConflict((conflict) => conflict.column('id').doNothing())
-    .returning(['id', 'account_id', 'type'])
-    .execute();
-  if (inserted.length === 0) return 0;
-  const values = sql.join(inserted.map((event) => sql`(${event.id}::uuid, ${event.account_id}::uuid, ${event.type}::text)`));
-  await sql`
-    insert into events.webhook_messages (id, account_id, endpoint_id, event_id, manual, state, attempts, next_attempt_at, created_at)
-    select gen_random_uuid(), e.account_id, e.id, v.event_id, false, 'PENDING', 0, ${now}, ${now}
-    from (values ${values}) as v (event_id, account_id, type)
-    join events.webhook_endpoints e on e.account_id = v.account_id
-    where e.status = 'ENABLED' and (cardinality(e.event_types) = 0 or v.type = any(e.event_types))
-    on conflict do nothing`.execute(trx);
-  return inserted.length;
+    select (select count(*) from inserted)::int as accepted, (select count(*) from queued)::int as queued`.execute(db);
+  return rows[0]!;
 }
 
 /** Reads show 30 days exactly; the hourly clean-up deletes what is older. */
 const retained = () => new Date(Date.now() - RETENTION_MS);
 
-export async function findEventsByIds(db: EventsDb, accountId: string, ids: readonly string[]): Promise<EventRow[]> {
+export async function findEventsByIds(db: EventsDb, accountId: string, ids: readonly Uuid[]): Promise<EventRow[]> {
   if (ids.length === 0) return [];
   return db
     .selectFrom('events')
@@ -195,7 +201,7 @@ export async function insertEndpoint(trx: EventsDb, accountId: string, endpoint:
     .executeTakeFirstOrThrow();
 }
 
-export async function findEndpointsByIds(db: EventsDb, accountId: string, ids: readonly string[]): Promise<EndpointRow[]> {
+export async function findEndpointsByIds(db: EventsDb, accountId: string, ids: readonly Uuid[]): Promise<EndpointRow[]> {
   if (ids.length === 0) return [];
   return db.selectFrom('webhook_endpoints').selectAll().where('account_id', '=', accountId).where('id', 'in', ids).execute();
 }
@@ -209,7 +215,7 @@ export async function listEndpoints(db: EventsDb, accountId: string): Promise<En
  * `for no key update`: the id never changes, so inserts of messages and attempts referring to the
  * endpoint (which take a key-share lock) need not wait for an edit, nor deadlock with it.
  */
-export async function lockEndpoint(trx: EventsDb, accountId: string, id: string): Promise<EndpointRow | undefined> {
+export async function lockEndpoint(trx: EventsDb, accountId: string, id: Uuid): Promise<EndpointRow | undefined> {
   return trx
     .selectFrom('webhook_endpoints')
     .selectAll()
@@ -223,7 +229,7 @@ export type EndpointChanges = Partial<
   Pick<EndpointRow, 'url' | 'event_types' | 'description' | 'status' | 'disabled_reason' | 'secret' | 'previous_secret' | 'previous_secret_expires_at' | 'failing_since'>
 >;
 
-export async function updateEndpoint(trx: EventsDb, accountId: string, id: string, changes: EndpointChanges, now: Date): Promise<EndpointRow> {
+export async function updateEndpoint(trx: EventsDb, accountId: string, id: Uuid, changes: EndpointChanges, now: Date): Promise<EndpointRow> {
   return trx
     .updateTable('webhook_endpoints')
     .set({ ...changes, updated_at: now })
@@ -233,7 +239,7 @@ export async function updateEndpoint(trx: EventsDb, accountId: string, id: strin
     .executeTakeFirstOrThrow();
 }
 
-export async function deleteEndpoint(trx: EventsDb, accountId: string, id: string): Promise<EndpointRow | undefined> {
+export async function deleteEndpoint(trx: EventsDb, accountId: string, id: Uuid): Promise<EndpointRow | undefined> {
   return trx.deleteFrom('webhook_endpoints').where('account_id', '=', accountId).where('id', '=', id).returningAll().executeTakeFirst();
 }
 
@@ -241,7 +247,7 @@ export async function deleteEndpoint(trx: EventsDb, accountId: string, id: strin
  * Disabling parks the endpoint's pending messages beyond every claim's range (`infinity`), so the
  * dispatcher's index scan never walks over them while the endpoint stays disabled.
  */
-export async function parkPendingMessages(trx: EventsDb, accountId: string, endpointId: string): Promise<void> {
+export async function parkPendingMessages(trx: EventsDb, accountId: string, endpointId: Uuid): Promise<void> {
   await trx
     .updateTable('webhook_messages')
     .set({ next_attempt_at: sql<Date>`'infinity'::timestamptz` })
@@ -255,7 +261,7 @@ export async function parkPendingMessages(trx: EventsDb, accountId: string, endp
  * Enabling again: messages that waited while the endpoint was disabled are due at once (those past
  * their 3-day window are marked failed at their next claim).
  */
-export async function resumePendingMessages(trx: EventsDb, accountId: string, endpointId: string, now: Date): Promise<void> {
+export async function resumePendingMessages(trx: EventsDb, accountId: string, endpointId: Uuid, now: Date): Promise<void> {
   await trx
     .updateTable('webhook_messages')
     .set({ next_attempt_at: now })
@@ -267,7 +273,7 @@ export async function resumePendingMessages(trx: EventsDb, accountId: string, en
 
 // ---- messages and attempts ----
 
-export async function insertManualMessage(trx: EventsDb, accountId: string, endpointId: string, eventId: string, now: Date): Promise<void> {
+export async function insertManualMessage(trx: EventsDb, accountId: string, endpointId: Uuid, eventId: Uuid, now: Date): Promise<void> {
   await trx
     .insertInto('webhook_messages')
     .values({
@@ -287,10 +293,10 @@ export async function insertManualMessage(trx: EventsDb, accountId: string, endp
 
 /** A claimed message with what its attempt needs. */
 export interface ClaimedMessage {
-  id: string;
+  id: Uuid;
   account_id: string;
-  endpoint_id: string;
-  event_id: string;
+  endpoint_id: Uuid;
+  event_id: Uuid;
   attempts: number;
   created_at: Date;
   claim_token: string;
@@ -377,20 +383,14 @@ export async function settleMessage(
     .execute();
 }
 
-export interface AttemptPosition {
-  attemptedAt: Date;
-  id: string;
-}
-
 /** An endpoint's attempts, newest first, keyset-paged. */
 export async function listAttempts(
   db: EventsDb,
   accountId: string,
-  endpointId: string,
-  after: AttemptPosition | undefined,
+  endpointId: Uuid,
+  after: KeysetPosition | undefined,
   limit: number,
 ): Promise<AttemptRow[]> {
-  let select = db.selectFrom('webhook_attempts').selectAll().where('account_id', '=', accountId).where('endpoint_id', '=', endpointId);
-  if (after) select = select.where((eb) => eb(eb.refTuple('attempted_at', 'id'), '<', eb.tuple(after.attemptedAt, after.id)));
-  return select.orderBy('attempted_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  const select = db.selectFrom('webhook_attempts').selectAll().where('account_id', '=', accountId).where('endpoint_id', '=', endpointId);
+  return inKeysetOrder(select, { time: 'attempted_at', after, limit }).execute();
 }

@@ -1,16 +1,14 @@
 import { GraphQLError, GraphQLScalarType } from 'graphql';
 import { decodeFeedCursor, encodeFeedCursor, positionOf } from '@ots/shared/commit-order';
 import { badUserInput, type Result } from '@ots/shared/errors';
-import { isUuid } from '@ots/shared/ids';
-import { loaderById } from '@ots/shared/loaders';
+import { parseUuid, receiveId, type ReceivedId, type Uuid } from '@ots/shared/ids';
 import { isEventType } from '@ots/shared/outbox';
-import { decodeCursor, encodeCursor, pageSize, toConnection } from '@ots/shared/pagination';
+import { decodeKeysetCursor, encodeKeysetCursor, pageSize, toConnection } from '@ots/shared/pagination';
 import { DateTimeScalar } from '@ots/shared/scalars';
-import type { BaseContext } from '@ots/shared/subgraph-server';
+import type { EventsContext } from './context.ts';
 import { DEFAULT_GRACE_SECONDS } from './domain.ts';
 import type { MutationDisableWebhookEndpointArgs, Resolvers } from './generated/resolvers-types.ts';
 import {
-  canonicalId,
   createEndpoint,
   disableEndpoint,
   enableEndpoint,
@@ -20,38 +18,7 @@ import {
   updateEndpointSettings,
   type OperationContext,
 } from './operations.ts';
-import {
-  findEndpointsByIds,
-  findEventsByIds,
-  listAttempts,
-  listEndpoints,
-  listEvents,
-  type AttemptPosition,
-  type AttemptRow,
-  type EndpointRow,
-  type EventRow,
-  type EventsDb,
-} from './repository.ts';
-
-export interface EventsContext extends BaseContext {
-  db: EventsDb;
-  production: boolean;
-  secretKey: Buffer;
-  now(): Date;
-  /** Per request and scoped to the caller's account. */
-  eventById: ReturnType<typeof loaderById<EventRow>>;
-  endpointById: ReturnType<typeof loaderById<EndpointRow>>;
-}
-
-export function createEventsContext(base: BaseContext, deps: { db: EventsDb; production: boolean; secretKey: Buffer; now(): Date }): EventsContext {
-  const accountId = base.caller.accountId;
-  return {
-    ...base,
-    ...deps,
-    eventById: loaderById((ids) => findEventsByIds(deps.db, accountId, ids)),
-    endpointById: loaderById((ids) => findEndpointsByIds(deps.db, accountId, ids)),
-  };
-}
+import { listAttempts, listEndpoints, listEvents, type AttemptRow, type EndpointRow, type EventRow } from './repository.ts';
 
 /** Output only: an event's data, already an object. */
 const JSONScalar = new GraphQLScalarType({
@@ -74,22 +41,12 @@ function eventCursor(row: EventRow): string {
 }
 
 function deliveryCursor(row: AttemptRow): string {
-  return encodeCursor(DELIVERY_ORDERING, [row.attempted_at.toISOString(), row.id]);
+  return encodeKeysetCursor(DELIVERY_ORDERING, { at: row.attempted_at, id: row.id });
 }
 
-function deliveryPositionAfter(after: string | null | undefined): AttemptPosition | undefined {
-  const keys = decodeCursor(after, DELIVERY_ORDERING, 2);
-  if (!keys) return undefined;
-  const [attemptedAt, id] = keys as [string, string];
-  const date = new Date(attemptedAt);
-  if (Number.isNaN(date.getTime()) || date.toISOString() !== attemptedAt || !isUuid(id)) {
-    throw badUserInput('after is not a cursor issued for this list and ordering', 'after');
-  }
-  return { attemptedAt: date, id };
-}
-
-async function loadById<Row>(loader: { load(id: string): Promise<Row | null> }, id: string): Promise<Row | null> {
-  const key = canonicalId(id);
+/** A row of the caller's account, or null for an absent, foreign or non-UUID id. */
+async function loadById<Row>(loader: { load(id: Uuid): Promise<Row | null> }, id: string): Promise<Row | null> {
+  const key = parseUuid(id);
   return key ? loader.load(key) : null;
 }
 
@@ -105,8 +62,9 @@ const secretPayload = (result: Result<{ endpoint: EndpointRow; signingSecret: st
     ? { webhookEndpoint: result.value.endpoint, signingSecret: result.value.signingSecret, error: null }
     : { webhookEndpoint: null, signingSecret: null, error: result.error };
 
-function endpointMutation(run: (context: OperationContext, id: string) => Promise<Result<EndpointRow>>) {
-  return async (_: unknown, { id }: MutationDisableWebhookEndpointArgs, context: EventsContext) => endpointPayload(await run(operationContext(context), id));
+function endpointMutation(run: (context: OperationContext, id: ReceivedId) => Promise<Result<EndpointRow>>) {
+  return async (_: unknown, { id }: MutationDisableWebhookEndpointArgs, context: EventsContext) =>
+    endpointPayload(await run(operationContext(context), receiveId(id)));
 }
 
 export const resolvers: Resolvers = {
@@ -121,7 +79,7 @@ export const resolvers: Resolvers = {
       const rows = await listEvents(db, caller.accountId, {
         types,
         occurredAfter: args.filter?.occurredAfter ?? undefined,
-        after: decodeFeedCursor(EVENT_FEED, args.after, isUuid),
+        after: decodeFeedCursor(EVENT_FEED, args.after),
         limit: size + 1,
       });
       return toConnection(rows, size, eventCursor);
@@ -134,14 +92,14 @@ export const resolvers: Resolvers = {
     createWebhookEndpoint: async (_, { input }, context) =>
       secretPayload(await createEndpoint(operationContext(context), input)),
     updateWebhookEndpoint: async (_, { id, input }, context) =>
-      endpointPayload(await updateEndpointSettings(operationContext(context), id, input)),
+      endpointPayload(await updateEndpointSettings(operationContext(context), receiveId(id), input)),
     disableWebhookEndpoint: endpointMutation(disableEndpoint),
     enableWebhookEndpoint: endpointMutation(enableEndpoint),
     deleteWebhookEndpoint: endpointMutation(removeEndpoint),
     rotateWebhookSigningSecret: async (_, args, context) =>
-      secretPayload(await rotateSecret(operationContext(context), args.id, args.graceSeconds ?? DEFAULT_GRACE_SECONDS)),
+      secretPayload(await rotateSecret(operationContext(context), receiveId(args.id), args.graceSeconds ?? DEFAULT_GRACE_SECONDS)),
     redeliverEvent: async (_, args, context) => {
-      const result = await redeliverEvent(operationContext(context), args.endpointId, args.eventId);
+      const result = await redeliverEvent(operationContext(context), receiveId(args.endpointId), receiveId(args.eventId));
       return result.ok ? { event: result.value, error: null } : { event: null, error: result.error };
     },
   },
@@ -154,7 +112,7 @@ export const resolvers: Resolvers = {
     createdAt: (row) => row.created_at,
     deliveries: async (row, args, { db, caller }) => {
       const size = pageSize(args.first);
-      const rows = await listAttempts(db, caller.accountId, row.id, deliveryPositionAfter(args.after), size + 1);
+      const rows = await listAttempts(db, caller.accountId, row.id, decodeKeysetCursor(DELIVERY_ORDERING, args.after), size + 1);
       return toConnection(rows, size, deliveryCursor);
     },
   },

@@ -7,7 +7,8 @@ import { migrations, SCHEMA } from '../migrations/index.ts';
 import { startDispatcher, startRetentionCleanup, systemClock, type Clock } from './dispatcher.ts';
 import { registerIngestRoute } from './ingest.ts';
 import type { EventsDatabase } from './repository.ts';
-import { createEventsContext, resolvers, type EventsContext } from './resolvers.ts';
+import { createEventsContext, type EventsContext } from './context.ts';
+import { resolvers } from './resolvers.ts';
 
 export interface EventsServiceOptions {
   /** The retry schedule's time; tests pass one they advance. */
@@ -44,7 +45,7 @@ export function createEventsService(options: EventsServiceOptions = {}): Service
         db: runtime.db,
         secret: requireIngestSecret(runtime.config),
         now: () => clock.now(),
-        onIngested: () => dispatchers.get(runtime)?.wake(),
+        onQueued: () => dispatchers.get(runtime)?.wake(),
       }),
   };
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Uuid } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
 import { DELIVERY_WINDOW_MS, RETRY_DELAYS_MS } from '../src/domain.ts';
 import { CLAIM_LEASE_MS, dispatchDueMessages, type DispatcherDeps } from '../src/dispatcher.ts';
@@ -40,11 +41,11 @@ async function setUp(clock: ManualClock, random = () => 0.5) {
   return { accountId, endpoint: created.value.endpoint, deps };
 }
 
-async function messageOf(eventId: string) {
+async function messageOf(eventId: Uuid) {
   return db.selectFrom('webhook_messages').selectAll().where('event_id', '=', eventId).executeTakeFirstOrThrow();
 }
 
-async function attemptsOf(eventId: string) {
+async function attemptsOf(eventId: Uuid) {
   return db.selectFrom('webhook_attempts').selectAll().where('event_id', '=', eventId).orderBy('attempted_at').execute();
 }
 

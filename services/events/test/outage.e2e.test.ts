@@ -1,38 +1,35 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStack, type TestStack } from '../../../testing/stack.ts';
+import { useStack } from '../../../testing/fixture.ts';
 import { Receiver } from '../../../testing/webhook-receiver.ts';
-import { createEndpoint, createStrategy, data, waitForEvents } from './support.ts';
 
-let stack: TestStack;
+const t = useStack({ redis: 'none', env: { OUTBOX_RELAY_INTERVAL_MS: '50', WEBHOOK_DISPATCH_INTERVAL_MS: '50' }, accounts: [] });
 let receiver: Receiver;
 
 beforeAll(async () => {
-  stack = await startStack({ redis: 'none', env: { OUTBOX_RELAY_INTERVAL_MS: '50', WEBHOOK_DISPATCH_INTERVAL_MS: '50' } });
   receiver = await new Receiver().start();
 });
 
 afterAll(async () => {
   await receiver?.close();
-  await stack?.close();
 });
 
 describe('the events service stopped mid-delivery and started again', () => {
   it('loses nothing and doubles nothing: the interrupted webhook is sent again with its webhook-id, changes made meanwhile arrive', async () => {
-    const client = await stack.createAccountWithKey('Outage');
-    const { endpoint, secret } = await createEndpoint(stack, client, { url: receiver.url });
+    const client = await t.newAccount('Outage');
+    const { endpoint, secret } = await client.createdWebhookEndpoint({ url: receiver.url });
     receiver.secrets = [secret];
     receiver.answerNext('hang');
 
-    await createStrategy(stack, client, 'Before the stop');
+    await client.createdStrategy('Before the stop');
     const [interrupted] = await receiver.waitFor(1);
-    await stack.stopService('events');
+    await t.stack.stopService('events');
 
     // The change commits in strategies; its event waits in the outbox while events is down.
-    await createStrategy(stack, client, 'During the stop');
+    await client.createdStrategy('During the stop');
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(receiver.received).toHaveLength(1);
 
-    await stack.startService('events');
+    await t.stack.startService('events');
     const received = await receiver.waitFor(3);
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(receiver.received).toHaveLength(3);
@@ -44,13 +41,10 @@ describe('the events service stopped mid-delivery and started again', () => {
     ]);
     expect(byName('During the stop')).toHaveLength(1);
 
-    const events = await waitForEvents(stack, client, 2);
+    const events = await client.waitForEvents(2);
     expect(events.map((event) => event.data.name)).toEqual(['Before the stop', 'During the stop']);
 
-    const { webhookEndpoint } = await data(
-      stack,
-      client,
-      `query ($id: ID!) { webhookEndpoint(id: $id) { status deliveries { nodes { eventId attempt statusCode failure succeeded } } } }`,
+    const { webhookEndpoint } = await client.data(`query ($id: ID!) { webhookEndpoint(id: $id) { status deliveries { nodes { eventId attempt statusCode failure succeeded } } } }`,
       { id: endpoint.id },
     );
     expect(webhookEndpoint.status).toBe('ENABLED');

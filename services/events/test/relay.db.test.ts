@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createDatabase } from '@ots/shared/db';
 import { createLogger } from '@ots/shared/logger';
-import { newId } from '@ots/shared/ids';
+import { newId, type Uuid } from '@ots/shared/ids';
 import { loadConfig } from '@ots/shared/config';
 import {
   createOutboxTable,
@@ -35,7 +35,7 @@ beforeAll(async () => {
   await producer.schema.createSchema('producer').ifNotExists().execute();
   await createOutboxTable(producer as unknown as Kysely<unknown>);
   app = Fastify();
-  await registerIngestRoute(app, { db: events, secret, now: () => new Date(), onIngested: () => undefined });
+  await registerIngestRoute(app, { db: events, secret, now: () => new Date(), onQueued: () => undefined });
   await app.listen({ port: 0, host: '127.0.0.1' });
   eventsUrl = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/graphql`;
   close = async () => {
@@ -61,8 +61,9 @@ const relay = (overrides: Partial<OutboxRelayOptions> = {}): OutboxRelayOptions 
   ...overrides,
 });
 
-const outboxIds = async () => (await producer.selectFrom('outbox').select('id').orderBy('id').execute()).map((row) => row.id);
-const storedCount = async (ids: string[]) =>
+// An outbox row's id becomes its event's id.
+const outboxIds = async () => (await producer.selectFrom('outbox').select('id').orderBy('id').execute()).map((row) => row.id as Uuid);
+const storedCount = async (ids: Uuid[]) =>
   ids.length === 0 ? 0 : (await events.selectFrom('events').select('id').where('id', 'in', ids).execute()).length;
 
 async function writeChange(commit: boolean, name: string): Promise<void> {
@@ -112,7 +113,7 @@ describe('the outbox and its relay', () => {
     // The delete "did not happen": the same rows are back.
     await producer.insertInto('outbox').values(rows.map((row) => ({ ...row, data: JSON.stringify(row.data) }))).execute();
     expect(await relayOutboxOnce(relay())).toBe(1);
-    const ids = rows.map((row) => row.id);
+    const ids = rows.map((row) => row.id as Uuid);
     expect(await storedCount(ids)).toBe(1);
     const messages = await events.selectFrom('webhook_messages').select('id').where('event_id', 'in', ids).execute();
     expect(messages).toHaveLength(1);

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { receiveId } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
 import { dispatchDueMessages } from '../src/dispatcher.ts';
 import { createEndpoint, updateEndpointSettings, type OperationContext } from '../src/operations.ts';
@@ -67,7 +68,7 @@ describe('in production', () => {
     const owner = context();
     const created = await createEndpoint({ ...owner, production: false }, { url: 'https://example.com/hooks' });
     if (!created.ok) throw new Error(created.error.message);
-    const updated = await updateEndpointSettings(owner, created.value.endpoint.id, { url: 'https://localhost:8443/x' });
+    const updated = await updateEndpointSettings(owner, receiveId(created.value.endpoint.id), { url: 'https://localhost:8443/x' });
     expect(!updated.ok && updated.error).toMatchObject({ code: 'VALIDATION_FAILED', field: 'url' });
   });
 

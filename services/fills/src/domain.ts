@@ -1,5 +1,5 @@
 import { Decimal, formatDecimal } from '@ots/shared/decimal';
-import { isUuid } from '@ots/shared/ids';
+import type { ReceivedId } from '@ots/shared/ids';
 import { fail, ok, payloadError, type PayloadError, type Result } from '@ots/shared/errors';
 import {
   characterCount,
@@ -18,8 +18,9 @@ export type OrderStatus = 'SUBMITTED' | 'PARTIALLY_FILLED' | 'FILLED' | 'CANCELL
 export const MAX_EXECUTED_AT_LEAD_MS = 5_000;
 export const MAX_EXECUTION_ID_LENGTH = 128;
 
+/** The mutation's input as the resolver received it: the order id parsed, and kept as sent for messages. */
 export interface RecordFillInput {
-  orderSubmissionId: string;
+  orderSubmissionId: ReceivedId;
   executionId: string;
   quantity: Decimal;
   price: Decimal;
@@ -30,7 +31,7 @@ export interface RecordFillInput {
 
 /** A validated request, defaults applied except executedAt, whose absence matters to idempotency. */
 export interface FillTerms {
-  orderSubmissionId: string;
+  orderSubmissionId: ReceivedId;
   executionId: string;
   quantity: Decimal;
   price: Decimal;
@@ -55,8 +56,7 @@ export function validateRecordFill(input: RecordFillInput, now: number): Result<
     );
   }
   return ok({
-    // Postgres prints uuids in lower case; comparing a retry's id needs the same spelling.
-    orderSubmissionId: isUuid(input.orderSubmissionId) ? input.orderSubmissionId.toLowerCase() : input.orderSubmissionId,
+    orderSubmissionId: input.orderSubmissionId,
     executionId: input.executionId,
     quantity: input.quantity,
     price: input.price,
@@ -83,7 +83,8 @@ export interface RecordedTerms {
  */
 export function isSameFill(recorded: RecordedTerms, requested: FillTerms): boolean {
   return (
-    recorded.orderSubmissionId === requested.orderSubmissionId &&
+    // A stored order id is a UUID; a requested id that is not one retries nothing.
+    recorded.orderSubmissionId === requested.orderSubmissionId.uuid &&
     new Decimal(recorded.quantity).equals(requested.quantity) &&
     new Decimal(recorded.price).equals(requested.price) &&
     new Decimal(recorded.fee).equals(requested.fee) &&

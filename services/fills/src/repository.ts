@@ -1,16 +1,17 @@
 import { sql, type Generated, type Kysely, type Selectable } from 'kysely';
-import { isUuid } from '@ots/shared/ids';
-import type { OutboxDatabase } from '@ots/shared/outbox';
+import type { Uuid } from '@ots/shared/ids';
+import type { OutboxDatabase, OutboxRow } from '@ots/shared/outbox';
+import { inKeysetOrder, type KeysetPosition } from '@ots/shared/pagination';
 import type { Liquidity, OrderSide } from './domain.ts';
 
 export type FillStatus = 'PENDING' | 'APPLIED';
 
 export interface FillsDatabase extends OutboxDatabase {
   fills: {
-    id: string;
+    id: Uuid;
     account_id: string;
     api_key_id: string;
-    order_submission_id: string;
+    order_submission_id: Uuid;
     strategy_id: string | null;
     /** The order's; null only while the fill is pending (they arrive with orders' verdict). */
     symbol: string | null;
@@ -35,10 +36,10 @@ export type AppliedFillRow = FillRow & { symbol: string; side: OrderSide };
 type AppliedColumns = { symbol: string; side: OrderSide };
 
 export interface NewPendingFill {
-  id: string;
+  id: Uuid;
   accountId: string;
   apiKeyId: string;
-  orderSubmissionId: string;
+  orderSubmissionId: Uuid;
   executionId: string;
   quantity: string;
   price: string;
@@ -92,35 +93,71 @@ export interface OrderDetails {
 
 /**
  * Marks a pending fill applied, copying the order's details onto it so that positions and filters
- * need no call to orders. Only a PENDING fill changes: undefined when it was applied already (by a
- * concurrent settlement, which waited on the row lock and then found it applied) or dropped, so
- * exactly one settlement records the fill's event.
+ * need no call to orders, and writes its event to the outbox: one statement, so both or neither.
+ * Only a PENDING fill changes: undefined when it was applied already (by a concurrent settlement,
+ * which waited on the row lock and then found it applied) or dropped, so exactly one settlement
+ * records the fill's event.
+ *
+ * Its commit does not wait for the flush to disk (`synchronous_commit` off for this statement's
+ * transaction alone; `set_config` in the statement, since a lone statement has no transaction to
+ * `SET LOCAL` in): it is as atomic and visible as any commit, but a crash of the Postgres server in
+ * the next fraction of a second can undo it. That is safe only because this write is redone: the
+ * pending row and orders' application of the fill were durable before it began, so an undone
+ * settlement leaves the fill pending and the recovery sweeper settles it again, identically (its
+ * event keeps its id, the fill's). It saves recordFill one of its three waits for a flush.
  */
-export async function markPendingFillApplied(db: FillsDb, accountId: string, fillId: string, order: OrderDetails): Promise<AppliedFillRow | undefined> {
+export async function applyPendingFill(
+  db: FillsDb,
+  accountId: string,
+  fillId: Uuid,
+  order: OrderDetails,
+  event: OutboxRow,
+): Promise<AppliedFillRow | undefined> {
   return db
-    .updateTable('fills')
-    .set({ status: 'APPLIED', applied_at: sql<Date>`now()`, strategy_id: order.strategyId, symbol: order.symbol, side: order.side })
-    .where('account_id', '=', accountId)
-    .where('id', '=', fillId)
-    .where('status', '=', 'PENDING')
-    .returningAll()
+    .with('applied', (cte) =>
+      cte
+        .updateTable('fills')
+        .set({ status: 'APPLIED', applied_at: sql<Date>`now()`, strategy_id: order.strategyId, symbol: order.symbol, side: order.side })
+        .where('account_id', '=', accountId)
+        .where('id', '=', fillId)
+        .where('status', '=', 'PENDING')
+        .returningAll(),
+    )
+    .with('event', (cte) =>
+      cte
+        .insertInto('outbox')
+        .columns(['id', 'account_id', 'type', 'occurred_at', 'data'])
+        .expression((eb) =>
+          eb
+            .selectFrom('applied')
+            .select([
+              eb.val(event.id).as('id'),
+              'applied.account_id',
+              eb.val(event.type).as('type'),
+              eb.val(event.occurred_at).as('occurred_at'),
+              eb.val(event.data).as('data'),
+            ]),
+        ),
+    )
+    .with('no_flush_wait', (cte) => cte.selectNoFrom(sql<string>`set_config('synchronous_commit', 'off', true)`.as('synchronous_commit')))
+    .selectFrom(['applied', 'no_flush_wait'])
+    .selectAll('applied')
     .$narrowType<AppliedColumns>()
     .executeTakeFirst();
 }
 
 /** Drops a fill the orders subgraph refused; an applied fill is never dropped. */
-export async function deletePendingFill(db: FillsDb, accountId: string, fillId: string): Promise<void> {
+export async function deletePendingFill(db: FillsDb, accountId: string, fillId: Uuid): Promise<void> {
   await db.deleteFrom('fills').where('account_id', '=', accountId).where('id', '=', fillId).where('status', '=', 'PENDING').execute();
 }
 
-export async function findAppliedFills(db: FillsDb, accountId: string, ids: readonly string[]): Promise<AppliedFillRow[]> {
-  const uuids = ids.filter(isUuid);
-  if (uuids.length === 0) return [];
+export async function findAppliedFills(db: FillsDb, accountId: string, ids: readonly Uuid[]): Promise<AppliedFillRow[]> {
+  if (ids.length === 0) return [];
   return db
     .selectFrom('fills')
     .selectAll()
     .where('account_id', '=', accountId)
-    .where('id', 'in', uuids)
+    .where('id', 'in', ids)
     .where('status', '=', 'APPLIED')
     .$narrowType<AppliedColumns>()
     .execute();
@@ -131,14 +168,13 @@ export async function findAppliedFills(db: FillsDb, accountId: string, ids: read
  * with random bits below the millisecond, so fills executed in the same millisecond come in an order
  * that is stable but arbitrary (not necessarily the order they were recorded in).
  */
-export async function findAppliedFillsOfOrders(db: FillsDb, accountId: string, orderSubmissionIds: readonly string[]): Promise<AppliedFillRow[]> {
-  const uuids = orderSubmissionIds.filter(isUuid);
-  if (uuids.length === 0) return [];
+export async function findAppliedFillsOfOrders(db: FillsDb, accountId: string, orderSubmissionIds: readonly Uuid[]): Promise<AppliedFillRow[]> {
+  if (orderSubmissionIds.length === 0) return [];
   return db
     .selectFrom('fills')
     .selectAll()
     .where('account_id', '=', accountId)
-    .where('order_submission_id', 'in', uuids)
+    .where('order_submission_id', 'in', orderSubmissionIds)
     .where('status', '=', 'APPLIED')
     .$narrowType<AppliedColumns>()
     .orderBy('executed_at', 'asc')
@@ -148,14 +184,13 @@ export async function findAppliedFillsOfOrders(db: FillsDb, accountId: string, o
 
 export type PositionFillRow = Pick<AppliedFillRow, 'id' | 'strategy_id' | 'symbol' | 'side' | 'quantity' | 'price' | 'fee' | 'executed_at'>;
 
-export async function findAppliedFillsOfStrategies(db: FillsDb, accountId: string, strategyIds: readonly string[]): Promise<PositionFillRow[]> {
-  const uuids = strategyIds.filter(isUuid);
-  if (uuids.length === 0) return [];
+export async function findAppliedFillsOfStrategies(db: FillsDb, accountId: string, strategyIds: readonly Uuid[]): Promise<PositionFillRow[]> {
+  if (strategyIds.length === 0) return [];
   return db
     .selectFrom('fills')
     .select(['id', 'strategy_id', 'symbol', 'side', 'quantity', 'price', 'fee', 'executed_at'])
     .where('account_id', '=', accountId)
-    .where('strategy_id', 'in', uuids)
+    .where('strategy_id', 'in', strategyIds)
     .where('status', '=', 'APPLIED')
     .$narrowType<AppliedColumns>()
     .orderBy('executed_at', 'asc')
@@ -163,19 +198,16 @@ export async function findAppliedFillsOfStrategies(db: FillsDb, accountId: strin
     .execute();
 }
 
-/** Normalised (see normaliseFillFilter): an absent member does not filter; any present one does, the empty string included. */
+/**
+ * The conditions of a listFills page, as the resolver received them: ids parsed, the symbol spelt
+ * as stored. An absent member does not filter; any present one does, the empty symbol included.
+ */
 export interface FillFilter {
-  orderSubmissionId?: string;
-  strategyId?: string;
+  orderSubmissionId?: Uuid;
+  strategyId?: Uuid;
   symbol?: string;
   executedAfter?: Date;
   executedBefore?: Date;
-}
-
-/** Where the previous page ended, newest-first: the last row's execution time and id. */
-export interface FillKeyset {
-  executedAt: Date;
-  id: string;
 }
 
 /** Newest first on (executed_at, id): unique and immutable, so a page boundary never moves. Fetches `limit` rows. */
@@ -183,26 +215,15 @@ export async function listAppliedFills(
   db: FillsDb,
   accountId: string,
   filter: FillFilter,
-  limit: number,
-  after: FillKeyset | undefined,
+  page: { after: KeysetPosition | undefined; limit: number },
 ): Promise<AppliedFillRow[]> {
-  // An id that is not a UUID names no order or strategy: the list is empty, not a Postgres error.
-  if (
-    (filter.orderSubmissionId !== undefined && !isUuid(filter.orderSubmissionId)) ||
-    (filter.strategyId !== undefined && !isUuid(filter.strategyId))
-  ) {
-    return [];
-  }
   let query = db.selectFrom('fills').selectAll().where('account_id', '=', accountId).where('status', '=', 'APPLIED').$narrowType<AppliedColumns>();
   if (filter.orderSubmissionId !== undefined) query = query.where('order_submission_id', '=', filter.orderSubmissionId);
   if (filter.strategyId !== undefined) query = query.where('strategy_id', '=', filter.strategyId);
   if (filter.symbol !== undefined) query = query.where('symbol', '=', filter.symbol);
   if (filter.executedAfter !== undefined) query = query.where('executed_at', '>', filter.executedAfter);
   if (filter.executedBefore !== undefined) query = query.where('executed_at', '<', filter.executedBefore);
-  if (after) {
-    query = query.where(({ eb, refTuple, tuple }) => eb(refTuple('executed_at', 'id'), '<', tuple(after.executedAt, after.id)));
-  }
-  return query.orderBy('executed_at', 'desc').orderBy('id', 'desc').limit(limit).execute();
+  return inKeysetOrder(query, { time: 'executed_at', after: page.after, limit: page.limit }).execute();
 }
 
 /**

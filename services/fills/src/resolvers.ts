@@ -1,52 +1,12 @@
-import type DataLoader from 'dataloader';
 import type { PayloadError } from '@ots/shared/errors';
-import { isUuid } from '@ots/shared/ids';
-import { loaderById, loaderOfGroups } from '@ots/shared/loaders';
-import { pageSize, toConnection } from '@ots/shared/pagination';
+import { parseUuid, receiveId } from '@ots/shared/ids';
+import { decodeKeysetCursor, encodeKeysetCursor, pageSize, toConnection } from '@ots/shared/pagination';
 import { DateTimeScalar, DecimalScalar, SignedDecimalScalar } from '@ots/shared/scalars';
-import type { BaseContext } from '@ots/shared/subgraph-server';
-import type { Resolvers } from './generated/resolvers-types.ts';
-import { cursorOf, normaliseFillFilter, parseCursor } from './listing.ts';
-import type { OrdersLink } from './orders-client.ts';
+import type { FillsLoaders } from './context.ts';
+import type { FillFilter as FillFilterInput, Resolvers } from './generated/resolvers-types.ts';
+import { recordFill } from './operations.ts';
 import { computePositions } from './positions.ts';
-import { recordFill } from './recording.ts';
-import {
-  findAppliedFills,
-  findAppliedFillsOfOrders,
-  findAppliedFillsOfStrategies,
-  listAppliedFills,
-  type AppliedFillRow,
-  type FillsDb,
-  type PositionFillRow,
-} from './repository.ts';
-
-export interface FillsLoaders {
-  appliedFillById: DataLoader<string, AppliedFillRow | null>;
-  appliedFillsByOrder: DataLoader<string, AppliedFillRow[]>;
-  appliedFillsByStrategy: DataLoader<string, PositionFillRow[]>;
-}
-
-export interface FillsContext extends BaseContext {
-  db: FillsDb;
-  /** The orders subgraph, called with this request's assertion. */
-  orders: OrdersLink;
-  loaders: FillsLoaders;
-}
-
-/** Per request: each loader turns the lookups of one gateway fetch into one query, scoped to the caller. */
-export function createLoaders(db: FillsDb, accountId: string): FillsLoaders {
-  return {
-    appliedFillById: loaderById((ids) => findAppliedFills(db, accountId, ids)),
-    appliedFillsByOrder: loaderOfGroups(
-      (orderIds) => findAppliedFillsOfOrders(db, accountId, orderIds),
-      (fill) => fill.order_submission_id,
-    ),
-    appliedFillsByStrategy: loaderOfGroups(
-      (strategyIds) => findAppliedFillsOfStrategies(db, accountId, strategyIds),
-      (fill) => fill.strategy_id ?? '',
-    ),
-  };
-}
+import { listAppliedFills, type AppliedFillRow, type FillFilter } from './repository.ts';
 
 /** The parent of Fill's own resolvers. */
 export interface FillObject {
@@ -79,9 +39,43 @@ function fillObject(row: AppliedFillRow): FillObject {
   };
 }
 
-/** Clients may spell a UUID in upper case; Postgres hands ids back in lower case. */
-function normalizedId(id: string): string {
-  return isUuid(id) ? id.toLowerCase() : id;
+/** The tag of listFills' cursors: kept as first issued, so that cursors clients hold stay valid. */
+export const FILLS_ORDERING = 'fills.executedAt.desc';
+
+export function fillCursor(fill: FillObject): string {
+  return encodeKeysetCursor(FILLS_ORDERING, { at: fill.executedAt, id: fill.id });
+}
+
+/**
+ * The filter argument as listFills' query takes it: ids parsed, the symbol upper-cased as symbols
+ * are stored. A member that is null or absent does not filter; any other value does, the empty
+ * string included (the conditions combine with AND, so one that nothing matches empties the list).
+ * Undefined when no fill can match, e.g. an id that is not a UUID.
+ */
+export function receiveFillFilter(input: FillFilterInput | null | undefined): FillFilter | undefined {
+  const filter: FillFilter = {};
+  if (!input) return filter;
+  if (input.orderSubmissionId !== null && input.orderSubmissionId !== undefined) {
+    const orderSubmissionId = parseUuid(input.orderSubmissionId);
+    if (!orderSubmissionId) return undefined;
+    filter.orderSubmissionId = orderSubmissionId;
+  }
+  if (input.strategyId !== null && input.strategyId !== undefined) {
+    const strategyId = parseUuid(input.strategyId);
+    if (!strategyId) return undefined;
+    filter.strategyId = strategyId;
+  }
+  if (input.symbol !== null && input.symbol !== undefined) filter.symbol = input.symbol.toUpperCase();
+  if (input.executedAfter !== null && input.executedAfter !== undefined) filter.executedAfter = input.executedAfter;
+  if (input.executedBefore !== null && input.executedBefore !== undefined) filter.executedBefore = input.executedBefore;
+  return filter;
+}
+
+/** A fill of the caller's account by the id a client or the gateway sent; null when it names none. */
+async function appliedFill(loaders: FillsLoaders, sentId: string): Promise<FillObject | null> {
+  const id = parseUuid(sentId);
+  const row = id ? await loaders.appliedFillById.load(id) : null;
+  return row ? fillObject(row) : null;
 }
 
 function errorPayload(error: PayloadError) {
@@ -93,22 +87,19 @@ export const resolvers: Resolvers = {
   SignedDecimal: SignedDecimalScalar,
   DateTime: DateTimeScalar,
   Query: {
-    fill: async (_, { id }, { loaders }) => {
-      const row = await loaders.appliedFillById.load(normalizedId(id));
-      return row ? fillObject(row) : null;
-    },
+    fill: (_, { id }, { loaders }) => appliedFill(loaders, id),
     listFills: async (_, { filter, first, after }, { db, caller }) => {
       const size = pageSize(first);
-      const keyset = parseCursor(after);
+      const position = decodeKeysetCursor(FILLS_ORDERING, after);
       // Undefined: a condition no fill can meet, e.g. an id that is not a UUID.
-      const normalised = normaliseFillFilter(filter);
-      const rows = normalised ? await listAppliedFills(db, caller.accountId, normalised, size + 1, keyset) : [];
-      return toConnection(rows.map(fillObject), size, cursorOf);
+      const conditions = receiveFillFilter(filter);
+      const rows = conditions ? await listAppliedFills(db, caller.accountId, conditions, { after: position, limit: size + 1 }) : [];
+      return toConnection(rows.map(fillObject), size, fillCursor);
     },
   },
   Mutation: {
     recordFill: async (_, { input }, context) => {
-      const result = await recordFill(context, context.caller, input);
+      const result = await recordFill(context, context.caller, { ...input, orderSubmissionId: receiveId(input.orderSubmissionId) });
       if (!result.ok) return errorPayload(result.error);
       return {
         fill: fillObject(result.value.fill),
@@ -119,21 +110,21 @@ export const resolvers: Resolvers = {
     },
   },
   Fill: {
-    __resolveReference: async ({ id }, { loaders }) => {
-      const row = await loaders.appliedFillById.load(normalizedId(id));
-      return row ? fillObject(row) : null;
-    },
+    __resolveReference: ({ id }, { loaders }) => appliedFill(loaders, id),
     orderSubmission: (fill) => ({ id: fill.orderSubmissionId }),
   },
   OrderSubmission: {
     __resolveReference: ({ id }) => ({ id }),
-    fills: async ({ id }, _, { loaders }) =>
-      (await loaders.appliedFillsByOrder.load(id)).map(fillObject),
+    fills: async ({ id }, _, { loaders }) => {
+      const orderSubmissionId = parseUuid(id);
+      return orderSubmissionId ? (await loaders.appliedFillsByOrder.load(orderSubmissionId)).map(fillObject) : [];
+    },
   },
   Strategy: {
     __resolveReference: ({ id }) => ({ id }),
     positions: async ({ id }, _, { loaders }) => {
-      const fills = await loaders.appliedFillsByStrategy.load(id);
+      const strategyId = parseUuid(id);
+      const fills = strategyId ? await loaders.appliedFillsByStrategy.load(strategyId) : [];
       return computePositions(
         fills.map((fill) => ({
           id: fill.id,

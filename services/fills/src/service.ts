@@ -2,8 +2,9 @@ import { outboxRelay } from '@ots/shared/outbox';
 import type { ServiceDefinition } from '@ots/shared/service';
 import { loadTypeDefs } from '@ots/shared/subgraph-server';
 import { migrations, SCHEMA } from '../migrations/index.ts';
+import { createFillsContext, type FillsContext } from './context.ts';
 import type { FillsDatabase } from './repository.ts';
-import { createLoaders, resolvers, type FillsContext } from './resolvers.ts';
+import { resolvers } from './resolvers.ts';
 import { startFillSweeper } from './sweeper.ts';
 
 const relay = outboxRelay<FillsDatabase, FillsContext>();
@@ -14,21 +15,7 @@ export const fillsService: ServiceDefinition<FillsDatabase, FillsContext> = {
   migrations,
   typeDefs: loadTypeDefs(new URL('../schema.graphql', import.meta.url)),
   resolvers,
-  createContext: (base, { db, config }) => ({
-    ...base,
-    db,
-    orders: {
-      url: config.subgraphUrls.orders,
-      // The budget of a whole recordFill (its two calls to orders share it): half the subgraph fetch
-      // timeout, as orders gives its strategy check. The gateway abandons the fetch of fills after the
-      // full timeout, so a slow or silent orders must be given up on sooner for the client to receive
-      // TEMPORARILY_UNAVAILABLE rather than a top-level error blaming fills.
-      timeoutMs: Math.floor(config.limits.subgraphTimeoutMs / 2),
-      assertion: base.assertion,
-      requestId: base.requestId,
-    },
-    loaders: createLoaders(db, base.caller.accountId),
-  }),
+  createContext: createFillsContext,
   registerRoutes: relay.registerRoutes,
   startBackground: (runtime) => {
     const { config, db, log } = runtime;

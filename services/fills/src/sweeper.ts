@@ -3,7 +3,7 @@ import { signAssertion } from '@ots/shared/assertion';
 import type { Config } from '@ots/shared/config';
 import type { Logger } from '@ots/shared/logger';
 import { fillSweeperMetrics } from '@ots/shared/metrics';
-import { settlePendingFill } from './recording.ts';
+import { settlePendingFill } from './operations.ts';
 import { findStalePendingFills, pendingFillsBacklog, type FillsDb } from './repository.ts';
 
 /** Fills settled per sweep; a full batch starts the next sweep at once. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Decimal } from '@ots/shared/decimal';
+import { receiveId } from '@ots/shared/ids';
 import {
   duplicateExecutionId,
   isSameFill,
@@ -12,7 +13,7 @@ const NOW = Date.parse('2026-11-21T14:00:00.000Z');
 const ORDER_ID = '0193a000-0000-7000-8000-000000000001';
 
 function input(overrides: Partial<RecordFillInput> = {}): RecordFillInput {
-  return { orderSubmissionId: ORDER_ID, executionId: 'exec-1', quantity: new Decimal('2'), price: new Decimal('100.5'), ...overrides };
+  return { orderSubmissionId: receiveId(ORDER_ID), executionId: 'exec-1', quantity: new Decimal('2'), price: new Decimal('100.5'), ...overrides };
 }
 
 function errorOf(result: ReturnType<typeof validateRecordFill>) {
@@ -64,9 +65,9 @@ describe('validateRecordFill', () => {
     expect(validateRecordFill(input({ executedAt: new Date('2001-01-01T00:00:00.000Z') }), NOW).ok).toBe(true);
   });
 
-  it('spells an upper-case order id the way Postgres stores it', () => {
-    const result = validateRecordFill(input({ orderSubmissionId: ORDER_ID.toUpperCase() }), NOW);
-    expect(result.ok && result.value.orderSubmissionId).toBe(ORDER_ID);
+  it('spells an upper-case order id the way Postgres stores it, keeping the text sent for messages', () => {
+    const result = validateRecordFill(input({ orderSubmissionId: receiveId(ORDER_ID.toUpperCase()) }), NOW);
+    expect(result.ok && result.value.orderSubmissionId).toEqual({ uuid: ORDER_ID, sent: ORDER_ID.toUpperCase() });
   });
 });
 
@@ -87,6 +88,7 @@ describe('isSameFill', () => {
 
   it('matches a retry with the same details, amounts compared as numbers', () => {
     expect(isSameFill(recorded, terms({ quantity: new Decimal('2.000'), price: new Decimal('100.50'), executedAt: recorded.executedAt }))).toBe(true);
+    expect(isSameFill(recorded, terms({ orderSubmissionId: receiveId(ORDER_ID.toUpperCase()) }))).toBe(true);
   });
 
   it('matches a retry that leaves out executedAt, whatever time was recorded', () => {
@@ -99,7 +101,8 @@ describe('isSameFill', () => {
     expect(isSameFill(recorded, terms({ fee: new Decimal('0.01') }))).toBe(false);
     expect(isSameFill(recorded, terms({ liquidity: 'MAKER' }))).toBe(false);
     expect(isSameFill(recorded, terms({ executedAt: new Date(recorded.executedAt.getTime() + 1) }))).toBe(false);
-    expect(isSameFill(recorded, terms({ orderSubmissionId: '0193a000-0000-7000-8000-000000000002' }))).toBe(false);
+    expect(isSameFill(recorded, terms({ orderSubmissionId: receiveId('0193a000-0000-7000-8000-000000000002') }))).toBe(false);
+    expect(isSameFill(recorded, terms({ orderSubmissionId: receiveId('not-a-uuid') }))).toBe(false);
   });
 });
 

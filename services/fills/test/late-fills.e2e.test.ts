@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@ots/shared/ids';
-import { startStack, type TestStack } from '../../../testing/stack.ts';
-import { createStrategy, data, eventually, orderState, recordFill, recorded, STACK_ENV, submitOrder, type Client } from './support.ts';
+import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
+import { createStrategy, eventually, recorded, submitOrder } from './support.ts';
 
 /**
  * Late fills through the gateway: a venue's "too late to cancel". Whether a fill on a cancelled or
@@ -11,45 +11,39 @@ import { createStrategy, data, eventually, orderState, recordFill, recorded, STA
  * pending fills, by request or by recovery, the same way as any other.
  */
 
-let stack: TestStack;
-let alice: Client;
+const t = useStack({ env: { ...NO_RATE_LIMIT_ENV, FILL_SWEEP_INTERVAL_MS: '100', FILL_SWEEP_MIN_AGE_MS: '300' }, accounts: ['alice'] });
 let database: pg.Client;
 
 beforeAll(async () => {
-  stack = await startStack({ env: { ...STACK_ENV, FILL_SWEEP_INTERVAL_MS: '100', FILL_SWEEP_MIN_AGE_MS: '300' } });
-  alice = await stack.createAccountWithKey('Alice');
-  database = new pg.Client({ connectionString: stack.databaseUrl });
+  database = new pg.Client({ connectionString: t.stack.databaseUrl });
   await database.connect();
 });
 
 afterAll(async () => {
   await database?.end();
-  await stack?.close();
 });
 
 async function cancelledAt(orderId: string): Promise<string> {
-  const result = await data(stack, alice, 'mutation ($id: ID!) { cancelOrderSubmission(id: $id) { orderSubmission { cancelledAt } error { code } } }', {
-    id: orderId,
-  });
-  expect(result.cancelOrderSubmission.error).toBeNull();
-  return result.cancelOrderSubmission.orderSubmission.cancelledAt;
+  const payload = await t.alice.cancelOrder(orderId);
+  expect(payload.error).toBeNull();
+  return payload.orderSubmission!.cancelledAt!;
 }
 
 const shift = (iso: string, ms: number) => new Date(new Date(iso).getTime() + ms).toISOString();
 
 async function positions(strategyId: string) {
-  const result = await data(stack, alice, 'query ($id: ID!) { strategy(id: $id) { positions { symbol netQuantity averageCost } } }', { id: strategyId });
+  const result = await t.alice.data('query ($id: ID!) { strategy(id: $id) { positions { symbol netQuantity averageCost } } }', { id: strategyId });
   return result.strategy.positions;
 }
 
 describe('late fills', () => {
   it('records a fill executed at or before the cancel on the CANCELLED order, counts it in the position, and refuses one executed 1 ms after', async () => {
-    const strategyId = await createStrategy(stack, alice, `late-${randomUUID()}`);
-    const order = await submitOrder(stack, alice, { strategyId, quantity: '10' });
-    await recorded(stack, alice, { orderSubmissionId: order.id, executionId: `x-${randomUUID()}`, quantity: '2', price: '10' });
+    const strategyId = await createStrategy(t.alice, `late-${randomUUID()}`);
+    const order = await submitOrder(t.alice, { strategyId, quantity: '10' });
+    await recorded(t.alice, { orderSubmissionId: order.id, executionId: `x-${randomUUID()}`, quantity: '2', price: '10' });
     const at = await cancelledAt(order.id);
 
-    const late = await recorded(stack, alice, {
+    const late = await recorded(t.alice, {
       orderSubmissionId: order.id,
       executionId: `x-${randomUUID()}`,
       quantity: '3',
@@ -59,7 +53,7 @@ describe('late fills', () => {
     expect(late.orderSubmission).toMatchObject({ status: 'CANCELLED', filledQuantity: '5', remainingQuantity: '0', averageFillPrice: '16' });
     expect(await positions(strategyId)).toEqual([{ symbol: 'ACME', netQuantity: '5', averageCost: '16' }]);
 
-    const tooLate = await recordFill(stack, alice, {
+    const tooLate = await t.alice.recordFill({
       orderSubmissionId: order.id,
       executionId: `x-${randomUUID()}`,
       quantity: '1',
@@ -67,59 +61,54 @@ describe('late fills', () => {
       executedAt: shift(at, 1),
     });
     expect(tooLate).toMatchObject({ fill: null, error: { code: 'ORDER_NOT_FILLABLE', field: 'orderSubmissionId' } });
-    expect((await orderState(stack, alice, order.id))?.fills).toHaveLength(2);
+    expect((await t.alice.orderWithFills(order.id))?.fills).toHaveLength(2);
   });
 
   it('is idempotent by executionId like every fill', async () => {
-    const order = await submitOrder(stack, alice, { quantity: '10' });
+    const order = await submitOrder(t.alice, { quantity: '10' });
     const at = await cancelledAt(order.id);
     const input = { orderSubmissionId: order.id, executionId: `x-${randomUUID()}`, quantity: '4', price: '5', executedAt: shift(at, -1) };
-    const first = await recorded(stack, alice, input);
-    const retry = await recorded(stack, alice, input);
+    const first = await recorded(t.alice, input);
+    const retry = await recorded(t.alice, input);
     expect(retry.fill.id).toBe(first.fill.id);
     expect(retry.orderSubmission).toMatchObject({ status: 'CANCELLED', filledQuantity: '4' });
-    expect((await recordFill(stack, alice, { ...input, quantity: '5' })).error?.code).toBe('DUPLICATE_EXECUTION_ID');
+    expect((await t.alice.recordFill({ ...input, quantity: '5' })).error?.code).toBe('DUPLICATE_EXECUTION_ID');
   });
 
   it('turns a cancelled order that a late fill completes FILLED with cancelledAt null; then any fill is ORDER_NOT_FILLABLE', async () => {
-    const order = await submitOrder(stack, alice, { quantity: '10' });
+    const order = await submitOrder(t.alice, { quantity: '10' });
     const at = await cancelledAt(order.id);
-    await recorded(stack, alice, { orderSubmissionId: order.id, executionId: `x-${randomUUID()}`, quantity: '10', price: '5', executedAt: at });
-    const state = await data(stack, alice, 'query ($id: ID!) { orderSubmission(id: $id) { status cancelledAt filledQuantity } }', { id: order.id });
+    await recorded(t.alice, { orderSubmissionId: order.id, executionId: `x-${randomUUID()}`, quantity: '10', price: '5', executedAt: at });
+    const state = await t.alice.data('query ($id: ID!) { orderSubmission(id: $id) { status cancelledAt filledQuantity } }', { id: order.id });
     expect(state.orderSubmission).toEqual({ status: 'FILLED', cancelledAt: null, filledQuantity: '10' });
-    const more = await recordFill(stack, alice, { orderSubmissionId: order.id, executionId: `x-${randomUUID()}`, quantity: '1', price: '5', executedAt: shift(at, -5) });
+    const more = await t.alice.recordFill({ orderSubmissionId: order.id, executionId: `x-${randomUUID()}`, quantity: '1', price: '5', executedAt: shift(at, -5) });
     expect(more.error?.code).toBe('ORDER_NOT_FILLABLE');
   });
 
   it('records a late fill on a REPLACED order, which stays REPLACED', async () => {
-    const order = await submitOrder(stack, alice, { quantity: '10' });
-    const replaced = await data(
-      stack,
-      alice,
-      'mutation ($id: ID!) { replaceOrderSubmission(id: $id, input: { quantity: "6" }) { replacedOrderSubmission { replacedAt } error { code } } }',
-      { id: order.id },
-    );
-    const at = replaced.replaceOrderSubmission.replacedOrderSubmission.replacedAt;
-    const late = await recorded(stack, alice, { orderSubmissionId: order.id, executionId: `x-${randomUUID()}`, quantity: '10', price: '5', executedAt: at });
+    const order = await submitOrder(t.alice, { quantity: '10' });
+    const replaced = await t.alice.replaceOrder(order.id, { quantity: '6' });
+    const at = replaced.replacedOrderSubmission!.replacedAt!;
+    const late = await recorded(t.alice, { orderSubmissionId: order.id, executionId: `x-${randomUUID()}`, quantity: '10', price: '5', executedAt: at });
     expect(late.orderSubmission).toMatchObject({ status: 'REPLACED', filledQuantity: '10', remainingQuantity: '0' });
-    const after = await recordFill(stack, alice, { orderSubmissionId: order.id, executionId: `x-${randomUUID()}`, quantity: '1', price: '5', executedAt: shift(at, 1) });
+    const after = await t.alice.recordFill({ orderSubmissionId: order.id, executionId: `x-${randomUUID()}`, quantity: '1', price: '5', executedAt: shift(at, 1) });
     expect(after.error?.code).toBe('ORDER_NOT_FILLABLE');
   });
 
   it('recovery settles a pending late fill like any other: applied once, with the order’s details', async () => {
-    const order = await submitOrder(stack, alice, { quantity: '10' });
+    const order = await submitOrder(t.alice, { quantity: '10' });
     const at = await cancelledAt(order.id);
     const executionId = `x-${randomUUID()}`;
     // Left behind by a request that stored it and died before asking orders.
     await database.query(
       `insert into fills.fills (id, account_id, api_key_id, order_submission_id, execution_id, quantity, price, fee, liquidity, executed_at, status)
        values ($1, $2, $3, $4, $5, '3', '7', '0', 'UNKNOWN', $6, 'PENDING')`,
-      [newId(), alice.accountId, alice.apiKeyId, order.id, executionId, at],
+      [newId(), t.alice.accountId, t.alice.apiKeyId, order.id, executionId, at],
     );
     await eventually(async () => {
       const rows = (await database.query('select status, symbol, side from fills.fills where execution_id = $1', [executionId])).rows;
       expect(rows).toEqual([{ status: 'APPLIED', symbol: 'ACME', side: 'BUY' }]);
     });
-    expect(await orderState(stack, alice, order.id)).toMatchObject({ status: 'CANCELLED', filledQuantity: '3' });
+    expect(await t.alice.orderWithFills(order.id)).toMatchObject({ status: 'CANCELLED', filledQuantity: '3' });
   });
 });

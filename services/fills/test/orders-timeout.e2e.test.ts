@@ -1,8 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startStack, type TestStack } from '../../../testing/stack.ts';
-import { FILL_FIELDS, ORDER_FIELDS, STACK_ENV, eventually, orderState, recorded, submitOrder, type Client, type RecordFillPayload } from './support.ts';
+import { print } from 'graphql';
+import type { HttpAnswer, JsonPost } from '@ots/shared/http-client';
+import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
+import { RecordFillDocument, type RecordFillInput, type RecordFillMutation } from '../../../testing/generated/operations.ts';
+import { eventually, interceptApplyFill, recorded, submitOrder } from './support.ts';
+
+vi.mock('@ots/shared/http-client', { spy: true });
 
 /**
  * recordFill calls orders once (apply the fill) within one fetch of fills by the gateway, which gives
@@ -18,66 +24,47 @@ const BUDGET_MS = SUBGRAPH_TIMEOUT_MS / 2;
 const SLACK_MS = 400;
 const MIN_AGE_MS = 1_500;
 
-let stack: TestStack;
-let alice: Client;
+const t = useStack({
+  env: { ...NO_RATE_LIMIT_ENV, SUBGRAPH_TIMEOUT_MS: String(SUBGRAPH_TIMEOUT_MS), FILL_SWEEP_INTERVAL_MS: '100', FILL_SWEEP_MIN_AGE_MS: String(MIN_AGE_MS) },
+  accounts: ['alice'],
+});
 let database: pg.Client;
 
-type Intercept = (forward: () => Promise<Response>, signal: AbortSignal | undefined) => Promise<Response>;
-/** Runs once, in place of the next call that fills makes to orders' applyFill. */
-const intercepts: { apply?: Intercept } = {};
+let applyFill: Awaited<ReturnType<typeof interceptApplyFill>>;
+/** An orders process that accepted the request and never answers: a server that reads requests and says nothing. */
+let silentServer: Server;
+let silentUrl: string;
 
 beforeAll(async () => {
-  stack = await startStack({
-    env: { ...STACK_ENV, SUBGRAPH_TIMEOUT_MS: String(SUBGRAPH_TIMEOUT_MS), FILL_SWEEP_INTERVAL_MS: '100', FILL_SWEEP_MIN_AGE_MS: String(MIN_AGE_MS) },
-  });
-  alice = await stack.createAccountWithKey('Alice');
-  database = new pg.Client({ connectionString: stack.databaseUrl });
+  database = new pg.Client({ connectionString: t.stack.databaseUrl });
   await database.connect();
-
-  // Every server of the stack runs in this process, so fills' calls to orders go through this fetch.
-  const realFetch = globalThis.fetch;
-  vi.spyOn(globalThis, 'fetch').mockImplementation(async (input, init) => {
-    const body = typeof init?.body === 'string' ? init.body : '';
-    const kind = body.includes('FillsApplyFill') ? 'apply' : undefined;
-    const intercept = kind && intercepts[kind];
-    if (kind && intercept) {
-      delete intercepts[kind];
-      return intercept(() => realFetch(input, init), init?.signal ?? undefined);
-    }
-    return realFetch(input, init);
-  });
+  applyFill = await interceptApplyFill();
+  silentServer = createServer(() => undefined);
+  await new Promise<void>((resolve) => silentServer.listen(0, '127.0.0.1', resolve));
+  silentUrl = `http://127.0.0.1:${(silentServer.address() as { port: number }).port}/graphql`;
 });
 
 afterEach(() => {
-  delete intercepts.apply;
+  applyFill.clear();
 });
 
 afterAll(async () => {
   vi.restoreAllMocks();
+  silentServer?.closeAllConnections();
+  await new Promise((resolve) => silentServer?.close(resolve));
   await database?.end();
-  await stack?.close();
 });
 
-/** An orders process that accepted the request and never answers: nothing, until the caller gives up. */
-function silent(signal: AbortSignal | undefined): Promise<Response> {
-  return new Promise((_, reject) => {
-    const abort = () => reject(signal?.reason ?? new Error('aborted'));
-    if (signal?.aborted) abort();
-    else signal?.addEventListener('abort', abort, { once: true });
-  });
+/** The call as fills made it, sent where nothing answers, with what is left of its deadline: it fails when that passes. */
+function silent(post: JsonPost, startedAt: number): Promise<HttpAnswer> {
+  return applyFill.post({ ...post, url: silentUrl, timeoutMs: post.timeoutMs - (Date.now() - startedAt) });
 }
 
 /** Sends recordFill and returns the whole response, top-level errors included, and how long it took. */
-async function timedRecordFill(input: Record<string, unknown>) {
+async function timedRecordFill(input: RecordFillInput) {
   const started = Date.now();
-  const result = await stack.graphql(
-    alice.apiKey,
-    `mutation ($input: RecordFillInput!) {
-      recordFill(input: $input) { fill { ${FILL_FIELDS} } orderSubmission { ${ORDER_FIELDS} } error { code field message } }
-    }`,
-    { input },
-  );
-  return { body: result.body as { data?: { recordFill: RecordFillPayload }; errors?: unknown[] }, elapsedMs: Date.now() - started };
+  const result = await t.alice.graphql(print(RecordFillDocument), { input });
+  return { body: result.body as { data?: RecordFillMutation; errors?: unknown[] }, elapsedMs: Date.now() - started };
 }
 
 async function storedFills(executionId: string): Promise<{ id: string; status: string }[]> {
@@ -86,9 +73,9 @@ async function storedFills(executionId: string): Promise<{ id: string; status: s
 
 describe('recordFill against a slow or silent orders', () => {
   it('a silent apply: TEMPORARILY_UNAVAILABLE when the deadline passes, inside the gateway timeout, then recovery applies the fill once', async () => {
-    const order = await submitOrder(stack, alice, { quantity: '5' });
+    const order = await submitOrder(t.alice, { quantity: '5' });
     const input = { orderSubmissionId: order.id, executionId: `exec-${randomUUID()}`, quantity: '2', price: '30' };
-    intercepts.apply = async (_forward, signal) => silent(signal);
+    applyFill.once(async (_forward, post) => silent(post, Date.now()));
 
     const { body, elapsedMs } = await timedRecordFill(input);
     expect(body.errors).toBeUndefined();
@@ -102,35 +89,36 @@ describe('recordFill against a slow or silent orders', () => {
     await eventually(async () => {
       expect(await storedFills(input.executionId)).toEqual([{ id: expect.any(String), status: 'APPLIED' }]);
     });
-    const state = await orderState(stack, alice, order.id);
+    const state = await t.alice.orderWithFills(order.id);
     expect(state).toMatchObject({ status: 'PARTIALLY_FILLED', filledQuantity: '2', remainingQuantity: '3', averageFillPrice: '30' });
     expect(state?.fills.map((fill) => fill.executionId)).toEqual([input.executionId]);
 
     // The retry returns the outcome, and applies nothing again.
-    const retry = await recorded(stack, alice, input);
+    const retry = await recorded(t.alice, input);
     expect(retry.fill.id).toBe((await storedFills(input.executionId))[0]?.id);
     expect(retry.orderSubmission).toMatchObject({ filledQuantity: '2', remainingQuantity: '3' });
   });
 
   it('an apply that orders commits but answers too late: TEMPORARILY_UNAVAILABLE in time, and the fill counts once', async () => {
-    const order = await submitOrder(stack, alice, { quantity: '5' });
+    const order = await submitOrder(t.alice, { quantity: '5' });
     const input = { orderSubmissionId: order.id, executionId: `exec-${randomUUID()}`, quantity: '5', price: '1' };
-    let committed!: Promise<Response>;
-    intercepts.apply = async (forward, signal) => {
+    let committed!: Promise<HttpAnswer>;
+    applyFill.once(async (forward, post) => {
+      const startedAt = Date.now();
       committed = forward();
       await committed;
-      return silent(signal);
-    };
+      return silent(post, startedAt);
+    });
 
     const { body, elapsedMs } = await timedRecordFill(input);
     expect(body.errors).toBeUndefined();
     expect(body.data?.recordFill).toMatchObject({ fill: null, error: { code: 'TEMPORARILY_UNAVAILABLE', field: null } });
     expect(elapsedMs).toBeLessThan(BUDGET_MS + SLACK_MS);
     await committed;
-    expect(await orderState(stack, alice, order.id)).toMatchObject({ status: 'FILLED', filledQuantity: '5' });
+    expect(await t.alice.orderWithFills(order.id)).toMatchObject({ status: 'FILLED', filledQuantity: '5' });
 
-    const payload = await recorded(stack, alice, input);
+    const payload = await recorded(t.alice, input);
     expect(payload.orderSubmission).toMatchObject({ status: 'FILLED', filledQuantity: '5' });
-    expect((await orderState(stack, alice, order.id))?.fills).toHaveLength(1);
+    expect((await t.alice.orderWithFills(order.id))?.fills).toHaveLength(1);
   });
 });

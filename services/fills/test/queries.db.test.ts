@@ -1,9 +1,12 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Uuid } from '@ots/shared/ids';
+import { decodeKeysetCursor, encodeKeysetCursor } from '@ots/shared/pagination';
 import { migrateService } from '@ots/shared/service';
 import { createTestDatabase, type TestDatabase } from '@ots/shared/testing/database';
 import { expectAccountIndexesOnly, openPlanExplainer, type PlanExplainer } from '@ots/shared/testing/plans';
 import { migrations, SCHEMA } from '../migrations/index.ts';
 import { findFillByExecutionId, listAppliedFills, type FillFilter, type FillsDatabase } from '../src/repository.ts';
+import { FILLS_ORDERING } from '../src/resolvers.ts';
 
 /**
  * What the listFills SQL costs: the plan of every filter, with and without a cursor, on a table of
@@ -12,8 +15,8 @@ import { findFillByExecutionId, listAppliedFills, type FillFilter, type FillsDat
  */
 
 const accountId = '00000000-0000-4000-8000-000000000007';
-const strategyId = '00000000-0000-4000-8002-000000000703';
-const orderSubmissionId = '00000000-0000-4000-8001-00000007002a';
+const strategyId = '00000000-0000-4000-8002-000000000703' as Uuid;
+const orderSubmissionId = '00000000-0000-4000-8001-00000007002a' as Uuid;
 
 let database: TestDatabase;
 let explainer: PlanExplainer<FillsDatabase>;
@@ -53,7 +56,7 @@ afterAll(async () => {
 });
 
 describe('listFills query plans on a table of many accounts', () => {
-  const after = { executedAt: new Date('2026-01-01T10:00:00Z'), id: '00000000-0000-4000-8000-000000000000' };
+  const after = decodeKeysetCursor(FILLS_ORDERING, encodeKeysetCursor(FILLS_ORDERING, { at: new Date('2026-01-01T10:00:00Z'), id: '00000000-0000-4000-8000-000000000000' }));
 
   const filters: [string, FillFilter, string | undefined][] = [
     ['no filter', {}, 'fills_account_executed'],
@@ -73,13 +76,13 @@ describe('listFills query plans on a table of many accounts', () => {
 
   it.each(filters)('by %s reads only the account\'s index entries, through the index that serves the filter', async (_name, filter, expected) => {
     for (const keyset of [undefined, after]) {
-      const indexes = expectAccountIndexesOnly(await explainer.plansOf((handle) => listAppliedFills(handle, accountId, filter, 51, keyset)), 'fills');
+      const indexes = expectAccountIndexesOnly(await explainer.plansOf((handle) => listAppliedFills(handle, accountId, filter, { after: keyset, limit: 51 })), 'fills');
       if (expected) expect(indexes, JSON.stringify({ filter, keyset })).toEqual([expected]);
     }
   });
 
   it('answers a symbol filter from the symbol index, which holds the page in order', async () => {
-    const rows = await listAppliedFills(explainer.db, accountId, { symbol: 'SYM7' }, 51, undefined);
+    const rows = await listAppliedFills(explainer.db, accountId, { symbol: 'SYM7' }, { after: undefined, limit: 51 });
     expect(rows.length).toBeGreaterThan(0);
     expect(rows.every((row) => row.symbol === 'SYM7' && row.status === 'APPLIED' && row.account_id === accountId)).toBe(true);
     const times = rows.map((row) => row.executed_at.getTime());

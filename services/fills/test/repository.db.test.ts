@@ -1,7 +1,8 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, inject } from 'vitest';
-import { newId } from '@ots/shared/ids';
+import { newId, type Uuid } from '@ots/shared/ids';
+import { outboxRow } from '@ots/shared/outbox';
 import { migrateService } from '@ots/shared/service';
 import { createTestDatabase, type TestDatabase } from '@ots/shared/testing/database';
 import { migrations, SCHEMA } from '../migrations/index.ts';
@@ -10,15 +11,22 @@ import {
   findFillByExecutionId,
   findStalePendingFills,
   insertPendingFill,
-  markPendingFillApplied,
+  applyPendingFill,
   type FillsDatabase,
   type FillsDb,
   type NewPendingFill,
   type OrderDetails,
 } from '../src/repository.ts';
-import { createLoaders } from '../src/resolvers.ts';
+import { createLoaders, type FillsContext } from '../src/context.ts';
+import { resolvers } from '../src/resolvers.ts';
 
 /** Repository and loader behaviour against real Postgres, counting the statements each use sends. */
+
+/** A resolver of the map, called as Apollo calls it (the loaders are all these read of the context). */
+type Called<Args> = (parent: unknown, args: Args, context: FillsContext, info: unknown) => Promise<unknown>;
+const fillResolver = resolvers.Query!.fill as Called<{ id: string }>;
+const fillsOfOrderResolver = resolvers.OrderSubmission!.fills as Called<Record<string, never>>;
+const contextWith = (loaders: FillsContext['loaders']) => ({ loaders }) as FillsContext;
 
 let database: TestDatabase;
 let db: FillsDb;
@@ -73,9 +81,19 @@ function detailsOf(overrides: FillOverrides): OrderDetails {
   return { strategyId: overrides.strategyId ?? null, symbol: overrides.symbol ?? 'ACME', side: overrides.side ?? 'BUY' };
 }
 
+/** Settles a pending fill as a request does, with a `fill.recorded` event under the fill's id. */
+function markPendingFillApplied(accountId: string, fillId: Uuid, details: OrderDetails) {
+  const event = outboxRow({ id: fillId, accountId, type: 'fill.recorded', occurredAt: new Date(), data: { id: fillId } });
+  return applyPendingFill(db, accountId, fillId, details, event);
+}
+
+async function eventsOf(fillId: string): Promise<number> {
+  return (await db.selectFrom('outbox').select('id').where('id', '=', fillId as Uuid).execute()).length;
+}
+
 async function appliedFill(owner: { accountId: string; apiKeyId: string }, overrides: FillOverrides = {}) {
   const fill = await insertPendingFill(db, pendingFill(owner, overrides));
-  return (await markPendingFillApplied(db, owner.accountId, fill!.id, detailsOf(overrides)))!;
+  return (await markPendingFillApplied(owner.accountId, fill!.id, detailsOf(overrides)))!;
 }
 
 describe('pending fills', () => {
@@ -92,12 +110,14 @@ describe('pending fills', () => {
     expect(row?.executed_at.getTime()).toBe(row?.recorded_at.getTime());
   });
 
-  it('marks applied idempotently, and never drops an applied fill', async () => {
+  it('marks applied idempotently with one event, and never drops an applied fill', async () => {
     const owner = account();
     const fill = (await insertPendingFill(db, pendingFill(owner)))!;
-    const first = await markPendingFillApplied(db, owner.accountId, fill.id, detailsOf({}));
-    // A second settlement of the same fill changes nothing and says so.
-    const again = await markPendingFillApplied(db, owner.accountId, fill.id, detailsOf({}));
+    const first = await markPendingFillApplied(owner.accountId, fill.id, detailsOf({}));
+    expect(await eventsOf(fill.id)).toBe(1);
+    // A second settlement of the same fill changes nothing, writes no second event, and says so.
+    const again = await markPendingFillApplied(owner.accountId, fill.id, detailsOf({}));
+    expect(await eventsOf(fill.id)).toBe(1);
     expect(first).toMatchObject({ symbol: 'ACME', side: 'BUY', strategy_id: null });
     expect(first?.status).toBe('APPLIED');
     expect(again).toBeUndefined();
@@ -109,7 +129,8 @@ describe('pending fills', () => {
   it("touches no other account's fill", async () => {
     const owner = account();
     const fill = (await insertPendingFill(db, pendingFill(owner)))!;
-    expect(await markPendingFillApplied(db, newId(), fill.id, detailsOf({}))).toBeUndefined();
+    expect(await markPendingFillApplied(newId(), fill.id, detailsOf({}))).toBeUndefined();
+    expect(await eventsOf(fill.id)).toBe(0);
     await deletePendingFill(db, newId(), fill.id);
     expect((await findFillByExecutionId(db, owner.accountId, fill.execution_id))?.status).toBe('PENDING');
     await deletePendingFill(db, owner.accountId, fill.id);
@@ -140,9 +161,17 @@ describe('per-request loaders', () => {
 
     const loaders = createLoaders(db, owner.accountId);
     statements = [];
-    const groups = await Promise.all([orderA, orderB, newId(), 'not-a-uuid'].map((id) => loaders.appliedFillsByOrder.load(id)));
+    const groups = await Promise.all([orderA, orderB, newId()].map((id) => loaders.appliedFillsByOrder.load(id)));
     expect(statements).toHaveLength(1);
-    expect(groups.map((group) => group.map((fill) => fill.id))).toEqual([[early.id, late.id], [other.id], [], []]);
+    expect(groups.map((group) => group.map((fill) => fill.id))).toEqual([[early.id, late.id], [other.id], []]);
+
+    // Through the resolver, which parses the order's id: a malformed one reaches no query.
+    statements = [];
+    const resolved = (await Promise.all(
+      [orderA, 'not-a-uuid'].map((id) => fillsOfOrderResolver({ id }, {}, contextWith(createLoaders(db, owner.accountId)), undefined)),
+    )) as { id: string }[][];
+    expect(statements).toHaveLength(1);
+    expect(resolved.map((group) => group.map((fill) => fill.id))).toEqual([[early.id, late.id], []]);
   });
 
   it('load fills by id in one query, null for pending, foreign and malformed ids', async () => {
@@ -151,11 +180,14 @@ describe('per-request loaders', () => {
     const pending = (await insertPendingFill(db, pendingFill(owner)))!;
     const foreign = await appliedFill(account());
 
-    const loaders = createLoaders(db, owner.accountId);
+    // Through the resolver, which parses each id: a malformed one never joins the batch.
+    const context = contextWith(createLoaders(db, owner.accountId));
     statements = [];
-    const rows = await Promise.all([mine.id, pending.id, foreign.id, 'nope'].map((id) => loaders.appliedFillById.load(id)));
+    const rows = (await Promise.all(
+      [mine.id, pending.id, foreign.id, 'nope', mine.id.toUpperCase()].map((id) => fillResolver(undefined, { id }, context, undefined)),
+    )) as ({ id: string } | null)[];
     expect(statements).toHaveLength(1);
-    expect(rows.map((row) => row?.id ?? null)).toEqual([mine.id, null, null, null]);
+    expect(rows.map((row) => row?.id ?? null)).toEqual([mine.id, null, null, null, mine.id]);
   });
 
   it("load many strategies' position fills in one query", async () => {

@@ -1,6 +1,7 @@
 import { Decimal, roundDerived } from '@ots/shared/decimal';
+import { decodeFeedCursor, encodeFeedCursor, type FeedPosition } from '@ots/shared/commit-order';
 import { fail, ok, payloadError, type PayloadError, type Result } from '@ots/shared/errors';
-import { isUuid } from '@ots/shared/ids';
+import type { ReceivedId, Uuid } from '@ots/shared/ids';
 import {
   characterCount,
   idempotencyKeyReused,
@@ -9,6 +10,7 @@ import {
   notFoundInAccount,
   wrongState,
 } from '@ots/shared/messages';
+import { decodeKeysetCursor, encodeKeysetCursor, type KeysetPosition } from '@ots/shared/pagination';
 
 /**
  * The rules of order submissions as plain functions: what a valid submission is, when a retry is
@@ -32,10 +34,10 @@ const SYMBOL_MAX_LENGTH = 16;
 const TYPES_WITH_LIMIT_PRICE: ReadonlySet<OrderType> = new Set(['LIMIT', 'STOP_LIMIT']);
 const TYPES_WITH_STOP_PRICE: ReadonlySet<OrderType> = new Set(['STOP', 'STOP_LIMIT']);
 
-/** submitOrder's input once the scalars have parsed it. */
+/** submitOrder's input once the scalars and the resolver have parsed it. */
 export interface SubmitOrderInput {
   clientOrderId?: string | null;
-  strategyId?: string | null;
+  strategyId?: Uuid | null;
   symbol: string;
   side: OrderSide;
   type: OrderType;
@@ -48,7 +50,7 @@ export interface SubmitOrderInput {
 /** A valid submission in its normal form: what is stored, and what a retry is compared with. */
 export interface OrderDraft {
   clientOrderId: string | null;
-  strategyId: string | null;
+  strategyId: Uuid | null;
   symbol: string;
   side: OrderSide;
   type: OrderType;
@@ -115,11 +117,9 @@ export function validateSubmission(input: SubmitOrderInput): Result<OrderDraft> 
   if (!limitPrice.ok) return limitPrice;
   const stopPrice = checkPrice('stopPrice', input.stopPrice, input.type, TYPES_WITH_STOP_PRICE);
   if (!stopPrice.ok) return stopPrice;
-  const strategyId = input.strategyId ?? null;
   return ok({
     clientOrderId,
-    // Postgres prints UUIDs in lower case; a retry that spells the id in upper case is the same order.
-    strategyId: strategyId !== null && isUuid(strategyId) ? strategyId.toLowerCase() : strategyId,
+    strategyId: input.strategyId ?? null,
     symbol: symbol.value,
     side: input.side,
     type: input.type,
@@ -360,4 +360,84 @@ export function isOpen(status: OrderStatus): boolean {
 export function averageFillPrice(order: Pick<FillState, 'filledQuantity' | 'fillNotional'>): Decimal | null {
   if (order.filledQuantity.isZero()) return null;
   return roundDerived(order.fillNotional.dividedBy(order.filledQuantity));
+}
+
+export type OrderSubmissionOrder = 'SUBMITTED_AT_DESC' | 'UPDATED_AT_ASC';
+
+/** The filter argument once the scalars and the resolver have parsed it. */
+export interface OrderSubmissionFilterInput {
+  status?: readonly OrderStatus[] | null;
+  symbol?: string | null;
+  side?: OrderSide | null;
+  strategyId?: ReceivedId | null;
+  clientOrderId?: string | null;
+  submittedAfter?: Date | null;
+  submittedBefore?: Date | null;
+  updatedAfter?: Date | null;
+}
+
+/** A filter reduced to what the query compares; absent members do not filter. */
+export interface OrderFilter {
+  statuses?: readonly OrderStatus[];
+  symbol?: string;
+  side?: OrderSide;
+  strategyId?: Uuid;
+  clientOrderId?: string;
+  submittedAfter?: Date;
+  submittedBefore?: Date;
+  updatedAfter?: Date;
+}
+
+/**
+ * Normalises a filter the way submissions are stored (symbol upper-cased). Returns undefined when
+ * no order can match: an empty status list, or a strategyId that is not a UUID.
+ */
+export function normaliseFilter(input: OrderSubmissionFilterInput | null | undefined): OrderFilter | undefined {
+  const filter: OrderFilter = {};
+  if (!input) return filter;
+  if (input.status !== null && input.status !== undefined) {
+    if (input.status.length === 0) return undefined;
+    filter.statuses = [...new Set(input.status)];
+  }
+  if (input.symbol !== null && input.symbol !== undefined) filter.symbol = input.symbol.toUpperCase();
+  if (input.side) filter.side = input.side;
+  if (input.strategyId !== null && input.strategyId !== undefined) {
+    if (input.strategyId.uuid === undefined) return undefined;
+    filter.strategyId = input.strategyId.uuid;
+  }
+  if (input.clientOrderId !== null && input.clientOrderId !== undefined) filter.clientOrderId = input.clientOrderId;
+  if (input.submittedAfter) filter.submittedAfter = input.submittedAfter;
+  if (input.submittedBefore) filter.submittedBefore = input.submittedBefore;
+  if (input.updatedAfter) filter.updatedAfter = input.updatedAfter;
+  return filter;
+}
+
+/**
+ * Where a page of a list starts. SUBMITTED_AT_DESC: after a submission time and id (a keyset
+ * position). UPDATED_AT_ASC pages in the order changes committed (shared/src/commit-order.ts): each
+ * order appears at its last change, and nothing committed later can appear behind a cursor. That
+ * order follows `updatedAt` closely but not exactly (a change stamped earlier may commit later),
+ * which is why its cursor holds a commit position and not a time.
+ */
+export type ListPosition =
+  | { orderBy: 'SUBMITTED_AT_DESC'; after: KeysetPosition | undefined }
+  | { orderBy: 'UPDATED_AT_ASC'; after: FeedPosition | undefined };
+
+/** The columns of a listed order that its cursor holds. */
+export interface ListedOrder {
+  id: Uuid;
+  submitted_at: Date;
+  commit_xid: string;
+}
+
+/** The cursors carry the ordering's name, so a cursor of one ordering is refused by the other. */
+export function cursorOf(orderBy: OrderSubmissionOrder, row: ListedOrder): string {
+  if (orderBy === 'UPDATED_AT_ASC') return encodeFeedCursor(orderBy, { xid: row.commit_xid, id: row.id });
+  return encodeKeysetCursor(orderBy, { at: row.submitted_at, id: row.id });
+}
+
+/** The position `after` names under `orderBy`; a cursor of another list, ordering or with edited keys is a BAD_USER_INPUT. */
+export function positionAfter(orderBy: OrderSubmissionOrder, after: string | null | undefined): ListPosition {
+  if (orderBy === 'UPDATED_AT_ASC') return { orderBy, after: decodeFeedCursor(orderBy, after) };
+  return { orderBy, after: decodeKeysetCursor(orderBy, after) };
 }

@@ -1,15 +1,16 @@
 import { Decimal, formatDecimal } from '@ots/shared/decimal';
 import { fail, ok, type Result } from '@ots/shared/errors';
-import { isUuid } from '@ots/shared/ids';
+import type { ReceivedId, Uuid } from '@ots/shared/ids';
 import { notFoundInAccount } from '@ots/shared/messages';
 import { loaderOfGroups } from '@ots/shared/loaders';
 import { recordEvent, type EventType } from '@ots/shared/outbox';
-import { pageSize, toConnection, type Connection } from '@ots/shared/pagination';
+import { toConnection, type Connection } from '@ots/shared/pagination';
 import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
 import {
   averageFillPrice,
   CANCELLABLE_STATUSES,
   checkStrategyStatus,
+  cursorOf,
   decideCancel,
   decideFill,
   decideReplace,
@@ -22,18 +23,13 @@ import {
   type FillDecision,
   type FillState,
   type FillToApply,
+  type ListPosition,
   type OrderDraft,
+  type OrderFilter,
   type OrderSide,
   type ReplaceOrderInput,
   type SubmitOrderInput,
 } from './domain.ts';
-import {
-  cursorOf,
-  normaliseFilter,
-  parseCursor,
-  type OrderSubmissionFilterInput,
-  type OrderSubmissionOrder,
-} from './listing.ts';
 import * as repository from './repository.ts';
 import type { OrderPage, OrderRow, OrdersDb } from './repository.ts';
 import type { StrategyLookup } from './strategy-lookup.ts';
@@ -138,15 +134,20 @@ function retried(existing: OrderRow, draft: OrderDraft, clientOrderId: string): 
   return { ok: false, error: duplicateClientOrderId(clientOrderId) };
 }
 
-async function checkStrategy(lookupStrategy: StrategyLookup, strategyId: string): Promise<Result<void>> {
+async function checkStrategy(lookupStrategy: StrategyLookup, strategy: ReceivedId): Promise<Result<void>> {
   // A value that is not a UUID names no strategy: answered without asking the strategies subgraph.
-  if (!isUuid(strategyId)) return checkStrategyStatus(strategyId, null);
+  if (strategy.uuid === undefined) return checkStrategyStatus(strategy.sent, null);
   try {
-    return checkStrategyStatus(strategyId, await lookupStrategy(strategyId));
+    return checkStrategyStatus(strategy.uuid, await lookupStrategy(strategy.uuid));
   } catch (error) {
     if (error instanceof SubgraphUnavailableError) return { ok: false, error: strategyUnavailable() };
     throw error;
   }
+}
+
+/** submitOrder's input with the strategyId as the client sent it. */
+export interface SubmitOrderRequest extends Omit<SubmitOrderInput, 'strategyId'> {
+  strategyId?: ReceivedId | null;
 }
 
 /**
@@ -156,20 +157,26 @@ async function checkStrategy(lookupStrategy: StrategyLookup, strategyId: string)
  */
 export async function submitOrder(
   scope: OrdersScope & { lookupStrategy: StrategyLookup },
-  input: SubmitOrderInput,
+  request: SubmitOrderRequest,
 ): Promise<Result<OrderRow>> {
   const { db, accountId } = scope;
-  const validated = validateSubmission(input);
+  const strategy = request.strategyId ?? null;
+  const validated = validateSubmission({ ...request, strategyId: strategy?.uuid ?? null });
   if (!validated.ok) return validated;
   const draft = validated.value;
   const { clientOrderId } = draft;
   if (clientOrderId !== null) {
     const existing = await repository.findOrderByClientOrderId(db, accountId, clientOrderId);
-    if (existing) return retried(existing, draft, clientOrderId);
+    if (existing) {
+      // A strategyId that is not a UUID is no stored order's strategy: never a retry.
+      return strategy !== null && strategy.uuid === undefined
+        ? { ok: false, error: duplicateClientOrderId(clientOrderId) }
+        : retried(existing, draft, clientOrderId);
+    }
   }
-  if (draft.strategyId !== null) {
-    const strategy = await checkStrategy(scope.lookupStrategy, draft.strategyId);
-    if (!strategy.ok) return strategy;
+  if (strategy !== null) {
+    const checked = await checkStrategy(scope.lookupStrategy, strategy);
+    if (!checked.ok) return checked;
   }
   const inserted = await writeWithEvent(db, () => 'order_submission.submitted', (trx) => repository.insertOrder(trx, accountId, draft));
   if (inserted) return ok(inserted);
@@ -193,11 +200,12 @@ function orderNotFound(id: string): Result<never> {
 }
 
 /** Read, decide, then a compare-and-set write: retried on the fresh version if a concurrent write got in between. */
-export async function cancelOrderSubmission({ db, accountId }: OrdersScope, id: string): Promise<Result<OrderRow>> {
-  if (!isUuid(id)) return orderNotFound(id);
+export async function cancelOrderSubmission({ db, accountId }: OrdersScope, id: ReceivedId): Promise<Result<OrderRow>> {
+  const orderId = id.uuid;
+  if (orderId === undefined) return orderNotFound(id.sent);
   for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt += 1) {
-    const order = await repository.findOrder(db, accountId, id);
-    if (!order) return orderNotFound(id);
+    const order = await repository.findOrder(db, accountId, orderId);
+    if (!order) return orderNotFound(id.sent);
     const decision = decideCancel(order.status, order.id);
     switch (decision.kind) {
       case 'unchanged':
@@ -206,18 +214,19 @@ export async function cancelOrderSubmission({ db, accountId }: OrdersScope, id: 
         return { ok: false, error: decision.error };
       case 'cancel': {
         const cancelled = await writeWithEvent(db, () => 'order_submission.cancelled', (trx) =>
-          repository.markCancelled(trx, accountId, id, order.commit_xid),
+          repository.markCancelled(trx, accountId, orderId, order.commit_xid),
         );
         if (cancelled) return ok(cancelled);
       }
     }
   }
-  throw new Error(`order ${id} changed ${MAX_WRITE_ATTEMPTS} times while a cancel was decided`);
+  throw new Error(`order ${orderId} changed ${MAX_WRITE_ATTEMPTS} times while a cancel was decided`);
 }
 
 export interface FillRequest extends Omit<FillToApply, 'executedAt'> {
   fillId: string;
-  orderSubmissionId: string;
+  /** Undefined when the id sent is not a UUID: it names no order. */
+  orderSubmissionId: Uuid | undefined;
   /** When the venue executed the fill; absent: now (after any cancel or replace, so never a late fill). */
   executedAt?: Date | null;
 }
@@ -234,8 +243,8 @@ export interface FillResult {
  * fill's application row makes a repeated fill id a no-op.
  */
 export async function applyFill({ db, accountId }: OrdersScope, fill: FillRequest): Promise<FillResult> {
-  if (!isUuid(fill.orderSubmissionId)) return { outcome: 'NOT_FOUND', order: null };
-  const orderId = fill.orderSubmissionId.toLowerCase();
+  const orderId = fill.orderSubmissionId;
+  if (orderId === undefined) return { outcome: 'NOT_FOUND', order: null };
   for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt += 1) {
     const found = await repository.findOrderForFill(db, accountId, orderId, fill.fillId);
     const decision = decideFill(found && fillStateOf(found.order), found?.fillApplied ?? false, { ...fill, executedAt: fill.executedAt ?? null });
@@ -273,13 +282,13 @@ export interface Replacement {
  */
 export async function replaceOrderSubmission(
   { db, accountId }: OrdersScope,
-  id: string,
+  id: ReceivedId,
   input: ReplaceOrderInput,
 ): Promise<Result<Replacement>> {
-  if (!isUuid(id)) return orderNotFound(id);
-  const orderId = id.toLowerCase();
+  const orderId = id.uuid;
+  if (orderId === undefined) return orderNotFound(id.sent);
   const old = await repository.findOrder(db, accountId, orderId);
-  if (!old) return orderNotFound(id);
+  if (!old) return orderNotFound(id.sent);
   const validated = validateReplacement(draftOf(old), input);
   if (!validated.ok) return validated;
   const draft = validated.value;
@@ -297,7 +306,7 @@ export async function replaceOrderSubmission(
 
   const outcome = await db.transaction().execute(async (trx): Promise<Result<Replacement> | 'clientOrderIdTaken'> => {
     const locked = await repository.lockOrder(trx, accountId, orderId);
-    if (!locked) return orderNotFound(id);
+    if (!locked) return orderNotFound(id.sent);
     const decision = decideReplace(locked.status, locked.id);
     if (decision.kind === 'refused') return { ok: false, error: decision.error };
     const order = await repository.insertOrder(trx, accountId, draft, orderId);
@@ -321,11 +330,11 @@ export async function replaceOrderSubmission(
   return outcome;
 }
 
-/** cancelOrderSubmissions' filter as GraphQL hands it over. */
+/** cancelOrderSubmissions' filter once the resolver has parsed it. */
 export interface CancelOrdersFilterInput {
   symbol?: string | null;
   side?: OrderSide | null;
-  strategyId?: string | null;
+  strategyId?: ReceivedId | null;
 }
 
 /** The most one cancelOrderSubmissions call cancels (contract section 4). */
@@ -348,8 +357,8 @@ export async function cancelOrderSubmissions({ db, accountId }: OrdersScope, inp
   if (input?.side) filter.side = input.side;
   if (input?.strategyId !== null && input?.strategyId !== undefined) {
     // An id that is not a UUID names no strategy: no order matches.
-    if (!isUuid(input.strategyId)) return { cancelled: [], hasMore: false };
-    filter.strategyId = input.strategyId.toLowerCase();
+    if (input.strategyId.uuid === undefined) return { cancelled: [], hasMore: false };
+    filter.strategyId = input.strategyId.uuid;
   }
   const candidates = await repository.findOrdersInStatuses(db, accountId, CANCELLABLE_STATUSES, filter, CANCEL_ALL_LIMIT + 1);
   const cancelled: OrderRow[] = [];
@@ -362,26 +371,25 @@ export async function cancelOrderSubmissions({ db, accountId }: OrdersScope, inp
   return { cancelled, hasMore: candidates.length > CANCEL_ALL_LIMIT };
 }
 
-export interface ListArguments {
-  filter?: OrderSubmissionFilterInput | null;
-  orderBy?: OrderSubmissionOrder | null;
-  first?: number | null;
-  after?: string | null;
+/** A list's arguments once the resolver has parsed them. */
+export interface ListRequest {
+  /** Undefined when no order can match. */
+  filter: OrderFilter | undefined;
+  position: ListPosition;
+  size: number;
 }
 
-/** Checks the arguments (a bad `first` or cursor is a top-level BAD_USER_INPUT) and fixes the page to fetch. */
-function pageOf(args: ListArguments): { page: OrderPage | undefined; size: number; orderBy: OrderSubmissionOrder } {
-  const size = pageSize(args.first);
-  const orderBy = args.orderBy ?? 'SUBMITTED_AT_DESC';
-  const after = parseCursor(args.after, orderBy);
-  const filter = normaliseFilter(args.filter);
-  return { page: filter && { filter, orderBy, after, limit: size + 1 }, size, orderBy };
+function pageOf(request: ListRequest): OrderPage | undefined {
+  return request.filter && { ...request.position, filter: request.filter, limit: request.size + 1 };
 }
 
-export async function listOrderSubmissions({ db, accountId }: OrdersScope, args: ListArguments): Promise<Connection<OrderRow>> {
-  const { page, size, orderBy } = pageOf(args);
-  const rows = page ? await repository.listOrders(db, accountId, page) : [];
-  return toConnection(rows, size, (row) => cursorOf(orderBy, row));
+function connectionOf(rows: readonly OrderRow[], request: ListRequest): Connection<OrderRow> {
+  return toConnection(rows, request.size, (row) => cursorOf(request.position.orderBy, row));
+}
+
+export async function listOrderSubmissions({ db, accountId }: OrdersScope, request: ListRequest): Promise<Connection<OrderRow>> {
+  const page = pageOf(request);
+  return connectionOf(page ? await repository.listOrders(db, accountId, page) : [], request);
 }
 
 /**
@@ -389,20 +397,20 @@ export async function listOrderSubmissions({ db, accountId }: OrdersScope, args:
  * distinct set of arguments, keyed by strategy id, created per request.
  */
 export function strategyOrdersLoaders({ db, accountId }: OrdersScope) {
-  const loaders = new Map<string, { load(strategyId: string): Promise<OrderRow[]> }>();
-  return async (strategyId: string, args: ListArguments): Promise<Connection<OrderRow>> => {
-    const { page, size, orderBy } = pageOf(args);
-    // Strategy ids come from the strategies subgraph in Postgres' lower-case form; anything else names no strategy.
-    if (!page || !isUuid(strategyId)) return toConnection([], size, (row) => cursorOf(orderBy, row));
+  const loaders = new Map<string, { load(strategyId: Uuid): Promise<OrderRow[]> }>();
+  /** `strategyId` is undefined when the reference's id is not a UUID: it names no strategy. */
+  return async (strategyId: Uuid | undefined, request: ListRequest): Promise<Connection<OrderRow>> => {
+    const page = pageOf(request);
+    if (!page || strategyId === undefined) return connectionOf([], request);
     const signature = JSON.stringify(page);
     let loader = loaders.get(signature);
     if (!loader) {
       loader = loaderOfGroups(
-        (strategyIds) => repository.listOrdersOfStrategies(db, accountId, strategyIds, page),
+        (strategyIds: readonly Uuid[]) => repository.listOrdersOfStrategies(db, accountId, strategyIds, page),
         (row) => row.strategy_id ?? '',
       );
       loaders.set(signature, loader);
     }
-    return toConnection(await loader.load(strategyId.toLowerCase()), size, (row) => cursorOf(orderBy, row));
+    return connectionOf(await loader.load(strategyId), request);
   };
 }

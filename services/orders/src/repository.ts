@@ -1,18 +1,18 @@
-import { sql, type ExpressionBuilder, type Generated, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
+import { sql, type Generated, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
+import { inCommitOrder } from '@ots/shared/commit-order';
 import { formatDecimal, type Decimal } from '@ots/shared/decimal';
-import { newId } from '@ots/shared/ids';
-import type { FillState, OrderDraft, OrderSide, OrderStatus, OrderType, TimeInForce } from './domain.ts';
-import { inCommitOrder, type FeedPosition } from '@ots/shared/commit-order';
+import { newId, type Uuid } from '@ots/shared/ids';
 import type { OutboxDatabase } from '@ots/shared/outbox';
-import type { CursorPosition, OrderFilter, OrderSubmissionOrder, SubmittedPosition } from './listing.ts';
+import { inKeysetOrder } from '@ots/shared/pagination';
+import type { FillState, ListPosition, OrderDraft, OrderFilter, OrderSide, OrderStatus, OrderType, TimeInForce } from './domain.ts';
 
-/** pg returns `numeric` as a string (exact) and `timestamptz` as a Date. */
+/** pg returns `numeric` as a string (exact), `timestamptz` as a Date and `uuid` in lower case (a `Uuid`). */
 export interface OrdersDatabase extends OutboxDatabase {
   order_submissions: {
-    id: string;
+    id: Uuid;
     account_id: string;
     client_order_id: string | null;
-    strategy_id: string | null;
+    strategy_id: Uuid | null;
     symbol: string;
     side: OrderSide;
     type: OrderType;
@@ -28,16 +28,16 @@ export interface OrdersDatabase extends OutboxDatabase {
     cancelled_at: Date | null;
     replaced_at: Date | null;
     /** On a replaced order: the order that replaced it. */
-    replaced_by: string | null;
+    replaced_by: Uuid | null;
     /** On a replacement: the order it replaced. */
-    replaces_id: string | null;
+    replaces_id: Uuid | null;
     /** The writer's transaction id (`xid8`, as a decimal string), set by a trigger on every write. */
     commit_xid: Generated<string>;
   };
   fill_applications: {
     account_id: string;
     fill_id: string;
-    order_submission_id: string;
+    order_submission_id: Uuid;
     quantity: string;
     price: string;
     applied_at: Date;
@@ -63,12 +63,12 @@ const changeStamp = sql<Date>`greatest(clock.now, order_submissions.updated_at +
 /** An update of orders that may use `changeStamp`: the clock is read once per statement, so every column stamped with it agrees. */
 const stampedUpdate = (db: OrdersDb) => db.updateTable('order_submissions').from(sql`(select clock_timestamp()::timestamptz(3) as now)`.as('clock'));
 
-export async function findOrder(db: OrdersDb, accountId: string, id: string): Promise<OrderRow | undefined> {
+export async function findOrder(db: OrdersDb, accountId: string, id: Uuid): Promise<OrderRow | undefined> {
   return db.selectFrom('order_submissions').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
 }
 
-/** For the entity loader: one query for a batch of ids, ids must be UUIDs. */
-export async function findOrders(db: OrdersDb, accountId: string, ids: readonly string[]): Promise<OrderRow[]> {
+/** For the entity loader: one query for a batch of ids. */
+export async function findOrders(db: OrdersDb, accountId: string, ids: readonly Uuid[]): Promise<OrderRow[]> {
   if (ids.length === 0) return [];
   return db.selectFrom('order_submissions').selectAll().where('account_id', '=', accountId).where('id', 'in', ids).execute();
 }
@@ -83,7 +83,7 @@ export async function findOrderByClientOrderId(db: OrdersDb, accountId: string, 
 }
 
 /** Locks the order for the rest of the transaction: a replace decides on it and writes both orders as one unit. */
-export async function lockOrder(db: OrdersDb, accountId: string, id: string): Promise<OrderRow | undefined> {
+export async function lockOrder(db: OrdersDb, accountId: string, id: Uuid): Promise<OrderRow | undefined> {
   return db
     .selectFrom('order_submissions')
     .selectAll()
@@ -101,7 +101,7 @@ export async function lockOrder(db: OrdersDb, accountId: string, id: string): Pr
 export async function findOrderForFill(
   db: OrdersDb,
   accountId: string,
-  id: string,
+  id: Uuid,
   fillId: string,
 ): Promise<{ order: OrderRow; fillApplied: boolean } | undefined> {
   const row = await db
@@ -132,7 +132,7 @@ export async function findOrderForFill(
  * decides, so concurrent identical submissions create one order. Undefined means that one exists.
  * One statement, no lock but the new row's: submissions of an account never wait for each other.
  */
-export async function insertOrder(db: OrdersDb, accountId: string, draft: OrderDraft, replacesId: string | null = null): Promise<OrderRow | undefined> {
+export async function insertOrder(db: OrdersDb, accountId: string, draft: OrderDraft, replacesId: Uuid | null = null): Promise<OrderRow | undefined> {
   return db
     .insertInto('order_submissions')
     .values({
@@ -166,7 +166,7 @@ export async function insertOrder(db: OrdersDb, accountId: string, draft: OrderD
  * Takes the order's row lock for the statement only; a concurrent writer of the same order is
  * waited for, then its new version fails the comparison.
  */
-export async function markCancelled(db: OrdersDb, accountId: string, id: string, version?: string): Promise<OrderRow | undefined> {
+export async function markCancelled(db: OrdersDb, accountId: string, id: Uuid, version?: string): Promise<OrderRow | undefined> {
   let update = stampedUpdate(db)
     .set({ status: 'CANCELLED', cancelled_at: changeStamp, updated_at: changeStamp })
     .where('order_submissions.account_id', '=', accountId)
@@ -175,7 +175,7 @@ export async function markCancelled(db: OrdersDb, accountId: string, id: string,
   return update.returningAll('order_submissions').executeTakeFirst();
 }
 
-export async function markReplaced(db: OrdersDb, accountId: string, id: string, replacedBy: string): Promise<OrderRow> {
+export async function markReplaced(db: OrdersDb, accountId: string, id: Uuid, replacedBy: Uuid): Promise<OrderRow> {
   return stampedUpdate(db)
     .set({ status: 'REPLACED', replaced_at: changeStamp, replaced_by: replacedBy, updated_at: changeStamp })
     .where('order_submissions.account_id', '=', accountId)
@@ -187,7 +187,7 @@ export async function markReplaced(db: OrdersDb, accountId: string, id: string, 
 export interface OpenOrderFilter {
   symbol?: string;
   side?: OrderSide;
-  strategyId?: string;
+  strategyId?: Uuid;
 }
 
 /** The account's orders in `statuses` that match, oldest first (cancel-all's candidates). */
@@ -210,7 +210,7 @@ export async function findOrdersInStatuses(
  * it takes only that order's lock. An order that left them meanwhile (filled, cancelled, replaced)
  * is re-checked after the lock wait and skipped: undefined.
  */
-export async function cancelIfIn(db: OrdersDb, accountId: string, id: string, statuses: readonly OrderStatus[]): Promise<OrderRow | undefined> {
+export async function cancelIfIn(db: OrdersDb, accountId: string, id: Uuid, statuses: readonly OrderStatus[]): Promise<OrderRow | undefined> {
   return stampedUpdate(db)
     .set({ status: 'CANCELLED', cancelled_at: changeStamp, updated_at: changeStamp })
     .where('order_submissions.account_id', '=', accountId)
@@ -222,7 +222,7 @@ export async function cancelIfIn(db: OrdersDb, accountId: string, id: string, st
 
 export interface FillApplication {
   fillId: string;
-  orderId: string;
+  orderId: Uuid;
   quantity: Decimal;
   price: Decimal;
 }
@@ -279,16 +279,15 @@ export async function recordFillApplication(
     .executeTakeFirst();
 }
 
-export interface OrderPage {
+/** A page of a list: where it starts in its ordering, and what it keeps. */
+export type OrderPage = ListPosition & {
   filter: OrderFilter;
-  orderBy: OrderSubmissionOrder;
-  after: CursorPosition | undefined;
   /** Rows to fetch: the page size plus one, which only says whether more exist. */
   limit: number;
-}
+};
 
 function filtered(query: OrdersQuery, accountId: string, page: OrderPage): OrdersQuery {
-  const { filter, after } = page;
+  const { filter } = page;
   let scoped = query.where('account_id', '=', accountId);
   if (filter.statuses) scoped = scoped.where('status', 'in', filter.statuses);
   if (filter.symbol !== undefined) scoped = scoped.where('symbol', '=', filter.symbol);
@@ -298,14 +297,8 @@ function filtered(query: OrdersQuery, accountId: string, page: OrderPage): Order
   if (filter.submittedAfter) scoped = scoped.where('submitted_at', '>', filter.submittedAfter);
   if (filter.submittedBefore) scoped = scoped.where('submitted_at', '<', filter.submittedBefore);
   if (filter.updatedAfter) scoped = scoped.where('updated_at', '>', filter.updatedAfter);
-  if (page.orderBy === 'UPDATED_AT_ASC') {
-    return inCommitOrder(scoped, { after: after as FeedPosition | undefined, limit: page.limit });
-  }
-  if (after) {
-    const { at, id } = after as SubmittedPosition;
-    scoped = scoped.where((eb: ExpressionBuilder<OrdersDatabase, 'order_submissions'>) => eb(eb.refTuple('submitted_at', 'id'), '<', eb.tuple(at, id)));
-  }
-  return scoped.orderBy('submitted_at', 'desc').orderBy('id', 'desc').limit(page.limit);
+  if (page.orderBy === 'UPDATED_AT_ASC') return inCommitOrder(scoped, { after: page.after, limit: page.limit });
+  return inKeysetOrder(scoped, { time: 'submitted_at', after: page.after, limit: page.limit });
 }
 
 /** One keyset page of the account's orders: page N costs what page 1 costs. */
@@ -321,13 +314,13 @@ export async function listOrders(db: OrdersDb, accountId: string, page: OrderPag
 export async function listOrdersOfStrategies(
   db: OrdersDb,
   accountId: string,
-  strategyIds: readonly string[],
+  strategyIds: readonly Uuid[],
   page: OrderPage,
 ): Promise<OrderRow[]> {
   if (strategyIds.length === 0) return [];
   const direction = page.orderBy === 'UPDATED_AT_ASC' ? 'asc' : 'desc';
   return db
-    .selectFrom(sql<{ wanted_strategy_id: string }>`unnest(${[...strategyIds]}::uuid[])`.as('wanted_strategy_id'))
+    .selectFrom(sql<{ wanted_strategy_id: Uuid }>`unnest(${[...strategyIds]}::uuid[])`.as('wanted_strategy_id'))
     .innerJoinLateral(
       (eb) =>
         filtered(

@@ -1,11 +1,11 @@
 import { Decimal } from '@ots/shared/decimal';
 import { badUserInput, type PayloadError, type Result } from '@ots/shared/errors';
-import { isUuid } from '@ots/shared/ids';
-import type { Connection } from '@ots/shared/pagination';
+import { parseUuid, receiveId, type ReceivedId } from '@ots/shared/ids';
+import { pageSize, type Connection } from '@ots/shared/pagination';
 import { DateTimeScalar, DecimalScalar } from '@ots/shared/scalars';
-import type { BaseContext } from '@ots/shared/subgraph-server';
-import { averageFillPrice, checkFill, remainingQuantity } from './domain.ts';
-import type { Resolvers } from './generated/resolvers-types.ts';
+import type { OrdersContext } from './context.ts';
+import { averageFillPrice, checkFill, normaliseFilter, positionAfter, remainingQuantity } from './domain.ts';
+import type { OrderSubmissionFilter, OrderSubmissionOrder, Resolvers } from './generated/resolvers-types.ts';
 import {
   applyFill,
   cancelOrderSubmission,
@@ -14,18 +14,34 @@ import {
   fillStateOf,
   listOrderSubmissions,
   submitOrder,
-  type ListArguments,
+  type ListRequest,
 } from './operations.ts';
-import type { OrderRow, OrdersDb } from './repository.ts';
-import type { StrategyLookup } from './strategy-lookup.ts';
+import type { OrderRow } from './repository.ts';
 
-export interface OrdersContext extends BaseContext {
-  db: OrdersDb;
-  lookupStrategy: StrategyLookup;
-  /** Per request: every order the response needs is read in one query. */
-  orderById: { load(id: string): Promise<OrderRow | null> };
-  /** Per request: the orders of every strategy in the response, one query per distinct arguments. */
-  strategyOrders(strategyId: string, args: ListArguments): Promise<Connection<OrderRow>>;
+/**
+ * The resolver edge: every id, cursor and page size is parsed here, once, into the types the use
+ * cases take (`Uuid`, `ReceivedId`, a decoded position), so a value that names no row never
+ * reaches a query.
+ */
+
+/** An optional id argument as received: absent, or the UUID it names (if any) and the text sent. */
+function received(id: string | null | undefined): ReceivedId | null {
+  return id === null || id === undefined ? null : receiveId(id);
+}
+
+export interface ListArguments {
+  filter?: OrderSubmissionFilter | null;
+  orderBy?: OrderSubmissionOrder | null;
+  first?: number | null;
+  after?: string | null;
+}
+
+/** A list's arguments as the use cases take them. A bad `first` or cursor is a top-level BAD_USER_INPUT, checked in that order. */
+export function listRequest(args: ListArguments): ListRequest {
+  const size = pageSize(args.first);
+  const position = positionAfter(args.orderBy ?? 'SUBMITTED_AT_DESC', args.after);
+  const filter = normaliseFilter(args.filter && { ...args.filter, strategyId: received(args.filter.strategyId) });
+  return { filter, position, size };
 }
 
 /** The OrderSubmission object as the schema shows it. */
@@ -56,6 +72,9 @@ function orderView(row: OrderRow) {
   };
 }
 
+/** The parent of OrderSubmission's own resolvers: every row becomes a GraphQL object through `orderView`. */
+export type OrderView = ReturnType<typeof orderView>;
+
 function viewOrNull(row: OrderRow | null | undefined) {
   return row ? orderView(row) : null;
 }
@@ -65,59 +84,54 @@ function connectionView(connection: Connection<OrderRow>) {
   return { nodes: edges.map((edge) => edge.node), edges, pageInfo: connection.pageInfo };
 }
 
-function orderPayload(result: Result<OrderRow>): { orderSubmission: ReturnType<typeof orderView> | null; error: PayloadError | null } {
+function orderPayload(result: Result<OrderRow>): { orderSubmission: OrderView | null; error: PayloadError | null } {
   return result.ok ? { orderSubmission: orderView(result.value), error: null } : { orderSubmission: null, error: result.error };
 }
 
-/** Ids are UUIDs; anything else names no order, and Postgres never sees it. */
-function loadOrder(context: OrdersContext, id: string) {
-  return isUuid(id) ? context.orderById.load(id.toLowerCase()).then(viewOrNull) : null;
+/** An id that is not a UUID names no order: null, and Postgres never sees it. */
+async function loadOrder(context: OrdersContext, id: string) {
+  const uuid = parseUuid(id);
+  return uuid === undefined ? null : viewOrNull(await context.orderById.load(uuid));
 }
-
-/** The parent of OrderSubmission's own resolvers. */
-export type OrderView = ReturnType<typeof orderView>;
 
 export const resolvers: Resolvers = {
   Decimal: DecimalScalar,
   DateTime: DateTimeScalar,
   Query: {
-    listOrderSubmissions: async (_, args, context) =>
-      connectionView(await listOrderSubmissions({ db: context.db, accountId: context.caller.accountId }, args)),
+    listOrderSubmissions: async (_, args, context) => connectionView(await listOrderSubmissions(context.scope, listRequest(args))),
     orderSubmission: (_, { id }, context) => loadOrder(context, id),
   },
   Mutation: {
     submitOrder: async (_, { input }, context) =>
       orderPayload(
-        await submitOrder({ db: context.db, accountId: context.caller.accountId, lookupStrategy: context.lookupStrategy }, input),
+        await submitOrder({ ...context.scope, lookupStrategy: context.lookupStrategy }, { ...input, strategyId: received(input.strategyId) }),
       ),
-    cancelOrderSubmission: async (_, { id }, context) =>
-      orderPayload(await cancelOrderSubmission({ db: context.db, accountId: context.caller.accountId }, id)),
+    cancelOrderSubmission: async (_, { id }, context) => orderPayload(await cancelOrderSubmission(context.scope, receiveId(id))),
     replaceOrderSubmission: async (_, { id, input }, context) => {
-      const result = await replaceOrderSubmission({ db: context.db, accountId: context.caller.accountId }, id, input);
+      const result = await replaceOrderSubmission(context.scope, receiveId(id), input);
       return result.ok
         ? { orderSubmission: orderView(result.value.order), replacedOrderSubmission: orderView(result.value.replaced), error: null }
         : { orderSubmission: null, replacedOrderSubmission: null, error: result.error };
     },
     cancelOrderSubmissions: async (_, { filter }, context) => {
-      const result = await cancelOrderSubmissions({ db: context.db, accountId: context.caller.accountId }, filter);
+      const result = await cancelOrderSubmissions(context.scope, filter && { ...filter, strategyId: received(filter.strategyId) });
       return { cancelledCount: result.cancelled.length, orderSubmissions: result.cancelled.map(orderView), hasMore: result.hasMore, error: null };
     },
     applyFill: async (_, { input }, context) => {
       const refused = checkFill(input);
       if (refused) throw badUserInput(refused, 'input');
-      const result = await applyFill({ db: context.db, accountId: context.caller.accountId }, input);
+      const result = await applyFill(context.scope, { ...input, orderSubmissionId: parseUuid(input.orderSubmissionId) });
       return { outcome: result.outcome, orderSubmission: viewOrNull(result.order) };
     },
   },
   OrderSubmission: {
     __resolveReference: (reference, context) => loadOrder(context, reference.id),
-    replacedBy: (order, _, context) => (order.replacedBy === null ? null : loadOrder(context, order.replacedBy)),
-    replacesOrderSubmission: (order, _, context) =>
-      order.replacesOrderSubmission === null ? null : loadOrder(context, order.replacesOrderSubmission),
+    replacedBy: async (order, _, context) => (order.replacedBy === null ? null : viewOrNull(await context.orderById.load(order.replacedBy))),
+    replacesOrderSubmission: async (order, _, context) =>
+      order.replacesOrderSubmission === null ? null : viewOrNull(await context.orderById.load(order.replacesOrderSubmission)),
   },
   Strategy: {
     __resolveReference: (reference) => ({ id: reference.id }),
-    orderSubmissions: async ({ id }, args, context) =>
-      connectionView(await context.strategyOrders(id, args)),
+    orderSubmissions: async ({ id }, args, context) => connectionView(await context.strategyOrders(parseUuid(id), listRequest(args))),
   },
 };

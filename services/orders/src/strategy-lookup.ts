@@ -1,3 +1,4 @@
+import type { Uuid } from '@ots/shared/ids';
 import { callSubgraph, SubgraphUnavailableError } from '@ots/shared/subgraph-client';
 import type { StrategyStatus } from './domain.ts';
 import { OrdersStrategyStatusDocument } from './generated/strategies-calls.ts';
@@ -6,7 +7,7 @@ import { OrdersStrategyStatusDocument } from './generated/strategies-calls.ts';
  * The status of one of the caller's strategies, or null when it does not exist or is another
  * account's. Throws SubgraphUnavailableError when the strategies subgraph gives no usable answer.
  */
-export type StrategyLookup = (strategyId: string) => Promise<StrategyStatus | null>;
+export type StrategyLookup = (strategyId: Uuid) => Promise<StrategyStatus | null>;
 
 const STATUSES: ReadonlySet<string> = new Set<StrategyStatus>(['ACTIVE', 'PAUSED', 'ARCHIVED']);
 

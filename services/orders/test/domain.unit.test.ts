@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Decimal, formatDecimal } from '@ots/shared/decimal';
+import { parseUuid, type Uuid } from '@ots/shared/ids';
 import {
   averageFillPrice,
   checkFill,
@@ -22,6 +23,7 @@ import {
 } from '../src/domain.ts';
 
 const d = (value: string) => new Decimal(value);
+const uuid = (text: string): Uuid => parseUuid(text)!;
 
 function input(overrides: Partial<SubmitOrderInput> = {}): SubmitOrderInput {
   return { symbol: 'AAPL', side: 'BUY', type: 'MARKET', quantity: d('10'), ...overrides };
@@ -135,9 +137,9 @@ describe('validateSubmission', () => {
     expect(refusal({ quantity: d('0'), limitPrice: d('1') }).field).toBe('quantity');
   });
 
-  it('lower-cases a UUID strategyId and passes anything else on for the NOT_FOUND check', () => {
-    expect(draft({ strategyId: '0190F5A2-0000-7000-8000-00000000000A' }).strategyId).toBe('0190f5a2-0000-7000-8000-00000000000a');
-    expect(draft({ strategyId: 'not-a-uuid' }).strategyId).toBe('not-a-uuid');
+  it('keeps the strategyId the resolver parsed', () => {
+    expect(draft({ strategyId: uuid('0190F5A2-0000-7000-8000-00000000000A') }).strategyId).toBe('0190f5a2-0000-7000-8000-00000000000a');
+    expect(draft({}).strategyId).toBeNull();
   });
 });
 
@@ -150,7 +152,7 @@ describe('isSameSubmission', () => {
   });
 
   it.each<[string, Partial<OrderDraft>]>([
-    ['strategyId', { strategyId: '0190f5a2-0000-7000-8000-00000000000a' }],
+    ['strategyId', { strategyId: uuid('0190f5a2-0000-7000-8000-00000000000a') }],
     ['symbol', { symbol: 'MSFT' }],
     ['side', { side: 'SELL' }],
     ['type', { type: 'LIMIT', stopPrice: null }],
@@ -326,7 +328,7 @@ describe('the transition table (contract section 3)', () => {
 });
 
 describe('validateReplacement', () => {
-  const old = draft({ type: 'LIMIT', limitPrice: d('100'), clientOrderId: 'old-1', strategyId: '0190F5A2-0000-7000-8000-0000000000AA' });
+  const old = draft({ type: 'LIMIT', limitPrice: d('100'), clientOrderId: 'old-1', strategyId: uuid('0190F5A2-0000-7000-8000-0000000000AA') });
 
   it('inherits symbol, side, type and strategy, and defaults every input to the old value; never the clientOrderId', () => {
     expect(validateReplacement(old, {})).toEqual({ ok: true, value: { ...old, clientOrderId: null } });

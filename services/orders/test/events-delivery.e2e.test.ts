@@ -1,31 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createDatabase } from '@ots/shared/db';
-import { startStack, type TestStack } from '../../../testing/stack.ts';
-import { createWebhookEndpoint, waitForEvents, type EventResult } from '../../../testing/events.ts';
+import { NO_RATE_LIMIT_ENV, useStack, type ApiClient } from '../../../testing/fixture.ts';
+import { asEventData, type EventResult } from '../../../testing/events.ts';
+import type { FullOrderFieldsFragment } from '../../../testing/client.ts';
 import { Receiver } from '../../../testing/webhook-receiver.ts';
 import type { OrdersDatabase } from '../src/repository.ts';
-import { cancel, data, STACK_ENV, submitted, type Client } from './e2e.ts';
-
-interface RecordedFill {
-  fill: { orderSubmission: { id: string }; [field: string]: unknown } | null;
-  error: { code: string } | null;
-}
-
-/** recordFill through the gateway, with the fill as the API shows it (its event must show the same). */
-async function recordFill(stack: TestStack, client: Client, input: Record<string, unknown>): Promise<RecordedFill> {
-  const result = await data(
-    stack,
-    client,
-    `mutation ($input: RecordFillInput!) {
-      recordFill(input: $input) {
-        fill { id executionId symbol side quantity price fee liquidity executedAt recordedAt orderSubmission { id } }
-        error { code }
-      }
-    }`,
-    { input },
-  );
-  return result.recordFill;
-}
 
 /**
  * The order_submission.* and fill.recorded events beyond events.e2e.test.ts: late fills, an event
@@ -33,102 +12,75 @@ async function recordFill(stack: TestStack, client: Client, input: Record<string
  * order events, signed, to the right account only.
  */
 
-let stack: TestStack;
+const t = useStack({ redis: 'none', env: { ...NO_RATE_LIMIT_ENV, OUTBOX_RELAY_INTERVAL_MS: '50' }, accounts: [] });
 
-beforeAll(async () => {
-  stack = await startStack({ redis: 'none', env: { ...STACK_ENV, OUTBOX_RELAY_INTERVAL_MS: '50' } });
-});
-
-afterAll(async () => {
-  await stack?.close();
-});
-
-/** Every field of OrderSubmission, references as ids: what an order event's `data` holds. */
-const FULL_ORDER_FIELDS = `id clientOrderId strategy { id } symbol side type timeInForce quantity limitPrice stopPrice status
-  filledQuantity remainingQuantity averageFillPrice submittedAt updatedAt cancelledAt replacedAt replacedBy { id } replacesOrderSubmission { id }`;
-
-interface ApiOrder {
-  strategy: { id: string } | null;
-  replacedBy: { id: string } | null;
-  replacesOrderSubmission: { id: string } | null;
-  updatedAt: string;
-  [field: string]: unknown;
-}
-
-/** The order as an event shows it: the API's fields, references as ids. */
-function asEventData({ strategy, replacedBy, replacesOrderSubmission, ...fields }: ApiOrder) {
-  return {
-    ...fields,
-    strategyId: strategy?.id ?? null,
-    replacedByOrderSubmissionId: replacedBy?.id ?? null,
-    replacesOrderSubmissionId: replacesOrderSubmission?.id ?? null,
-  };
-}
-
-async function orderNow(client: Client, id: string): Promise<ApiOrder> {
-  return (await data(stack, client, `query ($id: ID!) { orderSubmission(id: $id) { ${FULL_ORDER_FIELDS} } }`, { id })).orderSubmission;
+/** The order as the API shows it now: every field, references as ids. */
+async function orderNow(client: ApiClient, id: string): Promise<FullOrderFieldsFragment> {
+  return (await client.fullOrder(id))!;
 }
 
 /** Waits for `count` events, then a little longer to show that no more arrive. */
-async function exactlyEvents(client: Client, count: number): Promise<EventResult[]> {
-  await waitForEvents(stack, client, count);
+async function exactlyEvents(client: ApiClient, count: number): Promise<EventResult[]> {
+  await client.waitForEvents(count);
   await new Promise((resolve) => setTimeout(resolve, 400));
-  const events = await waitForEvents(stack, client, count);
+  const events = await client.waitForEvents(count);
   expect(events).toHaveLength(count);
   return events;
 }
 
-const FILL = { price: '100.5', fee: '0.01', liquidity: 'MAKER' };
+const FILL = { price: '100.5', fee: '0.01', liquidity: 'MAKER' } as const;
 
 describe('order and fill events (transactional outbox)', () => {
   it('reports late fills on a cancelled order: partially_filled with status CANCELLED, then filled when one completes it', async () => {
-    const client = await stack.createAccountWithKey('Late fill events');
-    const order = await submitted(stack, client, { quantity: '5' });
-    expect((await cancel(stack, client, order.id)).error).toBeNull();
+    const client = await t.newAccount('Late fill events');
+    const order = await client.submittedOrder({ quantity: '5' });
+    expect((await client.cancelOrder(order.id)).error).toBeNull();
     // A cancel of a cancelled order, and a fill executed after the cancel, change nothing and write nothing.
-    expect((await cancel(stack, client, order.id)).error).toBeNull();
+    expect((await client.cancelOrder(order.id)).error).toBeNull();
     const cancelled = await orderNow(client, order.id);
-    expect((await recordFill(stack, client, { orderSubmissionId: order.id, executionId: 'after-cancel', quantity: '1', ...FILL })).error?.code).toBe('ORDER_NOT_FILLABLE');
+    expect((await client.recordFill({ orderSubmissionId: order.id, executionId: 'after-cancel', quantity: '1', ...FILL })).error?.code).toBe('ORDER_NOT_FILLABLE');
     const beforeCancel = new Date(Date.parse(order.submittedAt) + 1).toISOString();
-    const partial = await recordFill(stack, client, { orderSubmissionId: order.id, executionId: 'late-1', quantity: '2', executedAt: beforeCancel, ...FILL });
+    const partial = await client.recordFill({ orderSubmissionId: order.id, executionId: 'late-1', quantity: '2', executedAt: beforeCancel, ...FILL });
     expect(partial.error).toBeNull();
     const partlyFilled = await orderNow(client, order.id);
     expect(partlyFilled.status).toBe('CANCELLED');
-    expect((await recordFill(stack, client, { orderSubmissionId: order.id, executionId: 'late-2', quantity: '3', executedAt: beforeCancel, ...FILL })).error).toBeNull();
+    expect((await client.recordFill({ orderSubmissionId: order.id, executionId: 'late-2', quantity: '3', executedAt: beforeCancel, ...FILL })).error).toBeNull();
     const filled = await orderNow(client, order.id);
     expect(filled).toMatchObject({ status: 'FILLED', filledQuantity: '5', cancelledAt: null });
 
     const events = await exactlyEvents(client, 6);
-    expect(events.map((event) => event.type)).toEqual([
+    // Orders' events in the order orders wrote them, fills' in fills' order; the two relays may interleave either way.
+    const orderEvents = events.filter((event) => event.type !== 'fill.recorded');
+    const fillEvents = events.filter((event) => event.type === 'fill.recorded');
+    expect(orderEvents.map((event) => event.type)).toEqual([
       'order_submission.submitted',
       'order_submission.cancelled',
       'order_submission.partially_filled',
-      'fill.recorded',
       'order_submission.filled',
-      'fill.recorded',
     ]);
-    const expected = (order: ApiOrder) => ({ occurredAt: order.updatedAt, data: asEventData(order) });
-    expect(events[1]).toMatchObject(expected(cancelled));
-    expect(events[2]).toMatchObject(expected(partlyFilled));
-    expect(events[4]).toMatchObject(expected(filled));
+    expect(fillEvents.map((event) => event.data.executionId)).toEqual(['late-1', 'late-2']);
+    const expected = (order: FullOrderFieldsFragment) => ({ occurredAt: order.updatedAt, data: asEventData(order) });
+    expect(orderEvents[1]).toMatchObject(expected(cancelled));
+    expect(orderEvents[2]).toMatchObject(expected(partlyFilled));
+    expect(orderEvents[3]).toMatchObject(expected(filled));
     const { orderSubmission, ...fill } = partial.fill!;
-    expect(events[3]!.data).toEqual({ ...fill, orderSubmissionId: orderSubmission.id, orderSubmission: asEventData(partlyFilled) });
-    expect(events[5]!.data.orderSubmission).toEqual(asEventData(filled));
+    expect(fillEvents[0]!.data).toEqual({ ...fill, orderSubmissionId: orderSubmission.id, orderSubmission: asEventData(partlyFilled) });
+    expect(fillEvents[1]!.data.orderSubmission).toEqual(asEventData(filled));
   });
 
   it('keeps an order event committed while events is down, across a restart of orders, and relays it once', async () => {
-    const client = await stack.createAccountWithKey('Order events outage');
-    await stack.stopService('events');
-    const order = await submitted(stack, client, { clientOrderId: 'during-outage' });
-    const outbox = createDatabase<OrdersDatabase>({ url: stack.databaseUrl, schema: 'orders', applicationName: 'orders-events-test' });
+    const client = await t.newAccount('Order events outage');
+    await t.stack.stopService('events');
+    const order = await client.submittedOrder({ clientOrderId: 'during-outage' });
+    const outbox = createDatabase<OrdersDatabase>({ url: t.stack.databaseUrl, schema: 'orders', applicationName: 'orders-events-test' });
     try {
       // Committed with the order, waiting for the relay; then orders goes down before sending it.
       await new Promise((resolve) => setTimeout(resolve, 200));
       const waiting = await outbox.selectFrom('outbox').select(['type', 'data']).where('account_id', '=', client.accountId).execute();
       expect(waiting).toEqual([{ type: 'order_submission.submitted', data: expect.objectContaining({ id: order.id }) }]);
-      await stack.stopService('orders');
-      await stack.startService('events');
-      await stack.startService('orders');
+      await t.stack.stopService('orders');
+      await t.stack.startService('events');
+      await t.stack.startService('orders');
 
       const events = await exactlyEvents(client, 1);
       expect(events[0]).toMatchObject({ type: 'order_submission.submitted', data: { id: order.id, clientOrderId: 'during-outage' } });
@@ -139,16 +91,16 @@ describe('order and fill events (transactional outbox)', () => {
   });
 
   it("sends order and fill events to the account's webhook endpoint, signed to Standard Webhooks", async () => {
-    const client = await stack.createAccountWithKey('Order webhooks');
-    const other = await stack.createAccountWithKey('Other account');
+    const client = await t.newAccount('Order webhooks');
+    const other = await t.newAccount('Other account');
     const receiver = await new Receiver().start();
     try {
-      const secret = await createWebhookEndpoint(stack, client, { url: receiver.url, eventTypes: ['order_submission.submitted', 'order_submission.filled', 'fill.recorded'] });
+      const { secret } = await client.createdWebhookEndpoint({ url: receiver.url, eventTypes: ['order_submission.submitted', 'order_submission.filled', 'fill.recorded'] });
       receiver.secrets = [secret];
-      await submitted(stack, other, { clientOrderId: 'not-mine' });
-      const order = await submitted(stack, client, { quantity: '2' });
-      expect((await cancel(stack, client, (await submitted(stack, client)).id)).error).toBeNull();
-      expect((await recordFill(stack, client, { orderSubmissionId: order.id, executionId: 'w-1', quantity: '2', ...FILL })).error).toBeNull();
+      await other.submittedOrder({ clientOrderId: 'not-mine' });
+      const order = await client.submittedOrder({ quantity: '2' });
+      expect((await client.cancelOrder((await client.submittedOrder()).id)).error).toBeNull();
+      expect((await client.recordFill({ orderSubmissionId: order.id, executionId: 'w-1', quantity: '2', ...FILL })).error).toBeNull();
 
       const received = await receiver.waitFor(4);
       await new Promise((resolve) => setTimeout(resolve, 400));

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Decimal } from '@ots/shared/decimal';
-import { newId } from '@ots/shared/ids';
-import type { SubmitOrderInput } from '../src/domain.ts';
+import { newId, parseUuid, receiveId } from '@ots/shared/ids';
 import {
   applyFill,
   cancelOrderSubmission,
@@ -11,6 +10,7 @@ import {
   submitOrder,
   CANCEL_ALL_LIMIT,
   type FillRequest,
+  type SubmitOrderRequest,
 } from '../src/operations.ts';
 import { findOrder, type OrderRow } from '../src/repository.ts';
 import { someAccount, useOrdersDatabase } from './database.ts';
@@ -23,11 +23,11 @@ import { someAccount, useOrdersDatabase } from './database.ts';
 const { db } = await useOrdersDatabase();
 const d = (value: string) => new Decimal(value);
 
-function limitOrder(overrides: Partial<SubmitOrderInput> = {}): SubmitOrderInput {
+function limitOrder(overrides: Partial<SubmitOrderRequest> = {}): SubmitOrderRequest {
   return { symbol: 'AAPL', side: 'BUY', type: 'LIMIT', quantity: d('10'), limitPrice: d('100'), ...overrides };
 }
 
-async function submitted(accountId: string, input: SubmitOrderInput = limitOrder()): Promise<OrderRow> {
+async function submitted(accountId: string, input: SubmitOrderRequest = limitOrder()): Promise<OrderRow> {
   const result = await submitOrder({ db, accountId, lookupStrategy: async () => 'ACTIVE' }, input);
   if (!result.ok) throw new Error(result.error.message);
   return result.value;
@@ -35,14 +35,14 @@ async function submitted(accountId: string, input: SubmitOrderInput = limitOrder
 
 const fill = (orderSubmissionId: string, quantity: string, executedAt: Date | null, price = '100'): FillRequest => ({
   fillId: newId(),
-  orderSubmissionId,
+  orderSubmissionId: parseUuid(orderSubmissionId),
   quantity: d(quantity),
   price: d(price),
   executedAt,
 });
 
 async function cancelled(accountId: string, id: string): Promise<OrderRow> {
-  const result = await cancelOrderSubmission({ db, accountId }, id);
+  const result = await cancelOrderSubmission({ db, accountId }, receiveId(id));
   if (!result.ok) throw new Error(result.error.message);
   return result.value;
 }
@@ -69,13 +69,13 @@ describe('late fills', () => {
     const cancel = await cancelled(accountId, order.id);
     const late = await applyFill({ db, accountId }, fill(order.id, '10', new Date(cancel.cancelled_at!.getTime() - 1)));
     expect(late.order).toMatchObject({ status: 'FILLED', cancelled_at: null });
-    expect((await cancelOrderSubmission({ db, accountId }, order.id)).ok).toBe(false);
+    expect((await cancelOrderSubmission({ db, accountId }, receiveId(order.id))).ok).toBe(false);
   });
 
   it('applies late fills to a REPLACED order within its quantity; it stays REPLACED', async () => {
     const accountId = someAccount();
     const order = await submitted(accountId);
-    const replaced = await replaceOrderSubmission({ db, accountId }, order.id, { quantity: d('4') });
+    const replaced = await replaceOrderSubmission({ db, accountId }, receiveId(order.id), { quantity: d('4') });
     if (!replaced.ok) throw new Error(replaced.error.message);
     const replacedAt = replaced.value.replaced.replaced_at!;
     expect((await applyFill({ db, accountId }, fill(order.id, '10.0000000001', replacedAt))).outcome).toBe('EXCEEDS_REMAINING');
@@ -89,9 +89,9 @@ describe('replaceOrderSubmission', () => {
   it('creates the new order and marks the old one REPLACED in one transaction, linking both ways', async () => {
     const accountId = someAccount();
     const strategyId = newId();
-    const order = await submitted(accountId, limitOrder({ strategyId, timeInForce: 'GTC' }));
+    const order = await submitted(accountId, limitOrder({ strategyId: receiveId(strategyId), timeInForce: 'GTC' }));
     await applyFill({ db, accountId }, fill(order.id, '3', new Date()));
-    const result = await replaceOrderSubmission({ db, accountId }, order.id, { quantity: d('7'), limitPrice: d('99.5'), clientOrderId: 'r-1' });
+    const result = await replaceOrderSubmission({ db, accountId }, receiveId(order.id), { quantity: d('7'), limitPrice: d('99.5'), clientOrderId: 'r-1' });
     if (!result.ok) throw new Error(result.error.message);
     const { order: next, replaced } = result.value;
     expect(next).toMatchObject({
@@ -115,10 +115,10 @@ describe('replaceOrderSubmission', () => {
     const accountId = someAccount();
     const order = await submitted(accountId);
     const input = { quantity: d('5'), clientOrderId: 'r-2' };
-    const results = await Promise.all(Array.from({ length: 8 }, () => replaceOrderSubmission({ db, accountId }, order.id, input)));
+    const results = await Promise.all(Array.from({ length: 8 }, () => replaceOrderSubmission({ db, accountId }, receiveId(order.id), input)));
     expect(new Set(results.map((result) => (result.ok ? result.value.order.id : result.error.code))).size).toBe(1);
     expect(results.every((result) => result.ok)).toBe(true);
-    const different = await replaceOrderSubmission({ db, accountId }, order.id, { quantity: d('6'), clientOrderId: 'r-2' });
+    const different = await replaceOrderSubmission({ db, accountId }, receiveId(order.id), { quantity: d('6'), clientOrderId: 'r-2' });
     expect(different).toMatchObject({ ok: false, error: { code: 'DUPLICATE_CLIENT_ORDER_ID', field: 'clientOrderId' } });
     const orders = await db.selectFrom('order_submissions').select('id').where('account_id', '=', accountId).execute();
     expect(orders).toHaveLength(2);
@@ -127,12 +127,12 @@ describe('replaceOrderSubmission', () => {
   it('refuses a closed order with ORDER_NOT_REPLACEABLE, an invalid input with VALIDATION_FAILED, and changes nothing', async () => {
     const accountId = someAccount();
     const order = await submitted(accountId);
-    expect(await replaceOrderSubmission({ db, accountId }, order.id, { stopPrice: d('1') })).toMatchObject({
+    expect(await replaceOrderSubmission({ db, accountId }, receiveId(order.id), { stopPrice: d('1') })).toMatchObject({
       ok: false,
       error: { code: 'VALIDATION_FAILED', field: 'stopPrice' },
     });
     await cancelled(accountId, order.id);
-    expect(await replaceOrderSubmission({ db, accountId }, order.id, {})).toMatchObject({
+    expect(await replaceOrderSubmission({ db, accountId }, receiveId(order.id), {})).toMatchObject({
       ok: false,
       error: { code: 'ORDER_NOT_REPLACEABLE', field: 'id' },
     });
@@ -144,7 +144,7 @@ describe('replaceOrderSubmission', () => {
     const order = await submitted(someAccount());
     const stranger = { db, accountId: someAccount() };
     for (const id of [order.id, newId(), 'order-1']) {
-      expect(await replaceOrderSubmission(stranger, id, {})).toMatchObject({ ok: false, error: { code: 'NOT_FOUND', field: 'id' } });
+      expect(await replaceOrderSubmission(stranger, receiveId(id), {})).toMatchObject({ ok: false, error: { code: 'NOT_FOUND', field: 'id' } });
     }
     expect((await findOrder(db, order.account_id, order.id))?.status).toBe('SUBMITTED');
   });
@@ -167,7 +167,7 @@ describe('cancelOrderSubmissions', () => {
     expect((await findOrder(db, accountId, b.id))?.status).toBe('SUBMITTED');
     expect((await findOrder(db, theirs.account_id, theirs.id))?.status).toBe('SUBMITTED');
 
-    expect((await cancelOrderSubmissions({ db, accountId }, { strategyId: 'not-a-uuid' })).cancelled).toEqual([]);
+    expect((await cancelOrderSubmissions({ db, accountId }, { strategyId: receiveId('not-a-uuid') })).cancelled).toEqual([]);
     expect((await cancelOrderSubmissions({ db, accountId }, {})).cancelled.map((row) => row.id)).toEqual([b.id]);
     expect((await cancelOrderSubmissions({ db, accountId }, null)).cancelled).toEqual([]);
   });
@@ -220,7 +220,7 @@ describe('races, decided by the order row lock alone', () => {
       const after = fill(order.id, '3', new Date(Date.now() + 4_000));
       const [earlyResult, cancelResult, afterResult] = await Promise.all([
         sleep(Math.random() * 5).then(() => applyFill({ db, accountId }, early)),
-        sleep(Math.random() * 5).then(() => cancelOrderSubmission({ db, accountId }, order.id)),
+        sleep(Math.random() * 5).then(() => cancelOrderSubmission({ db, accountId }, receiveId(order.id))),
         sleep(Math.random() * 5).then(() => applyFill({ db, accountId }, after)),
       ]);
       expect(earlyResult.outcome).toBe('APPLIED');
@@ -242,7 +242,7 @@ describe('races, decided by the order row lock alone', () => {
       const early = fill(order.id, '10', new Date(Date.now() - 1_000));
       const [fillResult, replaceResult] = await Promise.all([
         sleep(Math.random() * 5).then(() => applyFill({ db, accountId }, early)),
-        sleep(Math.random() * 5).then(() => replaceOrderSubmission({ db, accountId }, order.id, { quantity: d('4') })),
+        sleep(Math.random() * 5).then(() => replaceOrderSubmission({ db, accountId }, receiveId(order.id), { quantity: d('4') })),
       ]);
       expect(fillResult.outcome).toBe('APPLIED');
       const final = (await findOrder(db, accountId, order.id))!;

@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { GraphQLError } from 'graphql';
+import { parseUuid, receiveId } from '@ots/shared/ids';
 import { encodeCursor } from '@ots/shared/pagination';
-import { cursorOf, normaliseFilter, parseCursor } from '../src/listing.ts';
+import { cursorOf, normaliseFilter, positionAfter } from '../src/domain.ts';
 
 const row = {
-  id: '0190f5a2-0000-7000-8000-00000000000a',
+  id: parseUuid('0190f5a2-0000-7000-8000-00000000000a')!,
   submitted_at: new Date('2026-11-21T14:03:07.120Z'),
   commit_xid: '73219',
 };
@@ -22,8 +23,11 @@ function badInput(run: () => unknown): GraphQLError {
 
 describe('cursors', () => {
   it('round-trip the sort position of each ordering: submission time to the millisecond, commit position exactly', () => {
-    expect(parseCursor(cursorOf('SUBMITTED_AT_DESC', row), 'SUBMITTED_AT_DESC')).toEqual({ at: row.submitted_at, id: row.id });
-    expect(parseCursor(cursorOf('UPDATED_AT_ASC', row), 'UPDATED_AT_ASC')).toEqual({ xid: row.commit_xid, id: row.id });
+    expect(positionAfter('SUBMITTED_AT_DESC', cursorOf('SUBMITTED_AT_DESC', row))).toEqual({
+      orderBy: 'SUBMITTED_AT_DESC',
+      after: { at: row.submitted_at, id: row.id },
+    });
+    expect(positionAfter('UPDATED_AT_ASC', cursorOf('UPDATED_AT_ASC', row))).toEqual({ orderBy: 'UPDATED_AT_ASC', after: { xid: row.commit_xid, id: row.id } });
   });
 
   it('are opaque: no timestamp or id readable in the text', () => {
@@ -33,12 +37,12 @@ describe('cursors', () => {
   });
 
   it('mean no position when absent', () => {
-    expect(parseCursor(undefined, 'SUBMITTED_AT_DESC')).toBeUndefined();
-    expect(parseCursor(null, 'UPDATED_AT_ASC')).toBeUndefined();
+    expect(positionAfter('SUBMITTED_AT_DESC', undefined)).toEqual({ orderBy: 'SUBMITTED_AT_DESC', after: undefined });
+    expect(positionAfter('UPDATED_AT_ASC', null)).toEqual({ orderBy: 'UPDATED_AT_ASC', after: undefined });
   });
 
   it('of one ordering are refused by the other', () => {
-    const error = badInput(() => parseCursor(cursorOf('SUBMITTED_AT_DESC', row), 'UPDATED_AT_ASC'));
+    const error = badInput(() => positionAfter('UPDATED_AT_ASC', cursorOf('SUBMITTED_AT_DESC', row)));
     expect(error.extensions.argumentName).toBe('after');
   });
 
@@ -49,7 +53,7 @@ describe('cursors', () => {
     ['a time outside the ISO form', encodeCursor('SUBMITTED_AT_DESC', ['2026-11-21', row.id])],
     ['a missing key', encodeCursor('SUBMITTED_AT_DESC', [row.id])],
   ])('holding %s are refused with BAD_USER_INPUT', (_case, cursor) => {
-    badInput(() => parseCursor(cursor, 'SUBMITTED_AT_DESC'));
+    badInput(() => positionAfter('SUBMITTED_AT_DESC', cursor));
   });
 
   it.each([
@@ -57,7 +61,7 @@ describe('cursors', () => {
     ['an edited commit position', encodeCursor('UPDATED_AT_ASC', ['1 or 1=1', row.id])],
     ['an edited id', encodeCursor('UPDATED_AT_ASC', ['73219', 'x'])],
   ])('of the sync holding %s are refused with BAD_USER_INPUT', (_case, cursor) => {
-    badInput(() => parseCursor(cursor, 'UPDATED_AT_ASC'));
+    badInput(() => positionAfter('UPDATED_AT_ASC', cursor));
   });
 });
 
@@ -75,7 +79,7 @@ describe('normaliseFilter', () => {
         status: ['SUBMITTED', 'FILLED', 'SUBMITTED'],
         symbol: 'brk.b',
         side: 'SELL',
-        strategyId: '0190F5A2-0000-7000-8000-00000000000A',
+        strategyId: receiveId('0190F5A2-0000-7000-8000-00000000000A'),
         clientOrderId: 'Mixed.Case',
         submittedAfter,
       }),
@@ -91,6 +95,6 @@ describe('normaliseFilter', () => {
 
   it('recognises filters no order can match, so that no malformed value reaches Postgres', () => {
     expect(normaliseFilter({ status: [] })).toBeUndefined();
-    expect(normaliseFilter({ strategyId: 'strategy-1' })).toBeUndefined();
+    expect(normaliseFilter({ strategyId: receiveId('strategy-1') })).toBeUndefined();
   });
 });

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Decimal } from '@ots/shared/decimal';
-import { newId } from '@ots/shared/ids';
+import { newId, parseUuid, receiveId } from '@ots/shared/ids';
 import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
-import type { StrategyStatus, SubmitOrderInput } from '../src/domain.ts';
+import type { StrategyStatus } from '../src/domain.ts';
 import {
   applyFill,
   cancelOrderSubmission,
@@ -12,8 +12,10 @@ import {
   replaceOrderSubmission,
   submitOrder,
   type FillRequest,
+  type SubmitOrderRequest,
 } from '../src/operations.ts';
 import { findOrder, markCancelled, type OrderRow, type OrdersDb } from '../src/repository.ts';
+import { listRequest } from '../src/resolvers.ts';
 import type { StrategyLookup } from '../src/strategy-lookup.ts';
 import { someAccount, useOrdersDatabase } from './database.ts';
 
@@ -26,7 +28,7 @@ const { db } = await useOrdersDatabase();
 
 const d = (value: string) => new Decimal(value);
 
-function limitOrder(overrides: Partial<SubmitOrderInput> = {}): SubmitOrderInput {
+function limitOrder(overrides: Partial<SubmitOrderRequest> = {}): SubmitOrderRequest {
   return { symbol: 'AAPL', side: 'BUY', type: 'LIMIT', quantity: d('10'), limitPrice: d('187.25'), ...overrides };
 }
 
@@ -41,7 +43,7 @@ function strategies(statuses: Record<string, StrategyStatus> = {}, unavailable =
   return { asked, lookup };
 }
 
-async function submitted(accountId: string, input: SubmitOrderInput = limitOrder()): Promise<OrderRow> {
+async function submitted(accountId: string, input: SubmitOrderRequest = limitOrder()): Promise<OrderRow> {
   const result = await submitOrder({ db, accountId, lookupStrategy: strategies().lookup }, input);
   if (!result.ok) throw new Error(`submission refused: ${result.error.message}`);
   return result.value;
@@ -49,7 +51,7 @@ async function submitted(accountId: string, input: SubmitOrderInput = limitOrder
 
 const fill = (orderSubmissionId: string, quantity: string, price: string, fillId = newId()): FillRequest => ({
   fillId,
-  orderSubmissionId,
+  orderSubmissionId: parseUuid(orderSubmissionId),
   quantity: d(quantity),
   price: d(price),
 });
@@ -148,7 +150,7 @@ describe('submitOrder', () => {
     it('stores the strategy of an ACTIVE strategy, having asked the strategies subgraph', async () => {
       const accountId = someAccount();
       const lookup = strategies(statuses);
-      const result = await submitOrder({ db, accountId, lookupStrategy: lookup.lookup }, limitOrder({ strategyId: active }));
+      const result = await submitOrder({ db, accountId, lookupStrategy: lookup.lookup }, limitOrder({ strategyId: receiveId(active) }));
       expect(result).toMatchObject({ ok: true, value: { strategy_id: active } });
       expect(lookup.asked).toEqual([active]);
     });
@@ -158,21 +160,21 @@ describe('submitOrder', () => {
       ['ARCHIVED', archived],
     ])('refuses a %s strategy with STRATEGY_NOT_ACTIVE and creates nothing', async (_status, strategyId) => {
       const accountId = someAccount();
-      const result = await submitOrder({ db, accountId, lookupStrategy: strategies(statuses).lookup }, limitOrder({ strategyId }));
+      const result = await submitOrder({ db, accountId, lookupStrategy: strategies(statuses).lookup }, limitOrder({ strategyId: receiveId(strategyId) }));
       expect(result).toMatchObject({ ok: false, error: { code: 'STRATEGY_NOT_ACTIVE', field: 'strategyId' } });
       expect(await countOrders(accountId)).toBe(0);
     });
 
     it('refuses a strategy the subgraph does not know (absent or foreign) with NOT_FOUND on strategyId', async () => {
       const accountId = someAccount();
-      const result = await submitOrder({ db, accountId, lookupStrategy: strategies(statuses).lookup }, limitOrder({ strategyId: newId() }));
+      const result = await submitOrder({ db, accountId, lookupStrategy: strategies(statuses).lookup }, limitOrder({ strategyId: receiveId(newId()) }));
       expect(result).toMatchObject({ ok: false, error: { code: 'NOT_FOUND', field: 'strategyId' } });
       expect(await countOrders(accountId)).toBe(0);
     });
 
     it('answers a strategyId that is not a UUID with NOT_FOUND without asking', async () => {
       const lookup = strategies(statuses);
-      const result = await submitOrder({ db, accountId: someAccount(), lookupStrategy: lookup.lookup }, limitOrder({ strategyId: 'strategy-7' }));
+      const result = await submitOrder({ db, accountId: someAccount(), lookupStrategy: lookup.lookup }, limitOrder({ strategyId: receiveId('strategy-7') }));
       expect(result).toMatchObject({ ok: false, error: { code: 'NOT_FOUND', field: 'strategyId' } });
       expect(lookup.asked).toEqual([]);
     });
@@ -181,7 +183,7 @@ describe('submitOrder', () => {
       const lookup = strategies(statuses);
       const result = await submitOrder(
         { db, accountId: someAccount(), lookupStrategy: lookup.lookup },
-        limitOrder({ strategyId: active, quantity: d('0') }),
+        limitOrder({ strategyId: receiveId(active), quantity: d('0') }),
       );
       expect(result).toMatchObject({ ok: false, error: { code: 'VALIDATION_FAILED', field: 'quantity' } });
       expect(lookup.asked).toEqual([]);
@@ -191,22 +193,22 @@ describe('submitOrder', () => {
       const accountId = someAccount();
       const result = await submitOrder(
         { db, accountId, lookupStrategy: strategies(statuses, true).lookup },
-        limitOrder({ strategyId: active, clientOrderId: 'later-1' }),
+        limitOrder({ strategyId: receiveId(active), clientOrderId: 'later-1' }),
       );
       expect(result).toMatchObject({ ok: false, error: { code: 'TEMPORARILY_UNAVAILABLE', field: null } });
       expect(await countOrders(accountId)).toBe(0);
       const retry = await submitOrder(
         { db, accountId, lookupStrategy: strategies(statuses).lookup },
-        limitOrder({ strategyId: active, clientOrderId: 'later-1' }),
+        limitOrder({ strategyId: receiveId(active), clientOrderId: 'later-1' }),
       );
       expect(retry.ok).toBe(true);
     });
 
     it('answers a retry of a stored order from the store, even after its strategy stopped answering', async () => {
       const accountId = someAccount();
-      const first = await submitOrder({ db, accountId, lookupStrategy: strategies(statuses).lookup }, limitOrder({ strategyId: active, clientOrderId: 'kept-1' }));
+      const first = await submitOrder({ db, accountId, lookupStrategy: strategies(statuses).lookup }, limitOrder({ strategyId: receiveId(active), clientOrderId: 'kept-1' }));
       const unavailable = strategies(statuses, true);
-      const retry = await submitOrder({ db, accountId, lookupStrategy: unavailable.lookup }, limitOrder({ strategyId: active.toUpperCase(), clientOrderId: 'kept-1' }));
+      const retry = await submitOrder({ db, accountId, lookupStrategy: unavailable.lookup }, limitOrder({ strategyId: receiveId(active.toUpperCase()), clientOrderId: 'kept-1' }));
       expect(retry).toEqual(first);
       expect(unavailable.asked).toEqual([]);
     });
@@ -217,12 +219,12 @@ describe('cancelOrderSubmission', () => {
   it('cancels a SUBMITTED order with cancelledAt and a newer updatedAt, and returns a cancelled one unchanged', async () => {
     const accountId = someAccount();
     const order = await submitted(accountId);
-    const cancelled = await cancelOrderSubmission({ db, accountId }, order.id);
+    const cancelled = await cancelOrderSubmission({ db, accountId }, receiveId(order.id));
     if (!cancelled.ok) throw new Error(cancelled.error.message);
     expect(cancelled.value.status).toBe('CANCELLED');
     expect(cancelled.value.cancelled_at).toEqual(cancelled.value.updated_at);
     expect(cancelled.value.updated_at.getTime()).toBeGreaterThan(order.updated_at.getTime());
-    const again = await cancelOrderSubmission({ db, accountId }, order.id);
+    const again = await cancelOrderSubmission({ db, accountId }, receiveId(order.id));
     expect(again).toEqual(cancelled);
   });
 
@@ -230,7 +232,7 @@ describe('cancelOrderSubmission', () => {
     const accountId = someAccount();
     const order = await submitted(accountId);
     await applyFill({ db, accountId }, fill(order.id, '4', '100'));
-    const cancelled = await cancelOrderSubmission({ db, accountId }, order.id);
+    const cancelled = await cancelOrderSubmission({ db, accountId }, receiveId(order.id));
     expect(cancelled).toMatchObject({ ok: true, value: { status: 'CANCELLED', filled_quantity: '4.0000000000' } });
   });
 
@@ -238,7 +240,7 @@ describe('cancelOrderSubmission', () => {
     const accountId = someAccount();
     const order = await submitted(accountId);
     const filled = await applyFill({ db, accountId }, fill(order.id, '10', '100'));
-    const result = await cancelOrderSubmission({ db, accountId }, order.id);
+    const result = await cancelOrderSubmission({ db, accountId }, receiveId(order.id));
     expect(result).toMatchObject({ ok: false, error: { code: 'ORDER_NOT_CANCELLABLE', field: 'id' } });
     expect(await findOrder(db, accountId, order.id)).toEqual(filled.order);
   });
@@ -247,7 +249,7 @@ describe('cancelOrderSubmission', () => {
     const owner = someAccount();
     const order = await submitted(owner);
     const stranger = { db, accountId: someAccount() };
-    const results = await Promise.all([order.id, newId(), 'not-an-id'].map((id) => cancelOrderSubmission(stranger, id)));
+    const results = await Promise.all([order.id, newId(), 'not-an-id'].map((id) => cancelOrderSubmission(stranger, receiveId(id))));
     for (const result of results) expect(result).toMatchObject({ ok: false, error: { code: 'NOT_FOUND' } });
     expect((await findOrder(db, owner, order.id))?.status).toBe('SUBMITTED');
   });
@@ -288,7 +290,7 @@ describe('applyFill', () => {
     await applyFill({ db, accountId }, fill(order.id, '2', '5'));
     expect((await applyFill({ db, accountId }, fill(order.id, '1', '5'))).outcome).toBe('NOT_FILLABLE');
     const cancelled = await submitted(accountId);
-    await cancelOrderSubmission({ db, accountId }, cancelled.id);
+    await cancelOrderSubmission({ db, accountId }, receiveId(cancelled.id));
     const refused = await applyFill({ db, accountId }, fill(cancelled.id, '1', '5'));
     expect(refused).toMatchObject({ outcome: 'NOT_FILLABLE', order: { id: cancelled.id, status: 'CANCELLED' } });
     expect(d(refused.order!.filled_quantity).isZero()).toBe(true);
@@ -344,7 +346,7 @@ function withRandomDelays(maxMs: number): OrdersDb {
 async function syncFrom(accountId: string, cursor: string | null) {
   const rows: OrderRow[] = [];
   for (;;) {
-    const page = await listOrderSubmissions({ db, accountId }, { orderBy: 'UPDATED_AT_ASC', first: 7, after: cursor });
+    const page = await listOrderSubmissions({ db, accountId }, listRequest({ orderBy: 'UPDATED_AT_ASC', first: 7, after: cursor }));
     rows.push(...page.nodes);
     cursor = page.pageInfo.endCursor ?? cursor;
     if (!page.pageInfo.hasNextPage) return { rows, cursor };
@@ -366,9 +368,9 @@ describe('writes of one account run side by side', () => {
     try {
       const writes = Promise.all([
         submitted(accountId),
-        cancelOrderSubmission({ db, accountId }, other.id),
+        cancelOrderSubmission({ db, accountId }, receiveId(other.id)),
         applyFill({ db, accountId }, fill(toFill.id, '1', '10')),
-        replaceOrderSubmission({ db, accountId }, toReplace.id, { quantity: d('3') }),
+        replaceOrderSubmission({ db, accountId }, receiveId(toReplace.id), { quantity: d('3') }),
         cancelOrderSubmissions({ db, accountId }, { symbol: 'MSFT' }),
       ]);
       const outcome = await Promise.race([writes, sleep(3_000).then(() => 'still waiting' as const)]);
@@ -389,7 +391,7 @@ describe('writes of one account run side by side', () => {
     const open = await db.startTransaction().execute();
     await markCancelled(open, accountId, order.id);
     let cancelDone = false;
-    const cancel = cancelOrderSubmission({ db, accountId }, order.id).then((result) => ((cancelDone = true), result));
+    const cancel = cancelOrderSubmission({ db, accountId }, receiveId(order.id)).then((result) => ((cancelDone = true), result));
     await sleep(200);
     expect(cancelDone).toBe(false);
     await open.rollback().execute();
@@ -407,7 +409,7 @@ describe('the incremental sync (UPDATED_AT_ASC, paged by commit order)', () => {
 
     const open = await db.startTransaction().execute();
     const slowCancel = (await markCancelled(open, accountId, slow.id))!;
-    const fastCancel = await cancelOrderSubmission({ db, accountId }, fast.id);
+    const fastCancel = await cancelOrderSubmission({ db, accountId }, receiveId(fast.id));
     if (!fastCancel.ok) throw new Error(fastCancel.error.message);
     // The fast cancel committed, but handing it out now would let the slow one land behind the cursor.
     expect((await syncFrom(accountId, start.cursor)).rows).toEqual([]);
@@ -427,7 +429,7 @@ describe('the incremental sync (UPDATED_AT_ASC, paged by commit order)', () => {
     const first = await submitted(accountId);
     const second = await submitted(accountId);
     await expect
-      .poll(async () => (await listOrderSubmissions({ db, accountId }, { orderBy: 'UPDATED_AT_ASC', filter: { updatedAfter: first.updated_at } })).nodes.map((row) => row.id))
+      .poll(async () => (await listOrderSubmissions({ db, accountId }, listRequest({ orderBy: 'UPDATED_AT_ASC', filter: { updatedAfter: first.updated_at } }))).nodes.map((row) => row.id))
       .toEqual(second.updated_at > first.updated_at ? [second.id] : []);
   });
 
@@ -439,8 +441,8 @@ describe('the incremental sync (UPDATED_AT_ASC, paged by commit order)', () => {
     const writer = async (worker: number) => {
       for (let step = 1; step <= 18; step += 1) {
         const target = orders[(worker * 5 + step) % orders.length]!;
-        if (step % 7 === 0) await cancelOrderSubmission(scope, target.id);
-        else if (step % 9 === 0) await replaceOrderSubmission(scope, target.id, { quantity: d('6') });
+        if (step % 7 === 0) await cancelOrderSubmission(scope, receiveId(target.id));
+        else if (step % 9 === 0) await replaceOrderSubmission(scope, receiveId(target.id), { quantity: d('6') });
         else if (step === 17 && worker === 0) await cancelOrderSubmissions(scope, { side: 'SELL' });
         else if (step % 4 === 0) await submitOrder({ ...scope, lookupStrategy: strategies().lookup }, limitOrder({ quantity: d('6'), side: step % 8 === 0 ? 'SELL' : 'BUY' }));
         else await applyFill(scope, fill(target.id, '1', `${10 + worker}.5`));

@@ -2,13 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KyselyPlugin } from 'kysely';
 import { loadConfig } from '@ots/shared/config';
 import { Decimal } from '@ots/shared/decimal';
-import { newId } from '@ots/shared/ids';
+import { newId, parseUuid, receiveId, type Uuid } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
 import { expectAccountIndexesOnly, openPlanExplainer, type PlanExplainer } from '@ots/shared/testing/plans';
-import type { OrderFilter, OrderSubmissionOrder } from '../src/listing.ts';
+import { cursorOf, positionAfter, type OrderFilter, type OrderSubmissionOrder } from '../src/domain.ts';
 import { submitOrder } from '../src/operations.ts';
 import * as repository from '../src/repository.ts';
 import type { OrderRow, OrdersDatabase, OrdersDb } from '../src/repository.ts';
+import { listRequest } from '../src/resolvers.ts';
 import { ordersService } from '../src/service.ts';
 import { useOrdersDatabase } from './database.ts';
 
@@ -42,10 +43,10 @@ function contextFor(accountId: string, handle: OrdersDb) {
   );
 }
 
-async function order(accountId: string, strategyId: string | null, symbol = 'AAPL'): Promise<OrderRow> {
+async function order(accountId: string, strategyId: Uuid | null, symbol = 'AAPL'): Promise<OrderRow> {
   const result = await submitOrder(
     { db, accountId, lookupStrategy: async () => 'ACTIVE' },
-    { symbol, side: 'BUY', type: 'MARKET', quantity: new Decimal('1'), strategyId },
+    { symbol, side: 'BUY', type: 'MARKET', quantity: new Decimal('1'), strategyId: strategyId === null ? null : receiveId(strategyId) },
   );
   if (!result.ok) throw new Error(result.error.message);
   return result.value;
@@ -75,11 +76,11 @@ describe('per-request loaders', () => {
     const counter = counting(db);
     const context = contextFor(accountId, counter.db);
     const [page1, page2, page3, page4, all1] = await Promise.all([
-      context.strategyOrders(s1, { first: 2 }),
-      context.strategyOrders(s2, { first: 2 }),
-      context.strategyOrders(s3, { first: 2 }),
-      context.strategyOrders(s4, { first: 2 }),
-      context.strategyOrders(s1, { first: 10 }),
+      context.strategyOrders(s1, listRequest({ first: 2 })),
+      context.strategyOrders(s2, listRequest({ first: 2 })),
+      context.strategyOrders(s3, listRequest({ first: 2 })),
+      context.strategyOrders(s4, listRequest({ first: 2 })),
+      context.strategyOrders(s1, listRequest({ first: 10 })),
     ]);
     expect(counter.count()).toBe(2);
     expect(page1.nodes.map((row) => row.id)).toEqual([ofS1[2]!.id, ofS1[1]!.id]);
@@ -91,14 +92,14 @@ describe('per-request loaders', () => {
     expect(page4.nodes).toEqual([]);
     expect(all1.nodes).toHaveLength(3);
 
-    const next = await context.strategyOrders(s1, { first: 2, after: page1.pageInfo.endCursor });
+    const next = await context.strategyOrders(s1, listRequest({ first: 2, after: page1.pageInfo.endCursor }));
     expect(next.nodes.map((row) => row.id)).toEqual([ofS1[0]!.id]);
   });
 });
 
 describe('query plans on a table of many accounts', () => {
   const accountId = '00000000-0000-4000-8000-000000000007';
-  const strategyId = '00000000-0000-4000-8000-000000000703';
+  const strategyId = parseUuid('00000000-0000-4000-8000-000000000703')!;
   let explainer: PlanExplainer<OrdersDatabase>;
 
   beforeAll(async () => {
@@ -152,18 +153,16 @@ describe('query plans on a table of many accounts', () => {
 
   for (const orderBy of orderings) {
     it.each(filters)(`listOrderSubmissions ${orderBy} by %s reads only the account's index entries`, async (_name, filter) => {
-      const after =
-        orderBy === 'UPDATED_AT_ASC'
-          ? { xid: '1000', id: '00000000-0000-4000-8000-000000000000' }
-          : { at: new Date('2026-01-01T10:00:00Z'), id: '00000000-0000-4000-8000-000000000000' };
-      for (const page of [{ filter, orderBy, after: undefined, limit: 51 }, { filter, orderBy, after, limit: 51 }]) {
+      const lastRow = { id: parseUuid('00000000-0000-4000-8000-000000000000')!, submitted_at: new Date('2026-01-01T10:00:00Z'), commit_xid: '1000' };
+      const pages = [positionAfter(orderBy, null), positionAfter(orderBy, cursorOf(orderBy, lastRow))].map((position) => ({ ...position, filter, limit: 51 }));
+      for (const page of pages) {
         expectAccountIndexesOnly(await explainer.plansOf((handle) => repository.listOrders(handle, accountId, page)), 'order_submissions');
       }
     });
   }
 
   it('Strategy.orderSubmissions for a batch of strategies uses the account-and-strategy index', async () => {
-    const strategies = [0, 1, 2, 3, 4].map((i) => `00000000-0000-4000-8000-0000000007${String(i).padStart(2, '0')}`);
+    const strategies = [0, 1, 2, 3, 4].map((i) => parseUuid(`00000000-0000-4000-8000-0000000007${String(i).padStart(2, '0')}`)!);
     const nodes = await explainer.plansOf((handle) =>
       repository.listOrdersOfStrategies(handle, accountId, strategies, { filter: {}, orderBy: 'SUBMITTED_AT_DESC', after: undefined, limit: 51 }),
     );

@@ -25,13 +25,14 @@ export function nameKeyV1(name: string): string {
 
 const BATCH_SIZE = 500;
 
-/** Raw SQL is not qualified by the migrator's withSchema, so it names the table with its schema. */
+/** Named with its schema, so the statements below do not depend on the connection's search path. */
 const TABLE = sql.table('strategies.strategies');
 
 interface Db {
   strategies: { id: string; account_id: string; name: string; name_key: string | null; status: string; created_at: Date };
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a migration runs against the schema as it was then, not today's table types (Kysely's advice)
 export async function up(database: Kysely<any>): Promise<void> {
   const db = database as Kysely<Db>;
   await sql`lock table ${TABLE} in share row exclusive mode`.execute(db);
@@ -77,6 +78,7 @@ export async function up(database: Kysely<any>): Promise<void> {
   await db.schema.dropIndex('strategies_account_active_name').execute();
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a migration runs against the schema as it was then, not today's table types (Kysely's advice)
 export async function down(db: Kysely<any>): Promise<void> {
   await db.schema
     .createIndex('strategies_account_active_name')

@@ -11,6 +11,7 @@ export const MAX_DESCRIPTION_LENGTH = 2000;
 // stored as UTF-8 without being silently replaced.
 const NAME_FORBIDDEN = /[\p{Cc}\p{Cs}]/u;
 // A description may span lines; NUL cannot be stored in Postgres text at all.
+// eslint-disable-next-line no-control-regex -- matching control characters is what it is for
 const DESCRIPTION_FORBIDDEN = /[\p{Cs}\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F]/u;
 
 /**

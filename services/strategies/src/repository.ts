@@ -1,6 +1,7 @@
 import { sql, type Generated, type Kysely, type Selectable } from 'kysely';
 import { newId, type Uuid } from '@ots/shared/ids';
 import type { OutboxDatabase } from '@ots/shared/outbox';
+import { inKeysetOrder, type KeysetPosition } from '@ots/shared/pagination';
 import { nameKey, type NewStrategy, type StrategyChanges, type StrategyStatus } from './domain.ts';
 
 export interface StrategiesDatabase extends OutboxDatabase {
@@ -94,16 +95,10 @@ export async function setStrategyStatus(trx: StrategiesDb, accountId: string, id
     .executeTakeFirstOrThrow();
 }
 
-/** The last row of the previous page, in the list's order. */
-export interface ListPosition {
-  createdAt: Date;
-  id: Uuid;
-}
-
 export interface ListQuery {
   /** Undefined: every state. */
   statuses: readonly StrategyStatus[] | undefined;
-  after: ListPosition | undefined;
+  after: KeysetPosition | undefined;
   limit: number;
 }
 
@@ -112,9 +107,5 @@ export async function listStrategies(db: StrategiesDb, accountId: string, query:
   if (query.statuses?.length === 0) return [];
   let select = db.selectFrom('strategies').selectAll().where('account_id', '=', accountId);
   if (query.statuses) select = select.where('status', 'in', query.statuses);
-  const after = query.after;
-  if (after) {
-    select = select.where((eb) => eb(eb.refTuple('created_at', 'id'), '<', eb.tuple(after.createdAt, after.id)));
-  }
-  return select.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(query.limit).execute();
+  return inKeysetOrder(select, { time: 'created_at', after: query.after, limit: query.limit }).execute();
 }

@@ -1,27 +1,12 @@
-import { badUserInput, type Result } from '@ots/shared/errors';
-import { parseUuid, receiveId, type Uuid } from '@ots/shared/ids';
-import { loaderById } from '@ots/shared/loaders';
-import { decodeCursor, encodeCursor, pageSize, toConnection } from '@ots/shared/pagination';
+import type { Result } from '@ots/shared/errors';
+import { parseUuid, receiveId } from '@ots/shared/ids';
+import { decodeKeysetCursor, encodeKeysetCursor, pageSize, toConnection } from '@ots/shared/pagination';
 import { DateTimeScalar } from '@ots/shared/scalars';
-import type { BaseContext } from '@ots/shared/subgraph-server';
+import type { StrategiesContext } from './context.ts';
 import type { StatusAction } from './domain.ts';
 import type { MutationPauseStrategyArgs, Resolvers } from './generated/resolvers-types.ts';
 import { changeStrategyStatus, createStrategy, updateStrategy } from './operations.ts';
-import { findStrategiesByIds, listStrategies, type ListPosition, type StrategiesDb, type StrategyRow } from './repository.ts';
-
-export interface StrategiesContext extends BaseContext {
-  db: StrategiesDb;
-  /** Per request and scoped to the caller's account: a batch of look-ups (e.g. every order's strategy) is one query. */
-  strategyById: ReturnType<typeof loaderById<StrategyRow, Uuid>>;
-}
-
-export function createStrategiesContext(base: BaseContext, db: StrategiesDb): StrategiesContext {
-  return {
-    ...base,
-    db,
-    strategyById: loaderById((ids: readonly Uuid[]) => findStrategiesByIds(db, base.caller.accountId, ids)),
-  };
-}
+import { listStrategies, type StrategyRow } from './repository.ts';
 
 /** A strategy of the caller's account, or null for an absent, foreign or non-UUID id. */
 async function loadStrategy(context: StrategiesContext, id: string): Promise<StrategyRow | null> {
@@ -35,22 +20,7 @@ function toPayload(result: Result<StrategyRow>) {
 
 const LIST_ORDERING = 'strategies:created_at_desc';
 
-function cursorOf(row: StrategyRow): string {
-  return encodeCursor(LIST_ORDERING, [row.created_at.toISOString(), row.id]);
-}
-
-/** The position a cursor names; a cursor whose keys were tampered with is refused like any foreign cursor. */
-function positionAfter(after: string | null | undefined): ListPosition | undefined {
-  const keys = decodeCursor(after, LIST_ORDERING, 2);
-  if (!keys) return undefined;
-  const [createdAt, key] = keys as [string, string];
-  const date = new Date(createdAt);
-  const id = parseUuid(key);
-  if (Number.isNaN(date.getTime()) || date.toISOString() !== createdAt || !id) {
-    throw badUserInput('after is not a cursor issued for this list and ordering', 'after');
-  }
-  return { createdAt: date, id };
-}
+const cursorOf = (row: StrategyRow) => encodeKeysetCursor(LIST_ORDERING, { at: row.created_at, id: row.id });
 
 function statusMutation(action: StatusAction) {
   return async (_: unknown, { id }: MutationPauseStrategyArgs, { db, caller }: StrategiesContext) =>
@@ -65,7 +35,7 @@ export const resolvers: Resolvers = {
       const size = pageSize(args.first);
       const rows = await listStrategies(db, caller.accountId, {
         statuses: args.filter?.status ?? undefined,
-        after: positionAfter(args.after),
+        after: decodeKeysetCursor(LIST_ORDERING, args.after),
         limit: size + 1,
       });
       return toConnection(rows, size, cursorOf);

@@ -3,7 +3,8 @@ import type { ServiceDefinition } from '@ots/shared/service';
 import { loadTypeDefs } from '@ots/shared/subgraph-server';
 import { migrations, SCHEMA } from '../migrations/index.ts';
 import type { StrategiesDatabase } from './repository.ts';
-import { createStrategiesContext, resolvers, type StrategiesContext } from './resolvers.ts';
+import { createStrategiesContext, type StrategiesContext } from './context.ts';
+import { resolvers } from './resolvers.ts';
 
 export const strategiesService: ServiceDefinition<StrategiesDatabase, StrategiesContext> = {
   name: 'strategies',

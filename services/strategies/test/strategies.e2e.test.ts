@@ -1,251 +1,201 @@
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import { execute, parse } from 'graphql';
 import type { KyselyPlugin } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase } from '@ots/shared/db';
 import { newId } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
-import { startStack, type TestStack } from '../../../testing/stack.ts';
+import { useStack } from '../../../testing/fixture.ts';
+import type { ApiClient, CreateStrategyInput, ListStrategiesQuery, StrategyFieldsFragment, StrategyStatus, UpdateStrategyInput } from '../../../testing/client.ts';
 import type { StrategiesDatabase } from '../src/repository.ts';
-import { createStrategiesContext, resolvers } from '../src/resolvers.ts';
+import { createStrategiesContext } from '../src/context.ts';
+import { resolvers } from '../src/resolvers.ts';
 import { strategiesService } from '../src/service.ts';
-import { changeStatus, createStrategy, data, PAYLOAD_ERROR_FIELDS, STRATEGY_FIELDS, type StrategyResult } from './support.ts';
 
-let stack: TestStack;
-let alice: { accountId: string; apiKey: string };
-let bob: { accountId: string; apiKey: string };
-
-beforeAll(async () => {
-  stack = await startStack({ redis: 'none' });
-  alice = await stack.createAccountWithKey('Alice');
-  bob = await stack.createAccountWithKey('Bob');
-});
-
-afterAll(async () => {
-  await stack?.close();
-});
+const t = useStack({ redis: 'none' });
 
 const ISO_MILLIS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-async function getStrategy(apiKey: string, id: string): Promise<StrategyResult | null> {
-  const result = await data(stack, apiKey, `query ($id: ID!) { strategy(id: $id) { ${STRATEGY_FIELDS} } }`, { id });
-  return result.strategy;
-}
+type ListPage = ListStrategiesQuery['listStrategies'];
 
-async function updateStrategy(apiKey: string, id: string, input: Record<string, unknown>) {
-  const result = await data(
-    stack,
-    apiKey,
-    `mutation ($id: ID!, $input: UpdateStrategyInput!) { updateStrategy(id: $id, input: $input) { strategy { ${STRATEGY_FIELDS} } ${PAYLOAD_ERROR_FIELDS} } }`,
-    { id, input },
-  );
-  return result.updateStrategy as { strategy: StrategyResult | null; error: { code: string; field: string | null; message: string } | null };
-}
-
-async function tryCreate(apiKey: string, input: Record<string, unknown>) {
-  const result = await data(
-    stack,
-    apiKey,
-    `mutation ($input: CreateStrategyInput!) { createStrategy(input: $input) { strategy { ${STRATEGY_FIELDS} } ${PAYLOAD_ERROR_FIELDS} } }`,
-    { input },
-  );
-  return result.createStrategy as { strategy: StrategyResult | null; error: { code: string; field: string | null; message: string } | null };
-}
-
-interface ListPage {
-  nodes: StrategyResult[];
-  edges: { cursor: string; node: StrategyResult }[];
-  pageInfo: { hasNextPage: boolean; endCursor: string | null };
-}
-
-async function listPage(apiKey: string, variables: { first?: number; after?: string | null; status?: string[] }): Promise<ListPage> {
-  const result = await data(
-    stack,
-    apiKey,
-    `query ($first: Int, $after: String, $filter: StrategyFilter) {
-      listStrategies(first: $first, after: $after, filter: $filter) {
-        nodes { ${STRATEGY_FIELDS} } edges { cursor node { id } } pageInfo { hasNextPage endCursor }
-      }
-    }`,
-    {
-      ...(variables.first === undefined ? {} : { first: variables.first }),
-      after: variables.after ?? null,
-      filter: variables.status ? { status: variables.status } : null,
-    },
-  );
-  return result.listStrategies;
+async function listPage(client: ApiClient, variables: { first?: number; after?: string | null; status?: StrategyStatus[] }): Promise<ListPage> {
+  return client.listStrategies({
+    ...(variables.first === undefined ? {} : { first: variables.first }),
+    after: variables.after ?? null,
+    filter: variables.status ? { status: variables.status } : null,
+  });
 }
 
 describe('strategy lifecycle', () => {
   it('creates an active strategy with a trimmed name, millisecond timestamps, and reads it back', async () => {
-    const created = await createStrategy(stack, alice.apiKey, '  Lifecycle  ', 'Buys the open');
+    const created = await t.alice.createdStrategy('  Lifecycle  ', 'Buys the open');
     expect(created).toMatchObject({ name: 'Lifecycle', description: 'Buys the open', status: 'ACTIVE' });
     expect(created.createdAt).toMatch(ISO_MILLIS);
     expect(created.updatedAt).toBe(created.createdAt);
-    expect(await getStrategy(alice.apiKey, created.id)).toEqual(created);
+    expect(await t.alice.strategy(created.id)).toEqual(created);
   });
 
   it('updates only the fields given: absent keeps, description null clears', async () => {
-    const created = await createStrategy(stack, alice.apiKey, 'Editable', 'first');
-    const renamed = await updateStrategy(alice.apiKey, created.id, { name: ' Edited ' });
+    const created = await t.alice.createdStrategy('Editable', 'first');
+    const renamed = await t.alice.updateStrategy(created.id, { name: ' Edited ' });
     expect(renamed.error).toBeNull();
     expect(renamed.strategy).toMatchObject({ id: created.id, name: 'Edited', description: 'first', status: 'ACTIVE' });
     expect(Date.parse(renamed.strategy!.updatedAt)).toBeGreaterThanOrEqual(Date.parse(created.updatedAt));
     expect(renamed.strategy!.createdAt).toBe(created.createdAt);
 
-    const described = await updateStrategy(alice.apiKey, created.id, { description: 'second' });
+    const described = await t.alice.updateStrategy(created.id, { description: 'second' });
     expect(described.strategy).toMatchObject({ name: 'Edited', description: 'second' });
 
-    const cleared = await updateStrategy(alice.apiKey, created.id, { description: null });
+    const cleared = await t.alice.updateStrategy(created.id, { description: null });
     expect(cleared.strategy).toMatchObject({ name: 'Edited', description: null });
 
-    const untouched = await updateStrategy(alice.apiKey, created.id, {});
+    const untouched = await t.alice.updateStrategy(created.id, {});
     expect(untouched).toEqual({ strategy: cleared.strategy, error: null });
-    expect(await getStrategy(alice.apiKey, created.id)).toEqual(cleared.strategy);
+    expect(await t.alice.strategy(created.id)).toEqual(cleared.strategy);
   });
 
   it('refuses invalid edits with VALIDATION_FAILED naming the field, and changes nothing', async () => {
-    const created = await createStrategy(stack, alice.apiKey, 'Validated edits', 'kept');
-    const cases: [Record<string, unknown>, string][] = [
+    const created = await t.alice.createdStrategy('Validated edits', 'kept');
+    const cases: [UpdateStrategyInput, string][] = [
       [{ name: '   ' }, 'name'],
       [{ name: null }, 'name'],
       [{ name: 'n'.repeat(101) }, 'name'],
       [{ description: 'd'.repeat(2001) }, 'description'],
     ];
     for (const [input, field] of cases) {
-      const result = await updateStrategy(alice.apiKey, created.id, input);
+      const result = await t.alice.updateStrategy(created.id, input);
       expect(result.strategy).toBeNull();
       expect(result.error).toMatchObject({ code: 'VALIDATION_FAILED', field });
     }
-    expect(await getStrategy(alice.apiKey, created.id)).toEqual(created);
+    expect(await t.alice.strategy(created.id)).toEqual(created);
   });
 
   it('moves ACTIVE ⇄ PAUSED, repeats are no-ops without error, and ARCHIVED is final', async () => {
-    const created = await createStrategy(stack, alice.apiKey, 'Transitions');
+    const created = await t.alice.createdStrategy('Transitions');
 
-    const paused = await changeStatus(stack, alice.apiKey, 'pauseStrategy', created.id);
+    const paused = await t.alice.changeStrategyStatus('pauseStrategy', created.id);
     expect(paused).toMatchObject({ strategy: { status: 'PAUSED' }, error: null });
-    const pausedAgain = await changeStatus(stack, alice.apiKey, 'pauseStrategy', created.id);
+    const pausedAgain = await t.alice.changeStrategyStatus('pauseStrategy', created.id);
     expect(pausedAgain).toEqual({ strategy: paused.strategy, error: null });
 
-    const resumed = await changeStatus(stack, alice.apiKey, 'resumeStrategy', created.id);
+    const resumed = await t.alice.changeStrategyStatus('resumeStrategy', created.id);
     expect(resumed).toMatchObject({ strategy: { status: 'ACTIVE' }, error: null });
-    const resumedAgain = await changeStatus(stack, alice.apiKey, 'resumeStrategy', created.id);
+    const resumedAgain = await t.alice.changeStrategyStatus('resumeStrategy', created.id);
     expect(resumedAgain).toEqual({ strategy: resumed.strategy, error: null });
 
-    const archived = await changeStatus(stack, alice.apiKey, 'archiveStrategy', created.id);
+    const archived = await t.alice.changeStrategyStatus('archiveStrategy', created.id);
     expect(archived).toMatchObject({ strategy: { status: 'ARCHIVED' }, error: null });
-    const archivedAgain = await changeStatus(stack, alice.apiKey, 'archiveStrategy', created.id);
+    const archivedAgain = await t.alice.changeStrategyStatus('archiveStrategy', created.id);
     expect(archivedAgain).toEqual({ strategy: archived.strategy, error: null });
 
     for (const mutation of ['pauseStrategy', 'resumeStrategy'] as const) {
-      const refused = await changeStatus(stack, alice.apiKey, mutation, created.id);
+      const refused = await t.alice.changeStrategyStatus(mutation, created.id);
       expect(refused.strategy).toBeNull();
       expect(refused.error).toMatchObject({ code: 'INVALID_STATUS_TRANSITION', field: 'id' });
     }
-    const edit = await updateStrategy(alice.apiKey, created.id, { description: 'too late' });
+    const edit = await t.alice.updateStrategy(created.id, { description: 'too late' });
     expect(edit).toMatchObject({ strategy: null, error: { code: 'INVALID_STATUS_TRANSITION', field: 'id' } });
-    expect(await getStrategy(alice.apiKey, created.id)).toEqual(archived.strategy);
+    expect(await t.alice.strategy(created.id)).toEqual(archived.strategy);
   });
 
   it('archives a paused strategy and edits a paused one', async () => {
-    const created = await createStrategy(stack, alice.apiKey, 'Paused then archived');
-    await changeStatus(stack, alice.apiKey, 'pauseStrategy', created.id);
-    const edited = await updateStrategy(alice.apiKey, created.id, { description: 'while paused' });
+    const created = await t.alice.createdStrategy('Paused then archived');
+    await t.alice.changeStrategyStatus('pauseStrategy', created.id);
+    const edited = await t.alice.updateStrategy(created.id, { description: 'while paused' });
     expect(edited).toMatchObject({ strategy: { status: 'PAUSED', description: 'while paused' }, error: null });
-    const archived = await changeStatus(stack, alice.apiKey, 'archiveStrategy', created.id);
+    const archived = await t.alice.changeStrategyStatus('archiveStrategy', created.id);
     expect(archived).toMatchObject({ strategy: { status: 'ARCHIVED' }, error: null });
   });
 
   it('answers NOT_FOUND (field id) for mutations of a missing or malformed id', async () => {
     for (const id of [newId(), 'not-a-uuid', '']) {
-      expect(await updateStrategy(alice.apiKey, id, { description: 'x' })).toMatchObject({
+      expect(await t.alice.updateStrategy(id, { description: 'x' })).toMatchObject({
         strategy: null,
         error: { code: 'NOT_FOUND', field: 'id' },
       });
       for (const mutation of ['pauseStrategy', 'resumeStrategy', 'archiveStrategy'] as const) {
-        expect(await changeStatus(stack, alice.apiKey, mutation, id)).toMatchObject({
+        expect(await t.alice.changeStrategyStatus(mutation, id)).toMatchObject({
           strategy: null,
           error: { code: 'NOT_FOUND', field: 'id' },
         });
       }
-      expect(await getStrategy(alice.apiKey, id)).toBeNull();
+      expect(await t.alice.strategy(id)).toBeNull();
     }
   });
 
   it('finds a strategy by its id in upper case too', async () => {
-    const created = await createStrategy(stack, alice.apiKey, 'Upper-case id');
-    expect(await getStrategy(alice.apiKey, created.id.toUpperCase())).toEqual(created);
+    const created = await t.alice.createdStrategy('Upper-case id');
+    expect(await t.alice.strategy(created.id.toUpperCase())).toEqual(created);
   });
 });
 
 describe('strategy names and descriptions', () => {
   it('accepts the limits: 100-character name, 2,000-character description', async () => {
     const name = `L${'n'.repeat(99)}`;
-    const created = await createStrategy(stack, alice.apiKey, name, 'd'.repeat(2000));
+    const created = await t.alice.createdStrategy(name, 'd'.repeat(2000));
     expect(created.name).toBe(name);
     expect(created.description).toHaveLength(2000);
   });
 
   it('refuses names and descriptions beyond the limits with VALIDATION_FAILED and creates nothing', async () => {
-    const before = await listPage(alice.apiKey, { first: 200 });
-    const cases: [Record<string, unknown>, string][] = [
+    const before = await listPage(t.alice, { first: 200 });
+    const cases: [CreateStrategyInput, string][] = [
       [{ name: '' }, 'name'],
       [{ name: ' \t ' }, 'name'],
       [{ name: 'n'.repeat(101) }, 'name'],
       [{ name: 'Too long description', description: 'd'.repeat(2001) }, 'description'],
     ];
     for (const [input, field] of cases) {
-      const result = await tryCreate(alice.apiKey, input);
+      const result = await t.alice.createStrategy(input);
       expect(result.strategy).toBeNull();
       expect(result.error).toMatchObject({ code: 'VALIDATION_FAILED', field });
       expect(result.error!.message.length).toBeGreaterThan(0);
     }
-    const after = await listPage(alice.apiKey, { first: 200 });
+    const after = await listPage(t.alice, { first: 200 });
     expect(after.nodes.map((node) => node.id)).toEqual(before.nodes.map((node) => node.id));
   });
 
   it('refuses a name already used by a non-archived strategy, whatever the case', async () => {
-    const first = await createStrategy(stack, alice.apiKey, 'Mean Reversion');
+    const first = await t.alice.createdStrategy('Mean Reversion');
     for (const name of ['Mean Reversion', 'MEAN REVERSION', '  mean reversion ']) {
-      const result = await tryCreate(alice.apiKey, { name });
+      const result = await t.alice.createStrategy({ name });
       expect(result.strategy).toBeNull();
       expect(result.error).toMatchObject({ code: 'STRATEGY_NAME_TAKEN', field: 'name' });
     }
-    await changeStatus(stack, alice.apiKey, 'pauseStrategy', first.id);
-    expect((await tryCreate(alice.apiKey, { name: 'mean reversion' })).error).toMatchObject({ code: 'STRATEGY_NAME_TAKEN' });
+    await t.alice.changeStrategyStatus('pauseStrategy', first.id);
+    expect((await t.alice.createStrategy({ name: 'mean reversion' })).error).toMatchObject({ code: 'STRATEGY_NAME_TAKEN' });
   });
 
   it('frees the name when the strategy is archived, even for several archived namesakes', async () => {
-    const first = await createStrategy(stack, alice.apiKey, 'Recycled');
-    await changeStatus(stack, alice.apiKey, 'archiveStrategy', first.id);
-    const second = await createStrategy(stack, alice.apiKey, 'RECYCLED');
-    await changeStatus(stack, alice.apiKey, 'archiveStrategy', second.id);
-    const third = await createStrategy(stack, alice.apiKey, 'recycled');
+    const first = await t.alice.createdStrategy('Recycled');
+    await t.alice.changeStrategyStatus('archiveStrategy', first.id);
+    const second = await t.alice.createdStrategy('RECYCLED');
+    await t.alice.changeStrategyStatus('archiveStrategy', second.id);
+    const third = await t.alice.createdStrategy('recycled');
     expect(new Set([first.id, second.id, third.id]).size).toBe(3);
-    expect(await getStrategy(alice.apiKey, first.id)).toMatchObject({ name: 'Recycled', status: 'ARCHIVED' });
+    expect(await t.alice.strategy(first.id)).toMatchObject({ name: 'Recycled', status: 'ARCHIVED' });
   });
 
   it('applies the same rule to renames, and lets a strategy change the case of its own name', async () => {
-    await createStrategy(stack, alice.apiKey, 'Taken name');
-    const other = await createStrategy(stack, alice.apiKey, 'Other name');
-    const clash = await updateStrategy(alice.apiKey, other.id, { name: 'TAKEN NAME', description: 'not applied' });
+    await t.alice.createdStrategy('Taken name');
+    const other = await t.alice.createdStrategy('Other name');
+    const clash = await t.alice.updateStrategy(other.id, { name: 'TAKEN NAME', description: 'not applied' });
     expect(clash).toMatchObject({ strategy: null, error: { code: 'STRATEGY_NAME_TAKEN', field: 'name' } });
-    expect(await getStrategy(alice.apiKey, other.id)).toEqual(other);
+    expect(await t.alice.strategy(other.id)).toEqual(other);
 
-    const recased = await updateStrategy(alice.apiKey, other.id, { name: 'OTHER NAME' });
+    const recased = await t.alice.updateStrategy(other.id, { name: 'OTHER NAME' });
     expect(recased).toMatchObject({ strategy: { name: 'OTHER NAME' }, error: null });
   });
 
   it('lets two accounts use the same name', async () => {
-    await createStrategy(stack, alice.apiKey, 'Shared name');
-    const bobs = await createStrategy(stack, bob.apiKey, 'shared NAME');
+    await t.alice.createdStrategy('Shared name');
+    const bobs = await t.bob.createdStrategy('shared NAME');
     expect(bobs.name).toBe('shared NAME');
   });
 
   it('lets exactly one of many concurrent creates with the same name win', async () => {
     const names = Array.from({ length: 12 }, (_, i) => (i % 2 === 0 ? 'Race' : 'RACE'));
-    const results = await Promise.all(names.map((name) => tryCreate(alice.apiKey, { name })));
+    const results = await Promise.all(names.map((name) => t.alice.createStrategy({ name })));
     expect(results.filter((result) => result.strategy !== null)).toHaveLength(1);
     const losers = results.filter((result) => result.error !== null);
     expect(losers).toHaveLength(names.length - 1);
@@ -253,61 +203,61 @@ describe('strategy names and descriptions', () => {
   });
 
   it('lets exactly one of two concurrent renames to the same name win', async () => {
-    const a = await createStrategy(stack, alice.apiKey, 'Rename race A');
-    const b = await createStrategy(stack, alice.apiKey, 'Rename race B');
+    const a = await t.alice.createdStrategy('Rename race A');
+    const b = await t.alice.createdStrategy('Rename race B');
     const results = await Promise.all([
-      updateStrategy(alice.apiKey, a.id, { name: 'Rename race winner' }),
-      updateStrategy(alice.apiKey, b.id, { name: 'rename race WINNER' }),
+      t.alice.updateStrategy(a.id, { name: 'Rename race winner' }),
+      t.alice.updateStrategy(b.id, { name: 'rename race WINNER' }),
     ]);
     expect(results.filter((result) => result.error === null)).toHaveLength(1);
     expect(results.filter((result) => result.error?.code === 'STRATEGY_NAME_TAKEN')).toHaveLength(1);
   });
 
   it('serializes concurrent transitions: every answer matches one order of execution', async () => {
-    const created = await createStrategy(stack, alice.apiKey, 'Concurrent transitions');
-    await changeStatus(stack, alice.apiKey, 'pauseStrategy', created.id);
+    const created = await t.alice.createdStrategy('Concurrent transitions');
+    await t.alice.changeStrategyStatus('pauseStrategy', created.id);
     const [resume, archive] = await Promise.all([
-      changeStatus(stack, alice.apiKey, 'resumeStrategy', created.id),
-      changeStatus(stack, alice.apiKey, 'archiveStrategy', created.id),
+      t.alice.changeStrategyStatus('resumeStrategy', created.id),
+      t.alice.changeStrategyStatus('archiveStrategy', created.id),
     ]);
     expect(archive).toMatchObject({ strategy: { status: 'ARCHIVED' }, error: null });
     // Resume first: it succeeds and archive follows; archive first: resume finds it archived.
     if (resume.error) expect(resume.error.code).toBe('INVALID_STATUS_TRANSITION');
     else expect(resume.strategy!.status).toBe('ACTIVE');
-    expect((await getStrategy(alice.apiKey, created.id))!.status).toBe('ARCHIVED');
+    expect((await t.alice.strategy(created.id))!.status).toBe('ARCHIVED');
   });
 });
 
 describe('listStrategies', () => {
-  let carol: { accountId: string; apiKey: string };
-  const created: StrategyResult[] = [];
+  let carol: ApiClient;
+  const created: StrategyFieldsFragment[] = [];
 
   beforeAll(async () => {
-    carol = await stack.createAccountWithKey('Carol');
-    for (let i = 0; i < 7; i += 1) created.push(await createStrategy(stack, carol.apiKey, `List ${i}`));
-    await changeStatus(stack, carol.apiKey, 'pauseStrategy', created[1]!.id);
-    await changeStatus(stack, carol.apiKey, 'archiveStrategy', created[2]!.id);
-    await changeStatus(stack, carol.apiKey, 'pauseStrategy', created[4]!.id);
+    carol = await t.newAccount('Carol');
+    for (let i = 0; i < 7; i += 1) created.push(await carol.createdStrategy(`List ${i}`));
+    await carol.changeStrategyStatus('pauseStrategy', created[1]!.id);
+    await carol.changeStrategyStatus('archiveStrategy', created[2]!.id);
+    await carol.changeStrategyStatus('pauseStrategy', created[4]!.id);
   });
 
   const newestFirst = () => [...created].reverse().map((strategy) => strategy.id);
 
   it('lists every state, newest first, with default page size and consistent edges', async () => {
-    const page = await listPage(carol.apiKey, {});
+    const page = await listPage(carol, {});
     expect(page.nodes.map((node) => node.id)).toEqual(newestFirst());
     expect(page.edges.map((edge) => edge.node.id)).toEqual(newestFirst());
     expect(page.pageInfo).toEqual({ hasNextPage: false, endCursor: page.edges.at(-1)!.cursor });
   });
 
   it('filters by one or several states', async () => {
-    const paused = await listPage(carol.apiKey, { status: ['PAUSED'] });
+    const paused = await listPage(carol, { status: ['PAUSED'] });
     expect(paused.nodes.map((node) => node.name)).toEqual(['List 4', 'List 1']);
-    const notActive = await listPage(carol.apiKey, { status: ['PAUSED', 'ARCHIVED'] });
+    const notActive = await listPage(carol, { status: ['PAUSED', 'ARCHIVED'] });
     expect(notActive.nodes.map((node) => node.name)).toEqual(['List 4', 'List 2', 'List 1']);
     expect(notActive.nodes.every((node) => node.status !== 'ACTIVE')).toBe(true);
-    const active = await listPage(carol.apiKey, { status: ['ACTIVE'] });
+    const active = await listPage(carol, { status: ['ACTIVE'] });
     expect(active.nodes.map((node) => node.name)).toEqual(['List 6', 'List 5', 'List 3', 'List 0']);
-    const none = await listPage(carol.apiKey, { status: [] });
+    const none = await listPage(carol, { status: [] });
     expect(none).toEqual({ nodes: [], edges: [], pageInfo: { hasNextPage: false, endCursor: null } });
   });
 
@@ -316,11 +266,11 @@ describe('listStrategies', () => {
     let after: string | null = null;
     let pages = 0;
     do {
-      const page: ListPage = await listPage(carol.apiKey, { first: 2, after });
+      const page: ListPage = await listPage(carol, { first: 2, after });
       expect(page.nodes.length).toBeLessThanOrEqual(2);
       seen.push(...page.nodes.map((node) => node.id));
       after = page.pageInfo.hasNextPage ? page.pageInfo.endCursor : null;
-      if (pages === 0) created.push(await createStrategy(stack, carol.apiKey, 'Arrived while paging'));
+      if (pages === 0) created.push(await carol.createdStrategy('Arrived while paging'));
       pages += 1;
     } while (after);
     expect(pages).toBe(4);
@@ -328,10 +278,10 @@ describe('listStrategies', () => {
   });
 
   it('pages a filtered list with the filter applied on every page', async () => {
-    const first = await listPage(carol.apiKey, { first: 1, status: ['PAUSED'] });
+    const first = await listPage(carol, { first: 1, status: ['PAUSED'] });
     expect(first.nodes.map((node) => node.name)).toEqual(['List 4']);
     expect(first.pageInfo.hasNextPage).toBe(true);
-    const second = await listPage(carol.apiKey, { first: 1, status: ['PAUSED'], after: first.pageInfo.endCursor });
+    const second = await listPage(carol, { first: 1, status: ['PAUSED'], after: first.pageInfo.endCursor });
     expect(second.nodes.map((node) => node.name)).toEqual(['List 1']);
     expect(second.pageInfo.hasNextPage).toBe(false);
   });
@@ -348,9 +298,7 @@ describe('listStrategies', () => {
       [{ first: 10, after: otherOrdering }, 'after'],
     ];
     for (const [variables, argumentName] of cases) {
-      const result = await stack.graphql(
-        carol.apiKey,
-        'query ($first: Int, $after: String) { listStrategies(first: $first, after: $after) { nodes { id } } }',
+      const result = await carol.graphql('query ($first: Int, $after: String) { listStrategies(first: $first, after: $after) { nodes { id } } }',
         variables,
       );
       expect(result.body.data).toBeNull();
@@ -360,43 +308,43 @@ describe('listStrategies', () => {
         extensions: { code: 'BAD_USER_INPUT', argumentName },
       });
     }
-    const largest = await listPage(carol.apiKey, { first: 200 });
+    const largest = await listPage(carol, { first: 200 });
     expect(largest.nodes.length).toBe(created.length);
   });
 });
 
 describe('account isolation', () => {
-  let alices: StrategyResult;
+  let alices: StrategyFieldsFragment;
 
   beforeAll(async () => {
-    alices = await createStrategy(stack, alice.apiKey, 'Private to Alice', 'secret plan');
+    alices = await t.alice.createdStrategy('Private to Alice', 'secret plan');
   });
 
   it('hides another account’s strategy from strategy(id) and listStrategies', async () => {
-    expect(await getStrategy(bob.apiKey, alices.id)).toBeNull();
-    const bobsList = await listPage(bob.apiKey, { first: 200 });
+    expect(await t.bob.strategy(alices.id)).toBeNull();
+    const bobsList = await listPage(t.bob, { first: 200 });
     expect(bobsList.nodes.map((node) => node.id)).not.toContain(alices.id);
     expect(bobsList.nodes.every((node) => !node.name.includes('Alice'))).toBe(true);
   });
 
   it('answers NOT_FOUND to every mutation of another account’s strategy and changes nothing', async () => {
-    expect(await updateStrategy(bob.apiKey, alices.id, { name: 'Hijacked', description: null })).toMatchObject({
+    expect(await t.bob.updateStrategy(alices.id, { name: 'Hijacked', description: null })).toMatchObject({
       strategy: null,
       error: { code: 'NOT_FOUND', field: 'id' },
     });
     for (const mutation of ['pauseStrategy', 'resumeStrategy', 'archiveStrategy'] as const) {
-      expect(await changeStatus(stack, bob.apiKey, mutation, alices.id)).toMatchObject({
+      expect(await t.bob.changeStrategyStatus(mutation, alices.id)).toMatchObject({
         strategy: null,
         error: { code: 'NOT_FOUND', field: 'id' },
       });
     }
-    expect(await getStrategy(alice.apiKey, alices.id)).toEqual(alices);
+    expect(await t.alice.strategy(alices.id)).toEqual(alices);
   });
 
   it('answers NOT_FOUND the same way for a foreign id as for one that never existed', async () => {
     const missingId = newId();
-    const foreign = await changeStatus(stack, bob.apiKey, 'pauseStrategy', alices.id);
-    const missing = await changeStatus(stack, bob.apiKey, 'pauseStrategy', missingId);
+    const foreign = await t.bob.changeStrategyStatus('pauseStrategy', alices.id);
+    const missing = await t.bob.changeStrategyStatus('pauseStrategy', missingId);
     // The message repeats the id the client sent, and nothing else.
     expect({ ...foreign, error: { ...foreign.error, message: foreign.error?.message.replace(alices.id, '<id>') } }).toEqual({
       ...missing,
@@ -405,17 +353,17 @@ describe('account isolation', () => {
   });
 
   it('does not let another account’s names block a create or a rename', async () => {
-    const bobs = await createStrategy(stack, bob.apiKey, 'private to alice');
-    const renamed = await updateStrategy(bob.apiKey, bobs.id, { name: 'PRIVATE TO ALICE' });
+    const bobs = await t.bob.createdStrategy('private to alice');
+    const renamed = await t.bob.updateStrategy(bobs.id, { name: 'PRIVATE TO ALICE' });
     expect(renamed.error).toBeNull();
   });
 });
 
 describe('Strategy entity resolution (federation)', () => {
   it('resolves a batch of 200 references with one SQL query, scoped to the caller: foreign and malformed ids are null', async () => {
-    const dave = await stack.createAccountWithKey('Dave');
-    const daves = await Promise.all(Array.from({ length: 5 }, (_, i) => createStrategy(stack, dave.apiKey, `Batch ${i}`)));
-    const foreign = await createStrategy(stack, alice.apiKey, 'Not Dave’s');
+    const dave = await t.newAccount('Dave');
+    const daves = await Promise.all(Array.from({ length: 5 }, (_, i) => dave.createdStrategy(`Batch ${i}`)));
+    const foreign = await t.alice.createdStrategy('Not Dave’s');
 
     let queries = 0;
     const counter: KyselyPlugin = {
@@ -425,7 +373,7 @@ describe('Strategy entity resolution (federation)', () => {
       },
       transformResult: async (args) => args.result,
     };
-    const db = createDatabase<StrategiesDatabase>({ url: stack.databaseUrl, schema: 'strategies', applicationName: 'batch-test' }).withPlugin(counter);
+    const db = createDatabase<StrategiesDatabase>({ url: t.stack.databaseUrl, schema: 'strategies', applicationName: 'batch-test' }).withPlugin(counter);
     try {
       const schema = buildSubgraphSchema([{ typeDefs: strategiesService.typeDefs, resolvers: resolvers as never }]);
       // 200 representations, as the gateway sends for a page of 200 orders: Dave's own, repeated,

@@ -6,13 +6,14 @@ import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '@ots/shared/config';
 import { createDatabase } from '@ots/shared/db';
+import { receiveId } from '@ots/shared/ids';
 import { SCHEMA } from '../../migrations/index.ts';
 import type { ApiKeyStore } from '../key-store.ts';
 import type { AccountsDatabase } from '../repository.ts';
 import { isSameOriginRequest, SESSION_ABSOLUTE_MS } from './domain.ts';
-import * as useCases from './use-cases.ts';
+import * as operations from './operations.ts';
 import * as webhooks from './webhooks.ts';
-import { ConsoleError, SIGN_IN_REQUIRED, type ConsoleDeps, type RequestOrigin, type Session } from './use-cases.ts';
+import { ConsoleError, SIGN_IN_REQUIRED, type ConsoleDeps, type RequestOrigin, type Session } from './operations.ts';
 
 /**
  * The account console on the gateway's origin: the JSON API under `/console/api/` (CONSOLE-API.md)
@@ -169,7 +170,7 @@ async function apiRoutes(api: FastifyInstance, deps: ConsoleDeps, cookieOptions:
 
   api.addHook('preHandler', async (request, reply) => {
     if (!(request.routeOptions.config as { signedIn?: boolean }).signedIn) return;
-    const session = await useCases.currentSession(deps, request.cookies[SESSION_COOKIE]);
+    const session = await operations.currentSession(deps, request.cookies[SESSION_COOKIE]);
     if (!session) return reply.code(401).clearCookie(SESSION_COOKIE, cookieOptions).send({ detail: SIGN_IN_REQUIRED });
     sessions.set(request, session);
   });
@@ -182,17 +183,17 @@ async function apiRoutes(api: FastifyInstance, deps: ConsoleDeps, cookieOptions:
   api.setNotFoundHandler((_request, reply) => reply.code(404).send({ detail: 'Not found' }));
 
   api.post('/sign-in', async (request, reply) => {
-    const { token, view } = await useCases.signIn(deps, bodyOf(request), originOf(request));
+    const { token, view } = await operations.signIn(deps, bodyOf(request), originOf(request));
     return startSession(reply, token).send(view);
   });
 
   api.post('/sign-out', async (request, reply) => {
-    await useCases.signOut(deps, request.cookies[SESSION_COOKIE]);
+    await operations.signOut(deps, request.cookies[SESSION_COOKIE]);
     return reply.code(204).clearCookie(SESSION_COOKIE, cookieOptions).send();
   });
 
   api.post('/set-password', async (request, reply) => {
-    const { token, view } = await useCases.setPassword(deps, bodyOf(request), originOf(request));
+    const { token, view } = await operations.setPassword(deps, bodyOf(request), originOf(request));
     return startSession(reply, token).send(view);
   });
 
@@ -201,20 +202,20 @@ async function apiRoutes(api: FastifyInstance, deps: ConsoleDeps, cookieOptions:
     return { owner, account };
   });
 
-  api.get('/keys', signedIn, async (request) => useCases.listKeys(deps, sessionOf(request)));
+  api.get('/keys', signedIn, async (request) => operations.listKeys(deps, sessionOf(request)));
 
-  api.post('/keys', signedIn, async (request, reply) => reply.code(201).send(await useCases.createKey(deps, sessionOf(request), bodyOf(request), originOf(request))));
+  api.post('/keys', signedIn, async (request, reply) => reply.code(201).send(await operations.createKey(deps, sessionOf(request), bodyOf(request), originOf(request))));
 
   api.post<{ Params: { id: string } }>('/keys/:id/roll', signedIn, async (request, reply) =>
-    reply.code(201).send(await useCases.rollKey(deps, sessionOf(request), request.params.id, bodyOf(request), originOf(request))),
+    reply.code(201).send(await operations.rollKey(deps, sessionOf(request), receiveId(request.params.id), bodyOf(request), originOf(request))),
   );
 
   api.post<{ Params: { id: string } }>('/keys/:id/revoke', signedIn, async (request) =>
-    useCases.revokeKey(deps, sessionOf(request), request.params.id, originOf(request)),
+    operations.revokeKey(deps, sessionOf(request), receiveId(request.params.id), originOf(request)),
   );
 
   api.get<{ Querystring: { after?: string } }>('/security-log', signedIn, async (request) =>
-    useCases.securityLog(deps.db, sessionOf(request).account.id, typeof request.query.after === 'string' ? request.query.after : undefined),
+    operations.securityLog(deps.db, sessionOf(request).account.id, typeof request.query.after === 'string' ? request.query.after : undefined),
   );
 
   const webhooksOf = () => {

@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import { newId } from '@ots/shared/ids';
+import { newId, type Uuid } from '@ots/shared/ids';
 import type { AccountsDatabase, AccountsDb } from '../repository.ts';
 
 /** The console's queries: owners, set-password links, sessions, sign-in failures. */
@@ -19,7 +19,7 @@ export async function findOwnerByEmail(db: AccountsDb, email: string): Promise<O
 }
 
 /** By id alone: the operator's CLI names an owner without its account. */
-export async function findOwner(db: AccountsDb, ownerId: string): Promise<OwnerRow | undefined> {
+export async function findOwner(db: AccountsDb, ownerId: Uuid): Promise<OwnerRow | undefined> {
   return db.selectFrom('owners').selectAll().where('id', '=', ownerId).executeTakeFirst();
 }
 

@@ -13,7 +13,7 @@ import {
   type ConsoleEndpointFragment,
 } from '../generated/events-calls.ts';
 import { GRACE_MS, type GraceChoice } from './domain.ts';
-import { ConsoleError, NOT_FOUND, type Session } from './use-cases.ts';
+import { ConsoleError, NOT_FOUND, type Session } from './operations.ts';
 
 /**
  * Settings → Webhooks: the console's calls to the events subgraph, which alone owns endpoints and

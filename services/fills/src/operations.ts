@@ -1,9 +1,9 @@
 import type { CallerIdentity } from '@ots/shared/assertion';
 import { formatDecimal } from '@ots/shared/decimal';
 import { fail, ok, type Result } from '@ots/shared/errors';
-import { isUuid, newId } from '@ots/shared/ids';
+import { newId } from '@ots/shared/ids';
 import type { Logger } from '@ots/shared/logger';
-import { recordEvent } from '@ots/shared/outbox';
+import { outboxRow } from '@ots/shared/outbox';
 import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
 import {
   duplicateExecutionId,
@@ -20,18 +20,17 @@ import {
   findAppliedFills,
   findFillByExecutionId,
   insertPendingFill,
-  markPendingFillApplied,
+  applyPendingFill,
   type AppliedFillRow,
   type FillRow,
-  type FillsDatabase,
   type FillsDb,
 } from './repository.ts';
 
 export interface RecordingDeps {
   db: FillsDb;
   /**
-   * For a request, `timeoutMs` is the budget of the whole recordFill: its calls to orders share one
-   * deadline (see `withDeadline`). The sweeper's link has none: each of its calls gets the timeout.
+   * For a request, `timeoutMs` is the budget of the whole recordFill: its call to orders gets what is
+   * left of it (see `withDeadline`). The sweeper's link has none: each of its calls gets the timeout.
    */
   orders: OrdersLink;
   log: Logger;
@@ -70,16 +69,16 @@ export async function recordFill(requestDeps: RecordingDeps, caller: CallerIdent
   if (!validated.ok) return validated;
   const terms = validated.value;
   // An id that is not a UUID names no order; it is still checked against a recorded execution id first.
-  const orderIdIsUuid = isUuid(terms.orderSubmissionId);
+  const orderSubmissionId = terms.orderSubmissionId.uuid;
 
   for (let round = 0; round < MAX_RACE_ROUNDS; round += 1) {
     // The common case first: a new execution id costs one statement here.
-    const pending = orderIdIsUuid
+    const pending = orderSubmissionId
       ? await insertPendingFill(deps.db, {
           id: newId(),
           accountId: caller.accountId,
           apiKeyId: caller.apiKeyId,
-          orderSubmissionId: terms.orderSubmissionId,
+          orderSubmissionId,
           executionId: terms.executionId,
           quantity: formatDecimal(terms.quantity),
           price: formatDecimal(terms.price),
@@ -96,7 +95,7 @@ export async function recordFill(requestDeps: RecordingDeps, caller: CallerIdent
       // Applied or pending alike: orders answers a fill id it has counted with ALREADY_APPLIED and the order's state.
       return settlePendingFill(deps, existing);
     }
-    if (!orderIdIsUuid) return { ok: false, error: orderNotFound(terms.orderSubmissionId) };
+    if (!orderSubmissionId) return { ok: false, error: orderNotFound(terms.orderSubmissionId.sent) };
     // A concurrent request stored this execution id and it was refused and dropped since: judged afresh.
   }
   throw new Error(`execution id ${terms.executionId} was stored and dropped ${MAX_RACE_ROUNDS} times while this request ran`);
@@ -136,14 +135,20 @@ export async function settlePendingFill(deps: RecordingDeps, fill: FillRow): Pro
   const order = verdict.orderSubmission;
   if (!order) throw new Error(`orders applied fill ${fill.id} but did not return its order`);
   const details = { strategyId: order.strategy?.id ?? null, symbol: order.symbol, side: order.side };
-  // The fill turns APPLIED and its event is written in one transaction; a settlement that finds it
+  // The fill turns APPLIED and its event is written in one statement; a settlement that finds it
   // applied already (a concurrent request or the sweeper got there first) writes no second event.
-  const applied = await deps.db.transaction().execute(async (trx) => {
-    const appliedNow = await markPendingFillApplied(trx, fill.account_id, fill.id, details);
-    if (!appliedNow) return (await findAppliedFills(trx, fill.account_id, [fill.id]))[0];
-    await recordEvent<FillsDatabase>(trx, { accountId: appliedNow.account_id, type: 'fill.recorded', occurredAt: appliedNow.recorded_at, data: fillEventData(appliedNow, order) });
-    return appliedNow;
+  // The event takes the fill's id: a settlement redone after a crash (applyPendingFill says why one
+  // may be) reports the fill under the same id, and the events service keeps one copy.
+  const event = outboxRow({
+    id: fill.id,
+    accountId: fill.account_id,
+    type: 'fill.recorded',
+    occurredAt: fill.recorded_at,
+    data: fillEventData({ ...fill, symbol: details.symbol, side: details.side }, order),
   });
+  const applied =
+    (await applyPendingFill(deps.db, fill.account_id, fill.id, details, event)) ??
+    (await findAppliedFills(deps.db, fill.account_id, [fill.id]))[0];
   // Only a refused fill is ever deleted, and orders never both applies and refuses one fill id.
   if (!applied) throw new Error(`fill ${fill.id} was applied by orders but is no longer stored`);
   return ok({ fill: applied, order });

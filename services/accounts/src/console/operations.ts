@@ -1,7 +1,7 @@
-import { isUuid } from '@ots/shared/ids';
+import { receiveId, type ReceivedId } from '@ots/shared/ids';
 import type { Actor } from '../domain.ts';
-import * as keys from '../key-management.ts';
-import { KeyManagementError, type KeyManagement } from '../key-management.ts';
+import * as keys from '../operations.ts';
+import { KeyManagementError, type KeyManagement } from '../operations.ts';
 import * as accounts from '../repository.ts';
 import type { AccountsDb, ApiKeyRow, SecurityEventRow } from '../repository.ts';
 import {
@@ -125,11 +125,12 @@ async function issueSetPasswordLink(deps: ConsoleDeps, db: AccountsDb, owner: { 
 }
 
 /** `owner invite`: a new owner of the account and their one-time set-password link (24 h). */
-export async function inviteOwner(deps: ConsoleDeps, accountId: string, email: string) {
+export async function inviteOwner(deps: ConsoleDeps, sentAccountId: ReceivedId, email: string) {
   const address = normalizeEmail(email);
   if (!isValidEmail(address)) throw new KeyManagementError(`"${email}" is not an email address`);
-  const account = isUuid(accountId) ? await accounts.findAccount(deps.db, accountId) : undefined;
-  if (!account) throw new KeyManagementError(`no account ${accountId}`, 'not-found');
+  const account = sentAccountId.uuid && (await accounts.findAccount(deps.db, sentAccountId.uuid));
+  if (!account) throw new KeyManagementError(`no account ${sentAccountId.sent}`, 'not-found');
+  const accountId = account.id;
   return deps.db.transaction().execute(async (trx) => {
     const existing = await repository.findOwnerByEmail(trx, address);
     if (existing) {
@@ -144,9 +145,9 @@ export async function inviteOwner(deps: ConsoleDeps, accountId: string, email: s
  * `owner reset-password`: a new link, the owner's sessions ended and the old password cleared, so
  * whoever knew it (the reason for most resets) is out at once.
  */
-export async function resetOwnerPassword(deps: ConsoleDeps, ownerId: string) {
-  const owner = isUuid(ownerId) ? await repository.findOwner(deps.db, ownerId) : undefined;
-  if (!owner) throw new KeyManagementError(`no owner ${ownerId}`, 'not-found');
+export async function resetOwnerPassword(deps: ConsoleDeps, ownerId: ReceivedId) {
+  const owner = ownerId.uuid && (await repository.findOwner(deps.db, ownerId.uuid));
+  if (!owner) throw new KeyManagementError(`no owner ${ownerId.sent}`, 'not-found');
   return deps.db.transaction().execute(async (trx) => {
     await repository.setOwnerPassword(trx, owner.account_id, owner.id, null, null);
     await repository.deleteOwnerSessions(trx, owner.account_id, owner.id);
@@ -158,7 +159,7 @@ export async function resetOwnerPassword(deps: ConsoleDeps, ownerId: string) {
  * `npm start`'s demo owner: invited with the demo account when `newAccountId` is given, and given a
  * fresh link on later runs while no password was set (a link is stored hashed, so it cannot be shown again).
  */
-export async function demoOwnerLink(deps: ConsoleDeps, email: string, newAccountId?: string): Promise<string | undefined> {
+export async function demoOwnerLink(deps: ConsoleDeps, email: string, newAccountId?: ReceivedId): Promise<string | undefined> {
   const owner = await repository.findOwnerByEmail(deps.db, normalizeEmail(email));
   if (!owner) return newAccountId ? (await inviteOwner(deps, newAccountId, email)).setPasswordUrl : undefined;
   if (owner.password_hash !== null) return undefined;
@@ -276,7 +277,7 @@ export async function setPassword(deps: ConsoleDeps, body: { token?: unknown; pa
   return { token, view: await sessionViewOf(deps, token) };
 }
 
-// ---- Keys: through key-management, the CLI's own module ----------------------------------------
+// ---- Keys: through the key operations the CLI uses (../operations.ts) ----------------------------
 
 function keyProblem(error: unknown): never {
   if (error instanceof KeyManagementError) {
@@ -303,12 +304,12 @@ export async function createKey(deps: ConsoleDeps, session: Session, body: { lab
   const expiry = expiryOf(choice as ExpiryChoice, typeof body.expiresOn === 'string' ? body.expiresOn : undefined, deps.now());
   if ('problem' in expiry) throw new ConsoleError(400, expiry.problem, 'expiresOn');
   const { key, apiKey } = await keys
-    .createKey(deps.keys, session.account.id, { name: label, expiresAt: expiry.expiresAt === null ? null : new Date(expiry.expiresAt) }, actorOf(session, request))
+    .createKey(deps.keys, receiveId(session.account.id), { name: label, expiresAt: expiry.expiresAt === null ? null : new Date(expiry.expiresAt) }, actorOf(session, request))
     .catch(keyProblem);
   return { key: keyView(key, deps.now()), apiKey };
 }
 
-export async function rollKey(deps: ConsoleDeps, session: Session, keyId: string, body: { grace?: unknown }, request: RequestOrigin) {
+export async function rollKey(deps: ConsoleDeps, session: Session, keyId: ReceivedId, body: { grace?: unknown }, request: RequestOrigin) {
   const grace = body.grace;
   if (typeof grace !== 'string' || !Object.hasOwn(GRACE_MS, grace)) throw new ConsoleError(400, 'Choose a grace period: now, 1 hour, 24 hours or 7 days', 'grace');
   const rolled = await keys
@@ -318,7 +319,7 @@ export async function rollKey(deps: ConsoleDeps, session: Session, keyId: string
   return { key: keyView(rolled.key, now), apiKey: rolled.apiKey, previousKey: keyView(rolled.previousKey, now) };
 }
 
-export async function revokeKey(deps: ConsoleDeps, session: Session, keyId: string, request: RequestOrigin) {
+export async function revokeKey(deps: ConsoleDeps, session: Session, keyId: ReceivedId, request: RequestOrigin) {
   const revoked = await keys.revokeKey(deps.keys, keyId, { accountId: session.account.id, actor: actorOf(session, request) }).catch(keyProblem);
   return { key: keyView(revoked.key, deps.now()) };
 }

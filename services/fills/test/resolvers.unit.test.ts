@@ -1,19 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { encodeCursor } from '@ots/shared/pagination';
-import { cursorOf, normaliseFillFilter, parseCursor } from '../src/listing.ts';
+import { decodeKeysetCursor, encodeCursor } from '@ots/shared/pagination';
+import { FILLS_ORDERING, fillCursor, receiveFillFilter, type FillObject } from '../src/resolvers.ts';
 
 const ID = '0190F5A2-0000-7000-8000-00000000000A';
 
-describe('normaliseFillFilter', () => {
+describe('receiveFillFilter', () => {
   it('filters by nothing when the filter or its members are absent or null', () => {
-    expect(normaliseFillFilter(undefined)).toEqual({});
-    expect(normaliseFillFilter(null)).toEqual({});
-    expect(normaliseFillFilter({ orderSubmissionId: null, strategyId: null, symbol: null, executedAfter: null, executedBefore: null })).toEqual({});
+    expect(receiveFillFilter(undefined)).toEqual({});
+    expect(receiveFillFilter(null)).toEqual({});
+    expect(receiveFillFilter({ orderSubmissionId: null, strategyId: null, symbol: null, executedAfter: null, executedBefore: null })).toEqual({});
   });
 
   it('spells ids and symbols as they are stored', () => {
     const at = new Date('2026-03-02T09:00:00.000Z');
-    expect(normaliseFillFilter({ orderSubmissionId: ID, strategyId: ID, symbol: 'acme', executedAfter: at, executedBefore: at })).toEqual({
+    expect(receiveFillFilter({ orderSubmissionId: ID, strategyId: ID, symbol: 'acme', executedAfter: at, executedBefore: at })).toEqual({
       orderSubmissionId: ID.toLowerCase(),
       strategyId: ID.toLowerCase(),
       symbol: 'ACME',
@@ -24,22 +24,30 @@ describe('normaliseFillFilter', () => {
 
   it('matches nothing for an empty or non-UUID id, never everything', () => {
     for (const id of ['', 'not-a-uuid', `${ID}x`]) {
-      expect(normaliseFillFilter({ orderSubmissionId: id }), JSON.stringify(id)).toBeUndefined();
-      expect(normaliseFillFilter({ strategyId: id }), JSON.stringify(id)).toBeUndefined();
+      expect(receiveFillFilter({ orderSubmissionId: id }), JSON.stringify(id)).toBeUndefined();
+      expect(receiveFillFilter({ strategyId: id }), JSON.stringify(id)).toBeUndefined();
     }
   });
 
   it('keeps an empty symbol as a condition, which no stored symbol meets', () => {
-    expect(normaliseFillFilter({ symbol: '' })).toEqual({ symbol: '' });
+    expect(receiveFillFilter({ symbol: '' })).toEqual({ symbol: '' });
   });
 });
 
 describe('cursors', () => {
-  const ordering = 'fills.executedAt.desc';
+  const parseCursor = (after: string | null | undefined) => decodeKeysetCursor(FILLS_ORDERING, after);
+
+  it('keep the ordering tag they were first issued with, so cursors clients hold stay valid', () => {
+    expect(FILLS_ORDERING).toBe('fills.executedAt.desc');
+    expect(parseCursor(encodeCursor('fills.executedAt.desc', ['2026-03-02T09:00:00.120Z', ID.toLowerCase()]))).toEqual({
+      at: new Date('2026-03-02T09:00:00.120Z'),
+      id: ID.toLowerCase(),
+    });
+  });
 
   it('round-trip the position of a fill', () => {
-    const fill = { executedAt: new Date('2026-03-02T09:00:00.120Z'), id: ID.toLowerCase() };
-    expect(parseCursor(cursorOf(fill))).toEqual(fill);
+    const fill = { executedAt: new Date('2026-03-02T09:00:00.120Z'), id: ID.toLowerCase() } as FillObject;
+    expect(parseCursor(fillCursor(fill))).toEqual({ at: fill.executedAt, id: fill.id });
     expect(parseCursor(undefined)).toBeUndefined();
     expect(parseCursor(null)).toBeUndefined();
   });
@@ -51,7 +59,7 @@ describe('cursors', () => {
     ['not a time', ['yesterday', ID]],
     ['an id that is not a UUID', ['2026-03-02T09:00:00.000Z', 'x']],
   ])('refuse a cursor edited to hold %s with BAD_USER_INPUT on after', (_case, keys) => {
-    expect(() => parseCursor(encodeCursor(ordering, keys))).toThrow(
+    expect(() => parseCursor(encodeCursor(FILLS_ORDERING, keys))).toThrow(
       expect.objectContaining({
         message: 'after is not a cursor issued for this list and ordering',
         extensions: expect.objectContaining({ code: 'BAD_USER_INPUT', argumentName: 'after' }),

@@ -1,5 +1,5 @@
 import type { Config } from '@ots/shared/config';
-import { isUuid } from '@ots/shared/ids';
+import type { ReceivedId } from '@ots/shared/ids';
 import { displayPrefixOf, expiryAfterRoll, generateApiKey, hashApiKey, OPERATOR, type Actor } from './domain.ts';
 import type { ApiKeyStore } from './key-store.ts';
 import * as repository from './repository.ts';
@@ -39,9 +39,10 @@ export interface KeyChangeOptions {
   accountId?: string;
 }
 
-async function existingAccount(db: AccountsDb, accountId: string) {
-  const account = isUuid(accountId) ? await repository.findAccount(db, accountId) : undefined;
-  if (!account) throw new KeyManagementError(`no account ${accountId}`, 'not-found');
+/** The account an id names; the id as received (CLI argument, console route), quoted as sent when it names none. */
+async function existingAccount(db: AccountsDb, accountId: ReceivedId) {
+  const account = accountId.uuid && (await repository.findAccount(db, accountId.uuid));
+  if (!account) throw new KeyManagementError(`no account ${accountId.sent}`, 'not-found');
   return account;
 }
 
@@ -51,15 +52,15 @@ export async function createAccount({ db }: KeyManagement, name: string) {
   return repository.insertAccount(db, trimmed);
 }
 
-export async function setApiAccess({ db, keyStore }: KeyManagement, accountId: string, enabled: boolean) {
-  await existingAccount(db, accountId);
+export async function setApiAccess({ db, keyStore }: KeyManagement, accountId: ReceivedId, enabled: boolean) {
+  const account = await existingAccount(db, accountId);
   const { hashes, generation } = await db.transaction().execute(async (trx) => {
-    const keyHashes = await repository.setApiAccess(trx, accountId, enabled);
-    if (!keyHashes) throw new KeyManagementError(`no account ${accountId}`, 'not-found');
+    const keyHashes = await repository.setApiAccess(trx, account.id, enabled);
+    if (!keyHashes) throw new KeyManagementError(`no account ${accountId.sent}`, 'not-found');
     return { hashes: keyHashes, generation: await repository.bumpKeyCacheGeneration(trx) };
   });
   await keyStore.invalidate(hashes, generation);
-  return { accountId, apiAccessEnabled: enabled };
+  return { accountId: accountId.sent, apiAccessEnabled: enabled };
 }
 
 /** Inside a transaction: a new live key of the account, logged as created. */
@@ -91,22 +92,22 @@ async function issueKey(
 /** Creates a key; the full key is returned here and never again. */
 export async function createKey(
   { db, config }: KeyManagement,
-  accountId: string,
+  accountId: ReceivedId,
   options: { name?: string | null; expiresInMs?: number | null; expiresAt?: Date | null } = {},
   actor: Actor = OPERATOR,
 ): Promise<{ key: ApiKeyRow; apiKey: string }> {
-  await existingAccount(db, accountId);
+  const account = await existingAccount(db, accountId);
   const expiresAt = options.expiresAt ?? (options.expiresInMs != null ? new Date(Date.now() + options.expiresInMs) : null);
-  return db.transaction().execute((trx) => issueKey(trx, config, accountId, { name: options.name ?? null, expiresAt }, actor));
+  return db.transaction().execute((trx) => issueKey(trx, config, account.id, { name: options.name ?? null, expiresAt }, actor));
 }
 
 /** The account's whole security log, newest first, for the CLI's `key events`. */
-export async function listEvents({ db }: KeyManagement, accountId: string) {
-  await existingAccount(db, accountId);
+export async function listEvents({ db }: KeyManagement, accountId: ReceivedId) {
+  const { id } = await existingAccount(db, accountId);
   const events: ReturnType<typeof securityEventView>[] = [];
   let after: { occurredAt: Date; seq: string } | undefined;
   for (;;) {
-    const page = await repository.listSecurityEvents(db, accountId, { limit: 500, after });
+    const page = await repository.listSecurityEvents(db, id, { limit: 500, after });
     events.push(...page.map(securityEventView));
     const last = page.at(-1);
     if (page.length < 500 || !last) return events;
@@ -127,17 +128,18 @@ export function securityEventView(event: repository.SecurityEventRow) {
   };
 }
 
-export async function listKeys({ db }: KeyManagement, accountId: string) {
-  await existingAccount(db, accountId);
-  return repository.listApiKeys(db, accountId);
+export async function listKeys({ db }: KeyManagement, accountId: ReceivedId) {
+  const account = await existingAccount(db, accountId);
+  return repository.listApiKeys(db, account.id);
 }
 
 /** Revokes once: revoking a revoked key changes nothing and keeps the first time. */
-export async function revokeKey({ db, keyStore }: KeyManagement, keyId: string, options: KeyChangeOptions = {}) {
-  if (!isUuid(keyId)) throw new KeyManagementError(`no key ${keyId}`, 'not-found');
+export async function revokeKey({ db, keyStore }: KeyManagement, sentKeyId: ReceivedId, options: KeyChangeOptions = {}) {
+  const { uuid: keyId, sent } = sentKeyId;
+  if (!keyId) throw new KeyManagementError(`no key ${sent}`, 'not-found');
   const { key, keyHash, generation } = await db.transaction().execute(async (trx) => {
     const current = await repository.lockApiKey(trx, keyId, options.accountId);
-    if (!current) throw new KeyManagementError(`no key ${keyId}`, 'not-found');
+    if (!current) throw new KeyManagementError(`no key ${sent}`, 'not-found');
     const { key_hash: hash, ...unchanged } = current;
     if (current.revoked_at) return { key: unchanged as ApiKeyRow, keyHash: hash, generation: undefined };
     const revoked = await repository.revokeApiKey(trx, current.account_id, keyId);
@@ -151,21 +153,22 @@ export async function revokeKey({ db, keyStore }: KeyManagement, keyId: string, 
     return { key: revoked, keyHash: hash, generation: await repository.bumpKeyCacheGeneration(trx) };
   });
   if (generation !== undefined) await keyStore.invalidate([keyHash], generation);
-  return { keyId, revokedAt: key.revoked_at!, key };
+  return { keyId: sent, revokedAt: key.revoked_at!, key };
 }
 
 /** A new key of the same account; the old one works until the grace ends (0 ends it at once). */
-export async function rollKey(management: KeyManagement, keyId: string, graceMs: number, options: KeyChangeOptions = {}) {
+export async function rollKey(management: KeyManagement, sentKeyId: ReceivedId, graceMs: number, options: KeyChangeOptions = {}) {
   const { db, config, keyStore } = management;
-  if (!isUuid(keyId)) throw new KeyManagementError(`no key ${keyId}`, 'not-found');
+  const { uuid: keyId, sent } = sentKeyId;
+  if (!keyId) throw new KeyManagementError(`no key ${sent}`, 'not-found');
   const actor = options.actor ?? OPERATOR;
   const result = await db.transaction().execute(async (trx) => {
     const previous = await repository.lockApiKey(trx, keyId, options.accountId);
-    if (!previous) throw new KeyManagementError(`no key ${keyId}`, 'not-found');
-    if (previous.revoked_at) throw new KeyManagementError(`key ${keyId} is revoked and cannot be rolled`, 'not-rollable');
+    if (!previous) throw new KeyManagementError(`no key ${sent}`, 'not-found');
+    if (previous.revoked_at) throw new KeyManagementError(`key ${sent} is revoked and cannot be rolled`, 'not-rollable');
     const now = Date.now();
     if (previous.expires_at && previous.expires_at.getTime() <= now) {
-      throw new KeyManagementError(`key ${keyId} has expired and cannot be rolled`, 'not-rollable');
+      throw new KeyManagementError(`key ${sent} has expired and cannot be rolled`, 'not-rollable');
     }
     const previousExpiresAt = new Date(expiryAfterRoll(previous.expires_at?.getTime() ?? null, now, graceMs));
     const issued = await issueKey(trx, config, previous.account_id, { name: previous.name, expiresAt: null }, actor);
@@ -183,7 +186,7 @@ export async function rollKey(management: KeyManagement, keyId: string, graceMs:
   return {
     keyId: result.key.id,
     apiKey: result.apiKey,
-    previousKeyId: keyId,
+    previousKeyId: sent,
     previousExpiresAt: result.previousKey.expires_at!,
     key: result.key,
     previousKey: result.previousKey,

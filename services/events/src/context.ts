@@ -1,0 +1,24 @@
+import type { Uuid } from '@ots/shared/ids';
+import { loaderById } from '@ots/shared/loaders';
+import type { BaseContext } from '@ots/shared/subgraph-server';
+import { findEndpointsByIds, findEventsByIds, type EndpointRow, type EventRow, type EventsDb } from './repository.ts';
+
+export interface EventsContext extends BaseContext {
+  db: EventsDb;
+  production: boolean;
+  secretKey: Buffer;
+  now(): Date;
+  /** Per request and scoped to the caller's account. */
+  eventById: ReturnType<typeof loaderById<EventRow, Uuid>>;
+  endpointById: ReturnType<typeof loaderById<EndpointRow, Uuid>>;
+}
+
+export function createEventsContext(base: BaseContext, deps: { db: EventsDb; production: boolean; secretKey: Buffer; now(): Date }): EventsContext {
+  const accountId = base.caller.accountId;
+  return {
+    ...base,
+    ...deps,
+    eventById: loaderById((ids: readonly Uuid[]) => findEventsByIds(deps.db, accountId, ids)),
+    endpointById: loaderById((ids: readonly Uuid[]) => findEndpointsByIds(deps.db, accountId, ids)),
+  };
+}

@@ -1,0 +1,62 @@
+import type DataLoader from 'dataloader';
+import type { Uuid } from '@ots/shared/ids';
+import { loaderById, loaderOfGroups } from '@ots/shared/loaders';
+import type { ServiceRuntime } from '@ots/shared/service';
+import type { BaseContext } from '@ots/shared/subgraph-server';
+import type { OrdersLink } from './orders-client.ts';
+import {
+  findAppliedFills,
+  findAppliedFillsOfOrders,
+  findAppliedFillsOfStrategies,
+  type AppliedFillRow,
+  type FillsDatabase,
+  type FillsDb,
+  type PositionFillRow,
+} from './repository.ts';
+
+/** Keyed by the ids the resolvers parsed, so a loader's batch is always a list of UUIDs. */
+export interface FillsLoaders {
+  appliedFillById: DataLoader<Uuid, AppliedFillRow | null>;
+  appliedFillsByOrder: DataLoader<Uuid, AppliedFillRow[]>;
+  appliedFillsByStrategy: DataLoader<Uuid, PositionFillRow[]>;
+}
+
+export interface FillsContext extends BaseContext {
+  db: FillsDb;
+  /** The orders subgraph, called with this request's assertion. */
+  orders: OrdersLink;
+  loaders: FillsLoaders;
+}
+
+/** Per request: each loader turns the lookups of one gateway fetch into one query, scoped to the caller. */
+export function createLoaders(db: FillsDb, accountId: string): FillsLoaders {
+  return {
+    appliedFillById: loaderById((ids: readonly Uuid[]) => findAppliedFills(db, accountId, ids)),
+    appliedFillsByOrder: loaderOfGroups(
+      (orderIds: readonly Uuid[]) => findAppliedFillsOfOrders(db, accountId, orderIds),
+      (fill) => fill.order_submission_id,
+    ),
+    appliedFillsByStrategy: loaderOfGroups(
+      (strategyIds: readonly Uuid[]) => findAppliedFillsOfStrategies(db, accountId, strategyIds),
+      (fill) => fill.strategy_id ?? '',
+    ),
+  };
+}
+
+export function createFillsContext(base: BaseContext, { db, config }: ServiceRuntime<FillsDatabase>): FillsContext {
+  return {
+    ...base,
+    db,
+    orders: {
+      url: config.subgraphUrls.orders,
+      // The budget of a whole recordFill, its call to orders included: half the subgraph fetch
+      // timeout, as orders gives its strategy check. The gateway abandons the fetch of fills after the
+      // full timeout, so a slow or silent orders must be given up on sooner for the client to receive
+      // TEMPORARILY_UNAVAILABLE rather than a top-level error blaming fills.
+      timeoutMs: Math.floor(config.limits.subgraphTimeoutMs / 2),
+      assertion: base.assertion,
+      requestId: base.requestId,
+    },
+    loaders: createLoaders(db, base.caller.accountId),
+  };
+}
