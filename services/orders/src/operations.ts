@@ -1,9 +1,9 @@
 import { Decimal, formatDecimal } from '@ots/shared/decimal';
 import { fail, ok, type Result } from '@ots/shared/errors';
-import type { ReceivedId, Uuid } from '@ots/shared/ids';
+import { newId, type ReceivedId, type Uuid } from '@ots/shared/ids';
 import { notFoundInAccount } from '@ots/shared/messages';
 import { loaderOfGroups } from '@ots/shared/loaders';
-import { recordEvent, type EventType } from '@ots/shared/outbox';
+import type { EventType } from '@ots/shared/outbox';
 import { toConnection, type Connection } from '@ots/shared/pagination';
 import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
 import {
@@ -27,6 +27,7 @@ import {
   type OrderDraft,
   type OrderFilter,
   type OrderSide,
+  type OrderStatus,
   type ReplaceOrderInput,
   type SubmitOrderInput,
 } from './domain.ts';
@@ -74,59 +75,74 @@ export function fillStateOf(row: OrderRow): FillState {
 }
 
 /**
- * The order as the API shows it, for its events (contract section 6): the same field names,
- * decimals as canonical strings, references as ids.
+ * The event of a write of `order` (the row as the write leaves it, but for its times): the order as
+ * the API will show it (contract section 6), the same field names, decimals as canonical strings,
+ * references as ids. The statement that writes the order adds its times.
  */
-export function orderEventData(row: OrderRow) {
-  const fillState = fillStateOf(row);
+export function orderEventOf(type: EventType, order: Omit<OrderRow, repository.OrderTimes | 'commit_xid'>): repository.OrderEvent {
+  const fillState = {
+    status: order.status,
+    quantity: new Decimal(order.quantity),
+    filledQuantity: new Decimal(order.filled_quantity),
+    fillNotional: new Decimal(order.fill_notional),
+  };
   const average = averageFillPrice(fillState);
   return {
-    id: row.id,
-    clientOrderId: row.client_order_id,
-    strategyId: row.strategy_id,
-    symbol: row.symbol,
-    side: row.side,
-    type: row.type,
-    timeInForce: row.time_in_force,
-    quantity: formatDecimal(fillState.quantity),
-    limitPrice: row.limit_price === null ? null : formatDecimal(new Decimal(row.limit_price)),
-    stopPrice: row.stop_price === null ? null : formatDecimal(new Decimal(row.stop_price)),
-    status: row.status,
-    filledQuantity: formatDecimal(fillState.filledQuantity),
-    remainingQuantity: formatDecimal(remainingQuantity(fillState)),
-    averageFillPrice: average === null ? null : formatDecimal(average),
-    submittedAt: row.submitted_at,
-    updatedAt: row.updated_at,
-    cancelledAt: row.cancelled_at,
-    replacedAt: row.replaced_at,
-    replacesOrderSubmissionId: row.replaces_id,
-    replacedByOrderSubmissionId: row.replaced_by,
+    id: newId(),
+    type,
+    data: {
+      id: order.id,
+      clientOrderId: order.client_order_id,
+      strategyId: order.strategy_id,
+      symbol: order.symbol,
+      side: order.side,
+      type: order.type,
+      timeInForce: order.time_in_force,
+      quantity: formatDecimal(fillState.quantity),
+      limitPrice: order.limit_price === null ? null : formatDecimal(new Decimal(order.limit_price)),
+      stopPrice: order.stop_price === null ? null : formatDecimal(new Decimal(order.stop_price)),
+      status: order.status,
+      filledQuantity: formatDecimal(fillState.filledQuantity),
+      remainingQuantity: formatDecimal(remainingQuantity(fillState)),
+      averageFillPrice: average === null ? null : formatDecimal(average),
+      replacesOrderSubmissionId: order.replaces_id,
+      replacedByOrderSubmissionId: order.replaced_by,
+    },
   };
 }
 
-async function recordOrderEvent(trx: OrdersDb, type: EventType, row: OrderRow): Promise<void> {
-  await recordEvent(trx, { accountId: row.account_id, type, occurredAt: row.updated_at, data: orderEventData(row) });
-}
+/** A fill that completes the order (a late one included) fills it; any other is a partial fill, whatever the status. */
+const fillEventType = (status: OrderStatus): EventType => (status === 'FILLED' ? 'order_submission.filled' : 'order_submission.partially_filled');
+
+/** What a compare-and-set write answers when the order is no longer the version its decision was made on. */
+const CHANGED = Symbol('order changed');
 
 /**
- * Runs one write of one order and records its event in the same transaction, so the change is
- * never reported without happening nor happens unreported. No write, no event. The transaction
- * holds only the written order's row lock, now until the event row is in as well.
+ * Cancels and fills read the order, decide by the transition table, and write only if the order is
+ * still the version they read (compare-and-set on `commit_xid`, in one statement with the event):
+ * the read takes no lock, and the row lock is held for the writing statement only. If a concurrent
+ * write of the same order got in between, the decision is made again under the order's row lock,
+ * where nothing can change it: fills of one order come in bursts, and retrying optimistically would
+ * cost each of N concurrent writers up to N attempts; under the lock each waits its turn once.
+ * Either way only that order's writes wait, never another order's.
  */
-async function writeWithEvent(
+async function decideThenWrite<T>(
   db: OrdersDb,
-  typeOf: (row: OrderRow) => EventType,
-  write: (trx: OrdersDb) => Promise<OrderRow | undefined>,
-): Promise<OrderRow | undefined> {
+  accountId: string,
+  orderId: Uuid,
+  attempt: (db: OrdersDb, locked: boolean) => Promise<T | typeof CHANGED>,
+): Promise<T> {
+  const optimistic = await attempt(db, false);
+  if (optimistic !== CHANGED) return optimistic;
   return db.transaction().execute(async (trx) => {
-    const row = await write(trx);
-    if (row) await recordOrderEvent(trx, typeOf(row), row);
-    return row;
+    // Locked first, then read by the attempt in a statement of its own, whose snapshot is taken
+    // after the lock: it sees every write of this order (and every application of a fill) committed before.
+    await repository.lockOrder(trx, accountId, orderId);
+    const locked = await attempt(trx, true);
+    if (locked === CHANGED) throw new Error(`order ${orderId} changed while its row lock was held`);
+    return locked;
   });
 }
-
-/** A fill that completes the order (a late one included) fills it; any other is a partial fill, whatever the status. */
-const fillEventType = (row: OrderRow): EventType => (row.status === 'FILLED' ? 'order_submission.filled' : 'order_submission.partially_filled');
 
 /** A submission reusing a clientOrderId: the stored order if it is the same one, else the duplicate error. */
 function retried(existing: OrderRow, draft: OrderDraft, clientOrderId: string): Result<OrderRow> {
@@ -178,7 +194,8 @@ export async function submitOrder(
     const checked = await checkStrategy(scope.lookupStrategy, strategy);
     if (!checked.ok) return checked;
   }
-  const inserted = await writeWithEvent(db, () => 'order_submission.submitted', (trx) => repository.insertOrder(trx, accountId, draft));
+  const order = repository.newOrder(accountId, draft);
+  const inserted = await repository.insertOrder(db, order, orderEventOf('order_submission.submitted', order));
   if (inserted) return ok(inserted);
   // Only a clientOrderId can conflict (NULLs never do): a concurrent submission with it committed first.
   const winner = await repository.findOrderByClientOrderId(db, accountId, clientOrderId!);
@@ -186,41 +203,28 @@ export async function submitOrder(
   return retried(winner, draft, clientOrderId!);
 }
 
-/**
- * Cancels and fills read the order, decide by the transition table, and write only if the order is
- * still the version they read (compare-and-set on `commit_xid`): the read takes no lock, and the
- * order's row lock is held only by the short transaction that writes it and its event. A failed comparison means a
- * concurrent write of the same order committed; the next attempt decides on its result. Each
- * failure is another write's success, so attempts are bounded by the writes racing for one order.
- */
-const MAX_WRITE_ATTEMPTS = 100;
-
 function orderNotFound(id: string): Result<never> {
   return fail('NOT_FOUND', notFoundInAccount('order submission', id), 'id');
 }
 
-/** Read, decide, then a compare-and-set write: retried on the fresh version if a concurrent write got in between. */
+/** Cancels `order` if it is still that version: the cancelled order, or CHANGED. */
+async function writeCancel(db: OrdersDb, order: OrderRow): Promise<OrderRow | typeof CHANGED> {
+  const event = orderEventOf('order_submission.cancelled', { ...order, status: 'CANCELLED' });
+  return (await repository.markCancelled(db, order.account_id, order.id, order.commit_xid, event)) ?? CHANGED;
+}
+
 export async function cancelOrderSubmission({ db, accountId }: OrdersScope, id: ReceivedId): Promise<Result<OrderRow>> {
   const orderId = id.uuid;
   if (orderId === undefined) return orderNotFound(id.sent);
-  for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt += 1) {
+  return decideThenWrite(db, accountId, orderId, async (db): Promise<Result<OrderRow> | typeof CHANGED> => {
     const order = await repository.findOrder(db, accountId, orderId);
     if (!order) return orderNotFound(id.sent);
     const decision = decideCancel(order.status, order.id);
-    switch (decision.kind) {
-      case 'unchanged':
-        return ok(order);
-      case 'refused':
-        return { ok: false, error: decision.error };
-      case 'cancel': {
-        const cancelled = await writeWithEvent(db, () => 'order_submission.cancelled', (trx) =>
-          repository.markCancelled(trx, accountId, orderId, order.commit_xid),
-        );
-        if (cancelled) return ok(cancelled);
-      }
-    }
-  }
-  throw new Error(`order ${orderId} changed ${MAX_WRITE_ATTEMPTS} times while a cancel was decided`);
+    if (decision.kind === 'unchanged') return ok(order);
+    if (decision.kind === 'refused') return { ok: false, error: decision.error };
+    const cancelled = await writeCancel(db, order);
+    return cancelled === CHANGED ? CHANGED : ok(cancelled);
+  });
 }
 
 export interface FillRequest extends Omit<FillToApply, 'executedAt'> {
@@ -239,29 +243,34 @@ export interface FillResult {
 
 /**
  * The fills subgraph's entry point: read, decide by the transition table, then a compare-and-set
- * write (retried on the fresh version if a concurrent write of the same order got in between); the
- * fill's application row makes a repeated fill id a no-op.
+ * write of the order, the fill's application and the event (see `decideThenWrite`); the fill's
+ * application row makes a repeated fill id a no-op.
  */
 export async function applyFill({ db, accountId }: OrdersScope, fill: FillRequest): Promise<FillResult> {
   const orderId = fill.orderSubmissionId;
   if (orderId === undefined) return { outcome: 'NOT_FOUND', order: null };
-  for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt += 1) {
+  return decideThenWrite(db, accountId, orderId, async (db): Promise<FillResult | typeof CHANGED> => {
     const found = await repository.findOrderForFill(db, accountId, orderId, fill.fillId);
     const decision = decideFill(found && fillStateOf(found.order), found?.fillApplied ?? false, { ...fill, executedAt: fill.executedAt ?? null });
     // A refusal read on a consistent version is final: an order never regains quantity or reopens.
     if (decision.outcome !== 'APPLIED') return { outcome: decision.outcome, order: found?.order ?? null };
-    const updated = await writeWithEvent(db, fillEventType, (trx) =>
-      repository.recordFillApplication(
-        trx,
-        accountId,
-        { fillId: fill.fillId, orderId, quantity: fill.quantity, price: fill.price },
-        decision.next,
-        found!.order.commit_xid,
-      ),
+    const { next } = decision;
+    const event = orderEventOf(fillEventType(next.status), {
+      ...found!.order,
+      status: next.status,
+      filled_quantity: formatDecimal(next.filledQuantity),
+      fill_notional: next.fillNotional.toFixed(),
+    });
+    const updated = await repository.recordFillApplication(
+      db,
+      accountId,
+      { fillId: fill.fillId, orderId, quantity: fill.quantity, price: fill.price },
+      next,
+      found!.order.commit_xid,
+      event,
     );
-    if (updated) return { outcome: 'APPLIED', order: updated };
-  }
-  throw new Error(`order ${orderId} changed ${MAX_WRITE_ATTEMPTS} times while fill ${fill.fillId} was decided`);
+    return updated ? { outcome: 'APPLIED', order: updated } : CHANGED;
+  });
 }
 
 export interface Replacement {
@@ -309,12 +318,13 @@ export async function replaceOrderSubmission(
     if (!locked) return orderNotFound(id.sent);
     const decision = decideReplace(locked.status, locked.id);
     if (decision.kind === 'refused') return { ok: false, error: decision.error };
-    const order = await repository.insertOrder(trx, accountId, draft, orderId);
+    const replacement = repository.newOrder(accountId, draft, orderId);
+    // Made first, so relayed first: the old order is replaced, then its replacement submitted.
+    const replacedEvent = orderEventOf('order_submission.replaced', { ...locked, status: decision.to, replaced_by: replacement.id });
+    const order = await repository.insertOrder(trx, replacement, orderEventOf('order_submission.submitted', replacement));
     // Only the clientOrderId can conflict: a concurrent request took it; nothing of ours is kept.
     if (!order) return 'clientOrderIdTaken';
-    const replaced = await repository.markReplaced(trx, accountId, orderId, order.id);
-    await recordOrderEvent(trx, 'order_submission.replaced', replaced);
-    await recordOrderEvent(trx, 'order_submission.submitted', order);
+    const replaced = await repository.markReplaced(trx, accountId, orderId, order.id, replacedEvent);
     return ok({ order, replaced });
   });
   if (outcome === 'clientOrderIdTaken') {
@@ -347,9 +357,10 @@ export interface CancelAllResult {
 
 /**
  * Cancel-all: the caller's open orders that match, oldest first, at most 500 per call. Each order
- * is cancelled, with its event, by a transaction of its own (atomic on its own, one row lock at a
- * time, so a fill of another order never waits for the batch); one that a fill, cancel or replace took out of the open
- * statuses meanwhile is skipped. `hasMore`: open matching orders beyond this call's 500 remain.
+ * is cancelled, with its event, by a statement of its own (atomic on its own, one row lock at a
+ * time, so a fill of another order never waits for the batch), decided on the order as listed; one
+ * that changed since is decided again on its new version, and skipped if a fill, cancel or replace
+ * took it out of the open statuses. `hasMore`: open matching orders beyond this call's 500 remain.
  */
 export async function cancelOrderSubmissions({ db, accountId }: OrdersScope, input: CancelOrdersFilterInput | null | undefined): Promise<CancelAllResult> {
   const filter: repository.OpenOrderFilter = {};
@@ -363,9 +374,10 @@ export async function cancelOrderSubmissions({ db, accountId }: OrdersScope, inp
   const candidates = await repository.findOrdersInStatuses(db, accountId, CANCELLABLE_STATUSES, filter, CANCEL_ALL_LIMIT + 1);
   const cancelled: OrderRow[] = [];
   for (const candidate of candidates.slice(0, CANCEL_ALL_LIMIT)) {
-    const row = await writeWithEvent(db, () => 'order_submission.cancelled', (trx) =>
-      repository.cancelIfIn(trx, accountId, candidate.id, CANCELLABLE_STATUSES),
-    );
+    const row = await decideThenWrite(db, accountId, candidate.id, async (db, locked) => {
+      const order = locked ? await repository.findOrder(db, accountId, candidate.id) : candidate;
+      return order && decideCancel(order.status, order.id).kind === 'cancel' ? writeCancel(db, order) : undefined;
+    });
     if (row) cancelled.push(row);
   }
   return { cancelled, hasMore: candidates.length > CANCEL_ALL_LIMIT };

@@ -1,8 +1,8 @@
-import { sql, type Generated, type Kysely, type Selectable, type SelectQueryBuilder } from 'kysely';
+import { sql, type Generated, type Kysely, type QueryCreator, type Selectable, type SelectQueryBuilder } from 'kysely';
 import { inCommitOrder } from '@ots/shared/commit-order';
 import { formatDecimal, type Decimal } from '@ots/shared/decimal';
 import { newId, type Uuid } from '@ots/shared/ids';
-import type { OutboxDatabase } from '@ots/shared/outbox';
+import type { EventType, OutboxDatabase } from '@ots/shared/outbox';
 import { inKeysetOrder } from '@ots/shared/pagination';
 import type { FillState, ListPosition, OrderDraft, OrderFilter, OrderSide, OrderStatus, OrderType, TimeInForce } from './domain.ts';
 
@@ -61,7 +61,51 @@ const wireOrNull = (value: Decimal | null): string | null => (value === null ? n
 const changeStamp = sql<Date>`greatest(clock.now, order_submissions.updated_at + interval '1 millisecond')`;
 
 /** An update of orders that may use `changeStamp`: the clock is read once per statement, so every column stamped with it agrees. */
-const stampedUpdate = (db: OrdersDb) => db.updateTable('order_submissions').from(sql`(select clock_timestamp()::timestamptz(3) as now)`.as('clock'));
+const stampedUpdate = (db: QueryCreator<OrdersDatabase>) => db.updateTable('order_submissions').from(sql`(select clock_timestamp()::timestamptz(3) as now)`.as('clock'));
+
+/** The columns of an order that its writes stamp with the database's clock. */
+export type OrderTimes = 'submitted_at' | 'updated_at' | 'cancelled_at' | 'replaced_at';
+
+/**
+ * The event of one order write: its type, and the order as the API will show it after the write,
+ * but for its times, which only the statement knows (the database's clock stamps them).
+ */
+export interface OrderEvent {
+  /** Time-ordered: events of one transaction are relayed in the order their ids were made. */
+  id: Uuid;
+  type: EventType;
+  data: Record<string, unknown>;
+}
+
+/** A time as `JSON.stringify` writes a Date (ISO-8601, UTC, milliseconds), so that the event and the API agree to the character. */
+const isoTime = (column: OrderTimes) =>
+  sql<string>`to_char(${sql.ref(`changed.${column}`)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/**
+ * The outbox row of `event`, for a statement whose `changed` CTE is the order it wrote: written in
+ * the same statement, so a write and its event commit together with no transaction around them
+ * (one round trip, and the row lock is held for the statement only), and with the written row's
+ * own times. No row changed, no event.
+ */
+function eventOfChangedOrder(event: OrderEvent) {
+  return (db: QueryCreator<OrdersDatabase & { changed: OrderRow }>) =>
+    db
+      .insertInto('outbox')
+      .columns(['id', 'account_id', 'type', 'occurred_at', 'data'])
+      .expression((eb) =>
+        eb
+          .selectFrom('changed')
+          .select([
+            sql<string>`${event.id}::uuid`.as('id'),
+            'changed.account_id',
+            sql<string>`${event.type}`.as('type'),
+            'changed.updated_at',
+            sql<string>`${JSON.stringify(event.data)}::jsonb || jsonb_build_object(
+              'submittedAt', ${isoTime('submitted_at')}, 'updatedAt', ${isoTime('updated_at')},
+              'cancelledAt', ${isoTime('cancelled_at')}, 'replacedAt', ${isoTime('replaced_at')})`.as('data'),
+          ]),
+      );
+}
 
 export async function findOrder(db: OrdersDb, accountId: string, id: Uuid): Promise<OrderRow | undefined> {
   return db.selectFrom('order_submissions').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
@@ -127,60 +171,93 @@ export async function findOrderForFill(
   return { order, fillApplied: Boolean(fillApplied) };
 }
 
+/** A new order's row, but for its times, which the insert stamps. */
+export type NewOrder = Omit<OrderRow, OrderTimes | 'commit_xid'>;
+
+export function newOrder(accountId: string, draft: OrderDraft, replacesId: Uuid | null = null): NewOrder {
+  return {
+    id: newId(),
+    account_id: accountId,
+    client_order_id: draft.clientOrderId,
+    strategy_id: draft.strategyId,
+    symbol: draft.symbol,
+    side: draft.side,
+    type: draft.type,
+    time_in_force: draft.timeInForce,
+    quantity: wire(draft.quantity),
+    limit_price: wireOrNull(draft.limitPrice),
+    stop_price: wireOrNull(draft.stopPrice),
+    status: 'SUBMITTED',
+    filled_quantity: '0',
+    fill_notional: '0',
+    replaced_by: null,
+    replaces_id: replacesId,
+  };
+}
+
 /**
- * Inserts the order unless the account already has one with its clientOrderId: the unique index
- * decides, so concurrent identical submissions create one order. Undefined means that one exists.
- * One statement, no lock but the new row's: submissions of an account never wait for each other.
+ * Inserts the order, with its event, unless the account already has one with its clientOrderId:
+ * the unique index decides, so concurrent identical submissions create one order (and one event).
+ * Undefined means that one exists. One statement, no lock but the new row's: submissions of an
+ * account never wait for each other.
  */
-export async function insertOrder(db: OrdersDb, accountId: string, draft: OrderDraft, replacesId: Uuid | null = null): Promise<OrderRow | undefined> {
+export async function insertOrder(db: OrdersDb, order: NewOrder, event: OrderEvent): Promise<OrderRow | undefined> {
   return db
-    .insertInto('order_submissions')
-    .values({
-      id: newId(),
-      account_id: accountId,
-      client_order_id: draft.clientOrderId,
-      strategy_id: draft.strategyId,
-      symbol: draft.symbol,
-      side: draft.side,
-      type: draft.type,
-      time_in_force: draft.timeInForce,
-      quantity: wire(draft.quantity),
-      limit_price: wireOrNull(draft.limitPrice),
-      stop_price: wireOrNull(draft.stopPrice),
-      status: 'SUBMITTED',
-      filled_quantity: '0',
-      fill_notional: '0',
-      replaces_id: replacesId,
-      // The statement's start (no lock to wait for): one value for both.
-      submitted_at: sql<Date>`now()`,
-      updated_at: sql<Date>`now()`,
-    })
-    .onConflict((conflict) => conflict.columns(['account_id', 'client_order_id']).doNothing())
-    .returningAll()
+    .with('changed', (qb) =>
+      qb
+        .insertInto('order_submissions')
+        .values({
+          ...order,
+          // The statement's start (no lock to wait for): one value for both.
+          submitted_at: sql<Date>`now()`,
+          updated_at: sql<Date>`now()`,
+          cancelled_at: null,
+          replaced_at: null,
+        })
+        .onConflict((conflict) => conflict.columns(['account_id', 'client_order_id']).doNothing())
+        .returningAll(),
+    )
+    .with('event', eventOfChangedOrder(event))
+    .selectFrom('changed')
+    .selectAll()
     .executeTakeFirst();
 }
 
 /**
- * Cancels the order if it is still the version read (`commit_xid`; any version when absent): a
+ * Cancels the order, with its event, if it is still the version read (`commit_xid`): a
  * compare-and-set, so the decision made on that version holds. Undefined: it changed meanwhile.
  * Takes the order's row lock for the statement only; a concurrent writer of the same order is
  * waited for, then its new version fails the comparison.
  */
-export async function markCancelled(db: OrdersDb, accountId: string, id: Uuid, version?: string): Promise<OrderRow | undefined> {
-  let update = stampedUpdate(db)
-    .set({ status: 'CANCELLED', cancelled_at: changeStamp, updated_at: changeStamp })
-    .where('order_submissions.account_id', '=', accountId)
-    .where('order_submissions.id', '=', id);
-  if (version !== undefined) update = update.where('order_submissions.commit_xid', '=', version);
-  return update.returningAll('order_submissions').executeTakeFirst();
+export async function markCancelled(db: OrdersDb, accountId: string, id: Uuid, version: string, event: OrderEvent): Promise<OrderRow | undefined> {
+  return db
+    .with('changed', (qb) =>
+      stampedUpdate(qb)
+        .set({ status: 'CANCELLED', cancelled_at: changeStamp, updated_at: changeStamp })
+        .where('order_submissions.account_id', '=', accountId)
+        .where('order_submissions.id', '=', id)
+        .where('order_submissions.commit_xid', '=', version)
+        .returningAll('order_submissions'),
+    )
+    .with('event', eventOfChangedOrder(event))
+    .selectFrom('changed')
+    .selectAll()
+    .executeTakeFirst();
 }
 
-export async function markReplaced(db: OrdersDb, accountId: string, id: Uuid, replacedBy: Uuid): Promise<OrderRow> {
-  return stampedUpdate(db)
-    .set({ status: 'REPLACED', replaced_at: changeStamp, replaced_by: replacedBy, updated_at: changeStamp })
-    .where('order_submissions.account_id', '=', accountId)
-    .where('order_submissions.id', '=', id)
-    .returningAll('order_submissions')
+/** Marks the order REPLACED by `replacedBy`, with its event; the caller holds the order's lock and has decided on it. */
+export async function markReplaced(db: OrdersDb, accountId: string, id: Uuid, replacedBy: Uuid, event: OrderEvent): Promise<OrderRow> {
+  return db
+    .with('changed', (qb) =>
+      stampedUpdate(qb)
+        .set({ status: 'REPLACED', replaced_at: changeStamp, replaced_by: replacedBy, updated_at: changeStamp })
+        .where('order_submissions.account_id', '=', accountId)
+        .where('order_submissions.id', '=', id)
+        .returningAll('order_submissions'),
+    )
+    .with('event', eventOfChangedOrder(event))
+    .selectFrom('changed')
+    .selectAll()
     .executeTakeFirstOrThrow();
 }
 
@@ -205,21 +282,6 @@ export async function findOrdersInStatuses(
   return query.orderBy('submitted_at', 'asc').orderBy('id', 'asc').limit(limit).execute();
 }
 
-/**
- * Cancels one order if it is still in one of `statuses`, in one statement: atomic on its own, and
- * it takes only that order's lock. An order that left them meanwhile (filled, cancelled, replaced)
- * is re-checked after the lock wait and skipped: undefined.
- */
-export async function cancelIfIn(db: OrdersDb, accountId: string, id: Uuid, statuses: readonly OrderStatus[]): Promise<OrderRow | undefined> {
-  return stampedUpdate(db)
-    .set({ status: 'CANCELLED', cancelled_at: changeStamp, updated_at: changeStamp })
-    .where('order_submissions.account_id', '=', accountId)
-    .where('order_submissions.id', '=', id)
-    .where('order_submissions.status', 'in', statuses)
-    .returningAll('order_submissions')
-    .executeTakeFirst();
-}
-
 export interface FillApplication {
   fillId: string;
   orderId: Uuid;
@@ -228,9 +290,10 @@ export interface FillApplication {
 }
 
 /**
- * Writes the order's new fill state and records the application, in one statement, if the order is
- * still the version the decision was made on (`commit_xid`): a compare-and-set. The application is
- * inserted only when the update happened. Undefined: the order changed meanwhile, nothing written.
+ * Writes the order's new fill state, records the application and writes the event, in one
+ * statement, if the order is still the version the decision was made on (`commit_xid`): a
+ * compare-and-set. The application and the event are inserted only when the update happened.
+ * Undefined: the order changed meanwhile, nothing written.
  */
 export async function recordFillApplication(
   db: OrdersDb,
@@ -238,12 +301,11 @@ export async function recordFillApplication(
   fill: FillApplication,
   next: FillState,
   version: string,
+  event: OrderEvent,
 ): Promise<OrderRow | undefined> {
   return db
-    .with('updated', (qb) =>
-      qb
-        .updateTable('order_submissions')
-        .from(sql`(select clock_timestamp()::timestamptz(3) as now)`.as('clock'))
+    .with('changed', (qb) =>
+      stampedUpdate(qb)
         .set({
           status: next.status,
           filled_quantity: wire(next.filledQuantity),
@@ -257,24 +319,25 @@ export async function recordFillApplication(
         .where('order_submissions.commit_xid', '=', version)
         .returningAll('order_submissions'),
     )
+    .with('event', eventOfChangedOrder(event))
     .with('application', (qb) =>
       qb
         .insertInto('fill_applications')
         .columns(['account_id', 'fill_id', 'order_submission_id', 'quantity', 'price', 'applied_at'])
         .expression((eb) =>
           eb
-            .selectFrom('updated')
+            .selectFrom('changed')
             .select([
-              'updated.account_id',
+              'changed.account_id',
               sql<string>`${fill.fillId}::text`.as('fill_id'),
-              'updated.id',
+              'changed.id',
               sql<string>`${wire(fill.quantity)}::numeric`.as('quantity'),
               sql<string>`${wire(fill.price)}::numeric`.as('price'),
-              'updated.updated_at',
+              'changed.updated_at',
             ]),
         ),
     )
-    .selectFrom('updated')
+    .selectFrom('changed')
     .selectAll()
     .executeTakeFirst();
 }

@@ -9,6 +9,7 @@ import {
   cancelOrderSubmission,
   cancelOrderSubmissions,
   listOrderSubmissions,
+  orderEventOf,
   replaceOrderSubmission,
   submitOrder,
   type FillRequest,
@@ -342,6 +343,10 @@ function withRandomDelays(maxMs: number): OrdersDb {
   });
 }
 
+/** Cancels `order` inside the open transaction `trx`, which holds its row lock until it ends. */
+const cancelIn = (trx: OrdersDb, order: OrderRow) =>
+  markCancelled(trx, order.account_id, order.id, order.commit_xid, orderEventOf('order_submission.cancelled', { ...order, status: 'CANCELLED' }));
+
 /** Pages the sync forward from `cursor` to the end; returns the rows seen and the cursor to continue from. */
 async function syncFrom(accountId: string, cursor: string | null) {
   const rows: OrderRow[] = [];
@@ -364,7 +369,7 @@ describe('writes of one account run side by side', () => {
     ];
     const elsewhere = await submitted(accountId, limitOrder({ symbol: 'MSFT' }));
     const open = await db.startTransaction().execute();
-    await markCancelled(open, accountId, held.id);
+    await cancelIn(open, held);
     try {
       const writes = Promise.all([
         submitted(accountId),
@@ -389,7 +394,7 @@ describe('writes of one account run side by side', () => {
     const accountId = someAccount();
     const order = await submitted(accountId);
     const open = await db.startTransaction().execute();
-    await markCancelled(open, accountId, order.id);
+    await cancelIn(open, order);
     let cancelDone = false;
     const cancel = cancelOrderSubmission({ db, accountId }, receiveId(order.id)).then((result) => ((cancelDone = true), result));
     await sleep(200);
@@ -398,6 +403,29 @@ describe('writes of one account run side by side', () => {
     expect(await cancel).toMatchObject({ ok: true, value: { status: 'CANCELLED' } });
   });
 });
+
+  it('a write that loses the race to another write of the same order is decided again on the new version', async () => {
+    const accountId = someAccount();
+    const [toFill, toCancel] = [await submitted(accountId), await submitted(accountId)];
+    // Each write below reads its order before the open cancel commits, then finds it changed.
+    const openFill = await db.startTransaction().execute();
+    await cancelIn(openFill, toFill);
+    const lateFill = applyFill({ db, accountId }, fill(toFill.id, '4', '10'));
+    const openCancel = await db.startTransaction().execute();
+    await cancelIn(openCancel, toCancel);
+    const secondCancel = cancelOrderSubmission({ db, accountId }, receiveId(toCancel.id));
+    await sleep(200);
+    await openFill.commit().execute();
+    await openCancel.commit().execute();
+
+    // Executed now, after the cancel: not a late fill, so refused on the cancelled order.
+    expect(await lateFill).toMatchObject({ outcome: 'NOT_FILLABLE', order: { status: 'CANCELLED' } });
+    const refused = (await findOrder(db, accountId, toFill.id))!;
+    expect([refused.status, new Decimal(refused.filled_quantity).toFixed()]).toEqual(['CANCELLED', '0']);
+    // A cancel that finds the order cancelled answers it unchanged, with the first cancel's time.
+    const cancelledFirst = (await findOrder(db, accountId, toCancel.id))!;
+    expect(await secondCancel).toMatchObject({ ok: true, value: { status: 'CANCELLED', updated_at: cancelledFirst.updated_at } });
+  });
 
 describe('the incremental sync (UPDATED_AT_ASC, paged by commit order)', () => {
   it('holds back a change committed after one still in flight, then hands out both ahead of the cursor', async () => {
@@ -408,7 +436,7 @@ describe('the incremental sync (UPDATED_AT_ASC, paged by commit order)', () => {
     await expect.poll(async () => (start = await syncFrom(accountId, null)).rows.map((row) => row.id)).toEqual([slow.id, fast.id]);
 
     const open = await db.startTransaction().execute();
-    const slowCancel = (await markCancelled(open, accountId, slow.id))!;
+    const slowCancel = (await cancelIn(open, slow))!;
     const fastCancel = await cancelOrderSubmission({ db, accountId }, receiveId(fast.id));
     if (!fastCancel.ok) throw new Error(fastCancel.error.message);
     // The fast cancel committed, but handing it out now would let the slow one land behind the cursor.
