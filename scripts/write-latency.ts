@@ -153,6 +153,10 @@ export async function runWriteBench(options: WriteBenchOptions): Promise<void> {
     'one account': await makeClients(Array.from({ length: CLIENTS }, () => apiKeys[0]!)),
     '8 accounts': await makeClients(apiKeys.slice(0, CLIENTS)),
   };
+  // A burst of fills of one order (a large order executed in many parts): the one case where writes
+  // may wait for each other, since they change the same row. Shown, not held to the target.
+  const oneOrder = await submit(send, apiKeys[0]!, { ...ORDER_INPUT, quantity: String(CLIENTS * (rounds * perClient + 100)) });
+  const burstClients = scenarios['one account'].map((client) => ({ ...client, fillOrder: oneOrder }));
   type Scenario = keyof typeof scenarios;
   const results = new Map<string, { samples: number[]; seconds: number; count: number }>();
   const add = (key: string, run: { samples: number[]; seconds: number }) => {
@@ -167,6 +171,7 @@ export async function runWriteBench(options: WriteBenchOptions): Promise<void> {
   for (const clients of Object.values(scenarios)) {
     for (const operation of OPERATIONS) await concurrently(clients, 5, (client) => requestOf(send, operation, client));
   }
+  await concurrently(burstClients, 5, (client) => requestOf(send, 'recordFill', client));
 
   for (let round = 0; round < rounds; round += 1) {
     add('viewer', await concurrently(scenarios['one account'], perClient, (client) => requestOf(send, 'viewer', client)));
@@ -177,6 +182,7 @@ export async function runWriteBench(options: WriteBenchOptions): Promise<void> {
         add(`${operation}|${scenario}`, await concurrently(scenarios[scenario], perClient, (client) => requestOf(send, operation, client)));
       }
     }
+    add('recordFill|one order', await concurrently(burstClients, perClient, (client) => requestOf(send, 'recordFill', client)));
   }
 
   const viewer = results.get('viewer')!;
@@ -197,6 +203,8 @@ export async function runWriteBench(options: WriteBenchOptions): Promise<void> {
     line(`${operation}, one account`, one, `   ${(oneP50 / viewerP50).toFixed(2)}× viewer`);
     line(`${operation}, 8 accounts`, eight, `   ${(eightP50 / viewerP50).toFixed(2)}× viewer   one/8 accounts ${(oneP50 / eightP50).toFixed(2)}`);
   }
+  const burst = results.get('recordFill|one order')!;
+  line('recordFill, 8 clients filling one order', burst, `   ${(percentile(burst.samples, 50) / viewerP50).toFixed(2)}× viewer (writes of one order wait for each other)`);
 
   // Where a write's time goes: one request at a time, counting round trips.
   console.log('\nper request, one at a time: p50, SQL statements by pool, HTTP requests received by service');
