@@ -69,4 +69,3 @@ export async function migrateSchema(url: string, schema: string, migrations: Rec
     await db.destroy();
   }
 }
-

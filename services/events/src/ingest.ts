@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
+import { z } from 'zod';
 import { fail, ok, type Result } from '@ots/shared/errors';
 import { parseUuid, type Uuid } from '@ots/shared/ids';
-import { INGEST_PATH, isEventType } from '@ots/shared/outbox';
+import { EVENT_TYPES, INGEST_PATH } from '@ots/shared/outbox';
 import { ingestEvents, type EventsDb, type IncomingEvent } from './repository.ts';
 
 /** At most this many events per ingest request; relays send 100. */
@@ -52,32 +53,31 @@ export async function registerIngestRoute(app: FastifyInstance, deps: IngestDeps
 }
 
 /** A relay writes ids as Postgres hands them over, so anything but a lower-case UUID is a broken relay. */
-function relayedUuid(value: unknown): Uuid | undefined {
-  if (typeof value !== 'string') return undefined;
-  const uuid = parseUuid(value);
-  return uuid === value ? uuid : undefined;
-}
+const relayedUuid = z.string().refine((value) => parseUuid(value) === value).transform((value) => value as Uuid);
 
-/** The relay's batch (shared/src/outbox.ts), checked field by field: a message explains a refusal. */
+/** The relay's batch (shared/src/outbox.ts). */
+const ingestBatch = z.object({
+  events: z
+    .array(
+      z.object({
+        id: relayedUuid,
+        accountId: relayedUuid,
+        type: z.enum(EVENT_TYPES),
+        occurredAt: z.iso.datetime({ offset: true }).transform((value) => new Date(value)),
+        data: z.record(z.string(), z.unknown()),
+      }),
+    )
+    .max(MAX_INGEST_BATCH),
+});
+
+/** The relay's batch, checked: a refusal names the event at fault. */
 export function parseIngestBatch(body: unknown): Result<IncomingEvent[]> {
-  const refuse = (message: string) => fail<IncomingEvent[]>('VALIDATION_FAILED', message, 'events');
-  const events = (body as { events?: unknown } | null)?.events;
-  if (!Array.isArray(events) || events.length > MAX_INGEST_BATCH) return refuse(`events must be an array of at most ${MAX_INGEST_BATCH}`);
-  const parsed: IncomingEvent[] = [];
-  for (const [index, raw] of events.entries()) {
-    const event = raw as Partial<Record<keyof IncomingEvent, unknown>> | null;
-    const id = relayedUuid(event?.id);
-    const accountId = relayedUuid(event?.accountId);
-    const occurredAt = typeof event?.occurredAt === 'string' ? new Date(event.occurredAt) : undefined;
-    if (
-      !id || !accountId ||
-      typeof event?.type !== 'string' || !isEventType(event.type) ||
-      !occurredAt || Number.isNaN(occurredAt.getTime()) ||
-      typeof event.data !== 'object' || event.data === null || Array.isArray(event.data)
-    ) {
-      return refuse(`events[${index}] needs a lower-case UUID id and accountId, a known type, an ISO occurredAt and an object data`);
-    }
-    parsed.push({ id, accountId, type: event.type, occurredAt, data: event.data });
-  }
-  return ok(parsed);
+  const parsed = ingestBatch.safeParse(body);
+  if (parsed.success) return ok(parsed.data.events);
+  const [, index] = parsed.error.issues[0]?.path ?? [];
+  const message =
+    typeof index === 'number'
+      ? `events[${index}] needs a lower-case UUID id and accountId, a known type, an ISO occurredAt and an object data`
+      : `events must be an array of at most ${MAX_INGEST_BATCH}`;
+  return fail('VALIDATION_FAILED', message, 'events');
 }
