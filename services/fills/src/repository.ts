@@ -1,4 +1,5 @@
 import { sql, type Generated, type Kysely, type Selectable } from 'kysely';
+import { compiledStatement } from '@ots/shared/compiled-statement';
 import type { Uuid } from '@ots/shared/ids';
 import type { OutboxDatabase, OutboxRow } from '@ots/shared/outbox';
 import { inKeysetOrder, type KeysetPosition } from '@ots/shared/pagination';
@@ -54,25 +55,29 @@ export interface NewPendingFill {
  * (the unique index decides between concurrent duplicates; the loser reads the winner's row).
  */
 export async function insertPendingFill(db: FillsDb, fill: NewPendingFill): Promise<FillRow | undefined> {
-  return db
+  const [stored] = await insertPendingFillStatement(db, fill);
+  return stored;
+}
+
+const insertPendingFillStatement = compiledStatement((db: FillsDb, p: NewPendingFill) =>
+  db
     .insertInto('fills')
     .values({
-      id: fill.id,
-      account_id: fill.accountId,
-      api_key_id: fill.apiKeyId,
-      order_submission_id: fill.orderSubmissionId,
-      execution_id: fill.executionId,
-      quantity: fill.quantity,
-      price: fill.price,
-      fee: fill.fee,
-      liquidity: fill.liquidity,
-      executed_at: fill.executedAt ?? sql<Date>`now()`,
+      id: p.id,
+      account_id: p.accountId,
+      api_key_id: p.apiKeyId,
+      order_submission_id: p.orderSubmissionId,
+      execution_id: p.executionId,
+      quantity: p.quantity,
+      price: p.price,
+      fee: p.fee,
+      liquidity: p.liquidity,
+      executed_at: sql<Date>`coalesce(${p.executedAt}::timestamptz, now())`,
       status: 'PENDING',
     })
     .onConflict((conflict) => conflict.columns(['account_id', 'execution_id']).doNothing())
-    .returningAll()
-    .executeTakeFirst();
-}
+    .returningAll(),
+);
 
 /** Pending or applied: idempotency looks at both. */
 export async function findFillByExecutionId(db: FillsDb, accountId: string, executionId: string): Promise<FillRow | undefined> {
@@ -113,13 +118,26 @@ export async function applyPendingFill(
   order: OrderDetails,
   event: OutboxRow,
 ): Promise<AppliedFillRow | undefined> {
-  return db
+  const [applied] = await applyPendingFillStatement(db, {
+    accountId,
+    fillId,
+    ...order,
+    eventId: event.id,
+    eventType: event.type,
+    eventOccurredAt: event.occurred_at,
+    eventData: event.data,
+  });
+  return applied;
+}
+
+const applyPendingFillStatement = compiledStatement((db: FillsDb, p: OrderDetails & { accountId: string; fillId: Uuid; eventId: string; eventType: string; eventOccurredAt: Date; eventData: string }) =>
+  db
     .with('applied', (cte) =>
       cte
         .updateTable('fills')
-        .set({ status: 'APPLIED', applied_at: sql<Date>`now()`, strategy_id: order.strategyId, symbol: order.symbol, side: order.side })
-        .where('account_id', '=', accountId)
-        .where('id', '=', fillId)
+        .set({ status: 'APPLIED', applied_at: sql<Date>`now()`, strategy_id: p.strategyId, symbol: p.symbol, side: p.side })
+        .where('account_id', '=', p.accountId)
+        .where('id', '=', p.fillId)
         .where('status', '=', 'PENDING')
         .returningAll(),
     )
@@ -131,20 +149,19 @@ export async function applyPendingFill(
           eb
             .selectFrom('applied')
             .select([
-              eb.val(event.id).as('id'),
+              eb.val(p.eventId).as('id'),
               'applied.account_id',
-              eb.val(event.type).as('type'),
-              eb.val(event.occurred_at).as('occurred_at'),
-              eb.val(event.data).as('data'),
+              eb.val(p.eventType).as('type'),
+              eb.val(p.eventOccurredAt).as('occurred_at'),
+              eb.val(p.eventData).as('data'),
             ]),
         ),
     )
     .with('no_flush_wait', (cte) => cte.selectNoFrom(sql<string>`set_config('synchronous_commit', 'off', true)`.as('synchronous_commit')))
     .selectFrom(['applied', 'no_flush_wait'])
     .selectAll('applied')
-    .$narrowType<AppliedColumns>()
-    .executeTakeFirst();
-}
+    .$narrowType<AppliedColumns>(),
+);
 
 /** Drops a fill the orders subgraph refused; an applied fill is never dropped. */
 export async function deletePendingFill(db: FillsDb, accountId: string, fillId: Uuid): Promise<void> {

@@ -1,5 +1,6 @@
 import { sql, type Generated, type Kysely, type QueryCreator, type Selectable, type SelectQueryBuilder } from 'kysely';
 import { inCommitOrder } from '@ots/shared/commit-order';
+import { compiledStatement } from '@ots/shared/compiled-statement';
 import { formatDecimal, type Decimal } from '@ots/shared/decimal';
 import { newId, type Uuid } from '@ots/shared/ids';
 import type { EventType, OutboxDatabase } from '@ots/shared/outbox';
@@ -81,13 +82,23 @@ export interface OrderEvent {
 const isoTime = (column: OrderTimes) =>
   sql<string>`to_char(${sql.ref(`changed.${column}`)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
+/** An order event's values, bound to the statement that writes it (`eventOfChangedOrder`). */
+interface EventParams {
+  eventId: Uuid;
+  eventType: EventType;
+  /** The event's data but for the order's times, as JSON text. */
+  eventData: string;
+}
+
+const eventParams = (event: OrderEvent): EventParams => ({ eventId: event.id, eventType: event.type, eventData: JSON.stringify(event.data) });
+
 /**
- * The outbox row of `event`, for a statement whose `changed` CTE is the order it wrote: written in
+ * The outbox row of the event, for a statement whose `changed` CTE is the order it wrote: written in
  * the same statement, so a write and its event commit together with no transaction around them
  * (one round trip, and the row lock is held for the statement only), and with the written row's
  * own times. No row changed, no event.
  */
-function eventOfChangedOrder(event: OrderEvent) {
+function eventOfChangedOrder(p: EventParams) {
   return (db: QueryCreator<OrdersDatabase & { changed: OrderRow }>) =>
     db
       .insertInto('outbox')
@@ -96,19 +107,24 @@ function eventOfChangedOrder(event: OrderEvent) {
         eb
           .selectFrom('changed')
           .select([
-            sql<string>`${event.id}::uuid`.as('id'),
+            sql<string>`${p.eventId}::uuid`.as('id'),
             'changed.account_id',
-            sql<string>`${event.type}`.as('type'),
+            sql<string>`${p.eventType}`.as('type'),
             'changed.updated_at',
-            sql<string>`${JSON.stringify(event.data)}::jsonb || jsonb_build_object(
+            sql<string>`${p.eventData}::jsonb || jsonb_build_object(
               'submittedAt', ${isoTime('submitted_at')}, 'updatedAt', ${isoTime('updated_at')},
               'cancelledAt', ${isoTime('cancelled_at')}, 'replacedAt', ${isoTime('replaced_at')})`.as('data'),
           ]),
       );
 }
 
+const findOrderStatement = compiledStatement((db: OrdersDb, p: { accountId: string; id: Uuid }) =>
+  db.selectFrom('order_submissions').selectAll().where('account_id', '=', p.accountId).where('id', '=', p.id),
+);
+
 export async function findOrder(db: OrdersDb, accountId: string, id: Uuid): Promise<OrderRow | undefined> {
-  return db.selectFrom('order_submissions').selectAll().where('account_id', '=', accountId).where('id', '=', id).executeTakeFirst();
+  const [order] = await findOrderStatement(db, { accountId, id });
+  return order;
 }
 
 /** For the entity loader: one query for a batch of ids. */
@@ -137,6 +153,26 @@ export async function lockOrder(db: OrdersDb, accountId: string, id: Uuid): Prom
     .executeTakeFirst();
 }
 
+const findOrderForFillStatement = compiledStatement((db: OrdersDb, p: { accountId: string; id: Uuid; fillId: string }) =>
+  db
+    .selectFrom('order_submissions')
+    .selectAll('order_submissions')
+    .select((eb) =>
+      eb
+        .exists(
+          eb
+            .selectFrom('fill_applications')
+            .select('fill_applications.fill_id')
+            .where('fill_applications.account_id', '=', p.accountId)
+            .where('fill_applications.fill_id', '=', p.fillId)
+            .whereRef('fill_applications.order_submission_id', '=', 'order_submissions.id'),
+        )
+        .as('fill_applied'),
+    )
+    .where('order_submissions.account_id', '=', p.accountId)
+    .where('order_submissions.id', '=', p.id),
+);
+
 /**
  * The order, and whether this fill id has been applied to it, read in one statement: one snapshot,
  * so the two agree. No lock: the write that follows only succeeds if the order is still this
@@ -148,24 +184,7 @@ export async function findOrderForFill(
   id: Uuid,
   fillId: string,
 ): Promise<{ order: OrderRow; fillApplied: boolean } | undefined> {
-  const row = await db
-    .selectFrom('order_submissions')
-    .selectAll('order_submissions')
-    .select((eb) =>
-      eb
-        .exists(
-          eb
-            .selectFrom('fill_applications')
-            .select('fill_applications.fill_id')
-            .where('fill_applications.account_id', '=', accountId)
-            .where('fill_applications.fill_id', '=', fillId)
-            .whereRef('fill_applications.order_submission_id', '=', 'order_submissions.id'),
-        )
-        .as('fill_applied'),
-    )
-    .where('order_submissions.account_id', '=', accountId)
-    .where('order_submissions.id', '=', id)
-    .executeTakeFirst();
+  const [row] = await findOrderForFillStatement(db, { accountId, id, fillId });
   if (!row) return undefined;
   const { fill_applied: fillApplied, ...order } = row;
   return { order, fillApplied: Boolean(fillApplied) };
@@ -202,12 +221,32 @@ export function newOrder(accountId: string, draft: OrderDraft, replacesId: Uuid 
  * account never wait for each other.
  */
 export async function insertOrder(db: OrdersDb, order: NewOrder, event: OrderEvent): Promise<OrderRow | undefined> {
-  return db
+  const [inserted] = await insertOrderStatement(db, { ...order, ...eventParams(event) });
+  return inserted;
+}
+
+const insertOrderStatement = compiledStatement((db: OrdersDb, p: NewOrder & EventParams) =>
+  db
     .with('changed', (qb) =>
       qb
         .insertInto('order_submissions')
         .values({
-          ...order,
+          id: p.id,
+          account_id: p.account_id,
+          client_order_id: p.client_order_id,
+          strategy_id: p.strategy_id,
+          symbol: p.symbol,
+          side: p.side,
+          type: p.type,
+          time_in_force: p.time_in_force,
+          quantity: p.quantity,
+          limit_price: p.limit_price,
+          stop_price: p.stop_price,
+          status: p.status,
+          filled_quantity: p.filled_quantity,
+          fill_notional: p.fill_notional,
+          replaced_by: p.replaced_by,
+          replaces_id: p.replaces_id,
           // The statement's start (no lock to wait for): one value for both.
           submitted_at: sql<Date>`now()`,
           updated_at: sql<Date>`now()`,
@@ -217,11 +256,10 @@ export async function insertOrder(db: OrdersDb, order: NewOrder, event: OrderEve
         .onConflict((conflict) => conflict.columns(['account_id', 'client_order_id']).doNothing())
         .returningAll(),
     )
-    .with('event', eventOfChangedOrder(event))
+    .with('event', eventOfChangedOrder(p))
     .selectFrom('changed')
-    .selectAll()
-    .executeTakeFirst();
-}
+    .selectAll(),
+);
 
 /**
  * Cancels the order, with its event, if it is still the version read (`commit_xid`): a
@@ -230,36 +268,45 @@ export async function insertOrder(db: OrdersDb, order: NewOrder, event: OrderEve
  * waited for, then its new version fails the comparison.
  */
 export async function markCancelled(db: OrdersDb, accountId: string, id: Uuid, version: string, event: OrderEvent): Promise<OrderRow | undefined> {
-  return db
+  const [cancelled] = await markCancelledStatement(db, { accountId, id, version, ...eventParams(event) });
+  return cancelled;
+}
+
+const markCancelledStatement = compiledStatement((db: OrdersDb, p: { accountId: string; id: Uuid; version: string } & EventParams) =>
+  db
     .with('changed', (qb) =>
       stampedUpdate(qb)
         .set({ status: 'CANCELLED', cancelled_at: changeStamp, updated_at: changeStamp })
-        .where('order_submissions.account_id', '=', accountId)
-        .where('order_submissions.id', '=', id)
-        .where('order_submissions.commit_xid', '=', version)
+        .where('order_submissions.account_id', '=', p.accountId)
+        .where('order_submissions.id', '=', p.id)
+        .where('order_submissions.commit_xid', '=', p.version)
         .returningAll('order_submissions'),
     )
-    .with('event', eventOfChangedOrder(event))
+    .with('event', eventOfChangedOrder(p))
     .selectFrom('changed')
-    .selectAll()
-    .executeTakeFirst();
-}
+    .selectAll(),
+);
 
 /** Marks the order REPLACED by `replacedBy`, with its event; the caller holds the order's lock and has decided on it. */
 export async function markReplaced(db: OrdersDb, accountId: string, id: Uuid, replacedBy: Uuid, event: OrderEvent): Promise<OrderRow> {
-  return db
+  const [replaced] = await markReplacedStatement(db, { accountId, id, replacedBy, ...eventParams(event) });
+  if (!replaced) throw new Error(`order ${id} to mark replaced is not in account ${accountId}`);
+  return replaced;
+}
+
+const markReplacedStatement = compiledStatement((db: OrdersDb, p: { accountId: string; id: Uuid; replacedBy: Uuid } & EventParams) =>
+  db
     .with('changed', (qb) =>
       stampedUpdate(qb)
-        .set({ status: 'REPLACED', replaced_at: changeStamp, replaced_by: replacedBy, updated_at: changeStamp })
-        .where('order_submissions.account_id', '=', accountId)
-        .where('order_submissions.id', '=', id)
+        .set({ status: 'REPLACED', replaced_at: changeStamp, replaced_by: p.replacedBy, updated_at: changeStamp })
+        .where('order_submissions.account_id', '=', p.accountId)
+        .where('order_submissions.id', '=', p.id)
         .returningAll('order_submissions'),
     )
-    .with('event', eventOfChangedOrder(event))
+    .with('event', eventOfChangedOrder(p))
     .selectFrom('changed')
-    .selectAll()
-    .executeTakeFirstOrThrow();
-}
+    .selectAll(),
+);
 
 export interface OpenOrderFilter {
   symbol?: string;
@@ -303,23 +350,53 @@ export async function recordFillApplication(
   version: string,
   event: OrderEvent,
 ): Promise<OrderRow | undefined> {
-  return db
+  const [updated] = await recordFillApplicationStatement(db, {
+    accountId,
+    orderId: fill.orderId,
+    version,
+    status: next.status,
+    filledQuantity: wire(next.filledQuantity),
+    fillNotional: next.fillNotional.toFixed(),
+    cancelledAt: next.cancelledAt,
+    fillId: fill.fillId,
+    quantity: wire(fill.quantity),
+    price: wire(fill.price),
+    ...eventParams(event),
+  });
+  return updated;
+}
+
+interface FillApplicationParams extends EventParams {
+  accountId: string;
+  orderId: Uuid;
+  version: string;
+  status: OrderStatus;
+  filledQuantity: string;
+  fillNotional: string;
+  cancelledAt: Date | null;
+  fillId: string;
+  quantity: string;
+  price: string;
+}
+
+const recordFillApplicationStatement = compiledStatement((db: OrdersDb, p: FillApplicationParams) =>
+  db
     .with('changed', (qb) =>
       stampedUpdate(qb)
         .set({
-          status: next.status,
-          filled_quantity: wire(next.filledQuantity),
-          fill_notional: next.fillNotional.toFixed(),
+          status: p.status,
+          filled_quantity: p.filledQuantity,
+          fill_notional: p.fillNotional,
           // A late fill that completes a cancelled order clears its cancelledAt.
-          cancelled_at: next.cancelledAt,
+          cancelled_at: p.cancelledAt,
           updated_at: changeStamp,
         })
-        .where('order_submissions.account_id', '=', accountId)
-        .where('order_submissions.id', '=', fill.orderId)
-        .where('order_submissions.commit_xid', '=', version)
+        .where('order_submissions.account_id', '=', p.accountId)
+        .where('order_submissions.id', '=', p.orderId)
+        .where('order_submissions.commit_xid', '=', p.version)
         .returningAll('order_submissions'),
     )
-    .with('event', eventOfChangedOrder(event))
+    .with('event', eventOfChangedOrder(p))
     .with('application', (qb) =>
       qb
         .insertInto('fill_applications')
@@ -329,18 +406,17 @@ export async function recordFillApplication(
             .selectFrom('changed')
             .select([
               'changed.account_id',
-              sql<string>`${fill.fillId}::text`.as('fill_id'),
+              sql<string>`${p.fillId}::text`.as('fill_id'),
               'changed.id',
-              sql<string>`${wire(fill.quantity)}::numeric`.as('quantity'),
-              sql<string>`${wire(fill.price)}::numeric`.as('price'),
+              sql<string>`${p.quantity}::numeric`.as('quantity'),
+              sql<string>`${p.price}::numeric`.as('price'),
               'changed.updated_at',
             ]),
         ),
     )
     .selectFrom('changed')
-    .selectAll()
-    .executeTakeFirst();
-}
+    .selectAll(),
+);
 
 /** A page of a list: where it starts in its ordering, and what it keeps. */
 export type OrderPage = ListPosition & {
