@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import { Decimal, formatDecimal } from '@ots/shared/decimal';
 import { fail, ok, type Result } from '@ots/shared/errors';
 import { newId, type ReceivedId, type Uuid } from '@ots/shared/ids';
@@ -249,28 +250,76 @@ export interface FillResult {
 export async function applyFill({ db, accountId }: OrdersScope, fill: FillRequest): Promise<FillResult> {
   const orderId = fill.orderSubmissionId;
   if (orderId === undefined) return { outcome: 'NOT_FOUND', order: null };
-  return decideThenWrite(db, accountId, orderId, async (db): Promise<FillResult | typeof CHANGED> => {
-    const found = await repository.findOrderForFill(db, accountId, orderId, fill.fillId);
-    const decision = decideFill(found && fillStateOf(found.order), found?.fillApplied ?? false, { ...fill, executedAt: fill.executedAt ?? null });
-    // A refusal read on a consistent version is final: an order never regains quantity or reopens.
-    if (decision.outcome !== 'APPLIED') return { outcome: decision.outcome, order: found?.order ?? null };
-    const { next } = decision;
-    const event = orderEventOf(fillEventType(next.status), {
-      ...found!.order,
-      status: next.status,
-      filled_quantity: formatDecimal(next.filledQuantity),
-      fill_notional: next.fillNotional.toFixed(),
-    });
-    const updated = await repository.recordFillApplication(
-      db,
-      accountId,
-      { fillId: fill.fillId, orderId, quantity: fill.quantity, price: fill.price },
-      next,
-      found!.order.commit_xid,
-      event,
-    );
-    return updated ? { outcome: 'APPLIED', order: updated } : CHANGED;
+  const filled = lastFilledVersions(db);
+  const known = filled.get(orderId);
+  const onKnownVersion = known?.account_id === accountId ? await applyOnKnownVersion(db, known, fill) : undefined;
+  const result =
+    onKnownVersion ??
+    (await decideThenWrite(db, accountId, orderId, async (db): Promise<FillResult | typeof CHANGED> => {
+      const found = await repository.findOrderForFill(db, accountId, orderId, fill.fillId);
+      const decision = decideFill(found && fillStateOf(found.order), found?.fillApplied ?? false, { ...fill, executedAt: fill.executedAt ?? null });
+      // A refusal read on a consistent version is final: an order never regains quantity or reopens.
+      if (decision.outcome !== 'APPLIED') return { outcome: decision.outcome, order: found?.order ?? null };
+      const updated = await writeFillApplication(db, found!.order, fill, decision.next);
+      return updated ? { outcome: 'APPLIED', order: updated } : CHANGED;
+    }));
+  if (result.order) filled.set(orderId, result.order);
+  return result;
+}
+
+/**
+ * The version of each order this process last saw a fill decided on, so that the next fill of the
+ * order (partial fills come in bursts) need not read it first. It is only a guess at the current
+ * version: the fill is decided on it and written with a compare-and-set on it, so a version that is
+ * no longer current (another write, or another orders process, changed the order) costs one statement
+ * that writes nothing, then the usual read. Per database handle, i.e. per orders process.
+ */
+const versionsOfFilledOrders = new WeakMap<OrdersDb, LRUCache<Uuid, OrderRow>>();
+
+function lastFilledVersions(db: OrdersDb): LRUCache<Uuid, OrderRow> {
+  let versions = versionsOfFilledOrders.get(db);
+  if (!versions) {
+    versions = new LRUCache({ max: 10_000 });
+    versionsOfFilledOrders.set(db, versions);
+  }
+  return versions;
+}
+
+/**
+ * The fill decided on a version of its order this process saw, without reading it. Only an
+ * application is taken from it: the order row does not say whether this fill id was applied
+ * already, so a refusal is left to the usual read, which does (`ALREADY_APPLIED` comes before any
+ * refusal), and an application of a fill id the database holds is refused whole by
+ * `fill_applications`' primary key, then decided on the read. Undefined: decide on the read.
+ */
+async function applyOnKnownVersion(db: OrdersDb, known: OrderRow, fill: FillRequest): Promise<FillResult | undefined> {
+  const decision = decideFill(fillStateOf(known), false, { ...fill, executedAt: fill.executedAt ?? null });
+  if (decision.outcome !== 'APPLIED') return undefined;
+  try {
+    const updated = await writeFillApplication(db, known, fill, decision.next);
+    return updated && { outcome: 'APPLIED', order: updated };
+  } catch (error) {
+    if (repository.isFillIdAlreadyApplied(error)) return undefined;
+    throw error;
+  }
+}
+
+/** Writes the fill's application on `order` if that is still the order's version; undefined if it is not. */
+async function writeFillApplication(db: OrdersDb, order: OrderRow, fill: FillRequest, next: FillState): Promise<OrderRow | undefined> {
+  const event = orderEventOf(fillEventType(next.status), {
+    ...order,
+    status: next.status,
+    filled_quantity: formatDecimal(next.filledQuantity),
+    fill_notional: next.fillNotional.toFixed(),
   });
+  return repository.recordFillApplication(
+    db,
+    order.account_id,
+    { fillId: fill.fillId, orderId: order.id, quantity: fill.quantity, price: fill.price },
+    next,
+    order.commit_xid,
+    event,
+  );
 }
 
 export interface Replacement {

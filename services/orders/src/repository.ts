@@ -418,6 +418,14 @@ const recordFillApplicationStatement = compiledStatement((db: OrdersDb, p: FillA
     .selectAll(),
 );
 
+/** The error of `recordFillApplication` when the fill id is applied to the order already: nothing was written. */
+export function isFillIdAlreadyApplied(error: unknown): boolean {
+  const { code, constraint } = error as { code?: unknown; constraint?: unknown };
+  return code === UNIQUE_VIOLATION && constraint === 'fill_applications_pkey';
+}
+
+const UNIQUE_VIOLATION = '23505';
+
 /** A page of a list: where it starts in its ordering, and what it keeps. */
 export type OrderPage = ListPosition & {
   filter: OrderFilter;

@@ -1,5 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { createDatabase } from '@ots/shared/db';
 import { Decimal } from '@ots/shared/decimal';
 import { newId, parseUuid, receiveId } from '@ots/shared/ids';
 import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
@@ -15,7 +16,8 @@ import {
   type FillRequest,
   type SubmitOrderRequest,
 } from '../src/operations.ts';
-import { findOrder, markCancelled, type OrderRow, type OrdersDb } from '../src/repository.ts';
+import { SCHEMA } from '../migrations/index.ts';
+import { findOrder, markCancelled, type OrderRow, type OrdersDatabase, type OrdersDb } from '../src/repository.ts';
 import { listRequest } from '../src/resolvers.ts';
 import type { StrategyLookup } from '../src/strategy-lookup.ts';
 import { someAccount, useOrdersDatabase } from './database.ts';
@@ -25,7 +27,7 @@ import { someAccount, useOrdersDatabase } from './database.ts';
  * commit order are properties of the SQL, so they are tested where they can be forced.
  */
 
-const { db } = await useOrdersDatabase();
+const { db, url } = await useOrdersDatabase();
 
 const d = (value: string) => new Decimal(value);
 
@@ -328,6 +330,42 @@ describe('applyFill', () => {
     const results = await Promise.all(Array.from({ length: 12 }, () => applyFill({ db, accountId }, same)));
     expect(results.filter((result) => result.outcome === 'APPLIED')).toHaveLength(1);
     expect(results.filter((result) => result.outcome === 'ALREADY_APPLIED')).toHaveLength(11);
+    expect(d((await findOrder(db, accountId, order.id))!.filled_quantity).eq(3)).toBe(true);
+  });
+});
+
+describe('applyFill on the version of the order this process saw last', () => {
+  /** A second orders process: its own pool, so its own idea of each order's last version. */
+  const otherProcess = createDatabase<OrdersDatabase>({ url, schema: SCHEMA, applicationName: 'orders-test-other', maxConnections: 4 });
+  afterAll(() => otherProcess.destroy());
+
+  it('decides on the current version when another process changed the order since: fills add up, a cancel refuses', async () => {
+    const accountId = someAccount();
+    const order = await submitted(accountId, limitOrder({ quantity: d('10') }));
+    expect((await applyFill({ db, accountId }, fill(order.id, '1', '10'))).outcome).toBe('APPLIED');
+    expect((await applyFill({ db: otherProcess, accountId }, fill(order.id, '2', '13'))).outcome).toBe('APPLIED');
+    const third = await applyFill({ db, accountId }, fill(order.id, '3', '11'));
+    expect(third.outcome).toBe('APPLIED');
+    expect(d(third.order!.filled_quantity).eq(6)).toBe(true);
+    expect(d(third.order!.fill_notional).eq(10 + 26 + 33)).toBe(true);
+
+    await cancelOrderSubmission({ db: otherProcess, accountId }, receiveId(order.id));
+    const afterCancel = await applyFill({ db, accountId }, { ...fill(order.id, '1', '10'), executedAt: new Date(Date.now() + 1_000) });
+    expect(afterCancel).toMatchObject({ outcome: 'NOT_FILLABLE', order: { status: 'CANCELLED' } });
+    expect(d((await findOrder(db, accountId, order.id))!.filled_quantity).eq(6)).toBe(true);
+  });
+
+  it('answers a fill id applied already with ALREADY_APPLIED, whichever process applied it, and counts it once', async () => {
+    const accountId = someAccount();
+    const order = await submitted(accountId, limitOrder({ quantity: d('10') }));
+    const byOther = fill(order.id, '2', '5');
+    await applyFill({ db, accountId }, fill(order.id, '1', '5'));
+    await applyFill({ db: otherProcess, accountId }, byOther);
+    expect(await applyFill({ db, accountId }, byOther)).toMatchObject({ outcome: 'ALREADY_APPLIED' });
+    // This process's last version now holds the fill: the retry's write is refused whole by the primary key.
+    const again = await applyFill({ db, accountId }, byOther);
+    expect(again.outcome).toBe('ALREADY_APPLIED');
+    expect(d(again.order!.filled_quantity).eq(3)).toBe(true);
     expect(d((await findOrder(db, accountId, order.id))!.filled_quantity).eq(3)).toBe(true);
   });
 });
