@@ -194,12 +194,16 @@ export async function relayOutboxOnce(options: OutboxRelayOptions): Promise<numb
 const MAX_BACKOFF_MS = 30_000;
 
 /**
- * Every answered request wakes the relay; at most one pass starts per this interval, so a burst of
- * writes goes to the events service in a few batches instead of one HTTP call per write (measured
- * with `npm run bench`: one pass per write roughly doubled a write's cost on 2 cores). An event
- * waits at most this long for its pass.
+ * Every answered request wakes the relay, and an idle relay passes at once; under load at most one
+ * pass starts per this interval, so that a burst of writes goes to the events service in a few
+ * batches. A pass (read, signed HTTP call, the events service's insert, delete) costs the Node
+ * thread about a millisecond whatever its size, so this interval sets what relaying adds to each
+ * write under load: measured with `npm run bench`, one pass per write roughly doubled a write's cost
+ * on 2 cores; one per 10 ms added about a tenth to `recordFill` (its write and its order's each
+ * wake a relay), one per 50 ms about a thirtieth. So, under load, an event waits at most this long
+ * (plus the pass before it) to leave: nothing to a webhook's receiver, which hears within seconds.
  */
-const RELAY_MIN_WAKE_INTERVAL_MS = 10;
+const RELAY_MIN_WAKE_INTERVAL_MS = 50;
 
 /**
  * Starts a relay: a full batch is followed at once by the next, an empty outbox is looked at again

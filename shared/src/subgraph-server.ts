@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { ApolloServer, type ContextFunction } from '@apollo/server';
 import { unwrapResolverError } from '@apollo/server/errors';
-import { ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginInlineTraceDisabled } from '@apollo/server/plugin/disabled';
 import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastify';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -176,8 +176,10 @@ export async function startSubgraphServer<Context extends BaseContext>(options: 
     includeStacktraceInErrorResponses: false,
     // The process's own signal handler drains and stops every server in order.
     stopOnTerminationSignals: false,
-    // Inline traces would hand per-field timings to whoever calls the subgraph.
-    plugins: [fastifyApolloDrainPlugin(app), ApolloServerPluginInlineTraceDisabled(), requestLogPlugin()],
+    // Inline traces would hand per-field timings to whoever calls the subgraph. No field has a
+    // cache hint and no answer is cached (every request is an authenticated POST), so the cache
+    // control plugin Apollo installs by default would only wrap every field's resolver.
+    plugins: [fastifyApolloDrainPlugin(app), ApolloServerPluginInlineTraceDisabled(), ApolloServerPluginCacheControlDisabled(), requestLogPlugin()],
   });
   await apollo.start();
 
