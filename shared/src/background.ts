@@ -13,9 +13,9 @@ export interface LoopOptions {
   /**
    * The least time from one step's start to the next one's when woken: wake-ups that come closer
    * together are served by one step, so a burst of work is handled in batches rather than one
-   * step per wake-up.
+   * step per wake-up. A function is asked as each step starts, for the interval after that step.
    */
-  minWakeIntervalMs?: number;
+  minWakeIntervalMs?: number | (() => number);
 }
 
 /**
@@ -24,7 +24,9 @@ export interface LoopOptions {
  */
 export function startLoop(name: string, step: () => Promise<number>, log: Pick<Logger, 'error'>, options: LoopOptions = {}): BackgroundLoop {
   const errorDelayMs = options.errorDelayMs ?? 1_000;
-  const minWakeIntervalMs = options.minWakeIntervalMs ?? 0;
+  const { minWakeIntervalMs: fixedOrAsked = 0 } = options;
+  const nextMinWakeInterval = typeof fixedOrAsked === 'function' ? fixedOrAsked : () => fixedOrAsked;
+  let minWakeIntervalMs = 0;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
@@ -35,6 +37,7 @@ export function startLoop(name: string, step: () => Promise<number>, log: Pick<L
   const run = () => {
     timer = undefined;
     lastStart = performance.now();
+    minWakeIntervalMs = nextMinWakeInterval();
     running = step().then(
       (delayMs) => delayMs,
       (error: unknown) => {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { sql, type ColumnType, type Generated, type Kysely } from 'kysely';
 import { Webhook } from 'standardwebhooks';
 import { startLoop, type BackgroundLoop } from './background.ts';
@@ -194,16 +195,41 @@ export async function relayOutboxOnce(options: OutboxRelayOptions): Promise<numb
 const MAX_BACKOFF_MS = 30_000;
 
 /**
- * Every answered request wakes the relay, and an idle relay passes at once; under load at most one
- * pass starts per this interval, so that a burst of writes goes to the events service in a few
- * batches. A pass (read, signed HTTP call, the events service's insert, delete) costs the Node
- * thread about a millisecond whatever its size, so this interval sets what relaying adds to each
- * write under load: measured with `npm run bench`, one pass per write roughly doubled a write's cost
- * on 2 cores; one per 10 ms added about a tenth to `recordFill` (its write and its order's each
- * wake a relay), one per 50 ms about a thirtieth. So, under load, an event waits at most this long
- * (plus the pass before it) to leave: nothing to a webhook's receiver, which hears within seconds.
+ * Every answered request wakes the relay; at most one pass starts per interval, so that a burst of
+ * writes goes to the events service in a few batches. A pass (read, signed HTTP call, the events
+ * service's insert, delete) costs the Node thread about a millisecond whatever its size, which
+ * matters only when the thread has no time to spare: measured with `npm run bench` (8 clients, the
+ * stack in one process), one pass per 10 ms added about a tenth to `recordFill` (its fill and its
+ * order each wake a relay), one per 50 ms about a twenty-fifth. So the interval follows the load of
+ * the process: 10 ms while its event loop had time to spare, 50 ms while it was busy nearly all
+ * the time, when requests are waiting for the thread and an event's longer wait (up to 50 ms,
+ * nothing to a webhook's receiver) buys them time. In `npm run bench` one client at a time keeps
+ * the loop 55–80% busy and 8 clients 93–100%.
  */
-const RELAY_MIN_WAKE_INTERVAL_MS = 50;
+export function relayWakeIntervalMs(eventLoopUtilization: number): number {
+  return eventLoopUtilization >= 0.9 ? 50 : 10;
+}
+
+/**
+ * The relay's interval after each pass, from the event loop's utilization since the pass before,
+ * smoothed over passes: a window of its own reads a few back-to-back requests, or the start-up of
+ * the process, as saturation (deciding on the last 100 or 500 ms alone, one client at a time still
+ * had about one event in a hundred wait 50 ms: webhook p99 about 40 ms, against 15 ms smoothed),
+ * while 8 clients keep it saturated pass after pass.
+ */
+function relayWakeIntervalByLoad(): () => number {
+  let since = performance.eventLoopUtilization();
+  let load = 0;
+  return () => {
+    const now = performance.eventLoopUtilization();
+    load += LOAD_SMOOTHING * (performance.eventLoopUtilization(now, since).utilization - load);
+    since = now;
+    return relayWakeIntervalMs(load);
+  };
+}
+
+/** Each pass's window weighs a fifth: six to twelve saturated passes (a tenth to a quarter of a second) cross 90%. */
+const LOAD_SMOOTHING = 0.2;
 
 /**
  * Starts a relay: a full batch is followed at once by the next, an empty outbox is looked at again
@@ -234,7 +260,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): BackgroundLoop {
       }
     },
     options.log,
-    { minWakeIntervalMs: RELAY_MIN_WAKE_INTERVAL_MS },
+    { minWakeIntervalMs: relayWakeIntervalByLoad() },
   );
 }
 

@@ -130,7 +130,16 @@ export async function applyPendingFill(
   return applied;
 }
 
-const applyPendingFillStatement = compiledStatement((db: FillsDb, p: OrderDetails & { accountId: string; fillId: Uuid; eventId: string; eventType: string; eventOccurredAt: Date; eventData: string }) =>
+interface SettlementParams extends OrderDetails {
+  accountId: string;
+  fillId: Uuid;
+  eventId: string;
+  eventType: string;
+  eventOccurredAt: Date;
+  eventData: string;
+}
+
+const applyPendingFillStatement = compiledStatement((db: FillsDb, p: SettlementParams) =>
   db
     .with('applied', (cte) =>
       cte
