@@ -243,9 +243,10 @@ export interface FillResult {
 }
 
 /**
- * The fills subgraph's entry point: read, decide by the transition table, then a compare-and-set
- * write of the order, the fill's application and the event (see `decideThenWrite`); the fill's
- * application row makes a repeated fill id a no-op.
+ * The fills subgraph's entry point: decide by the transition table on the version of the order this
+ * process last saw (`applyOnKnownVersion`) or else on a read, then a compare-and-set write of the
+ * order, the fill's application and the event (see `decideThenWrite`); the fill's application row
+ * makes a repeated fill id a no-op.
  */
 export async function applyFill({ db, accountId }: OrdersScope, fill: FillRequest): Promise<FillResult> {
   const orderId = fill.orderSubmissionId;
