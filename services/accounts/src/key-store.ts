@@ -116,8 +116,12 @@ export class ApiKeyStore {
       apiKeyLookups.inc({ layer: 'local' });
       return cached.record;
     }
-    const shared = this.generation === undefined ? undefined : await this.readRedis(hex, this.generation);
+    const generation = this.generation;
+    const shared = generation === undefined ? undefined : await this.readRedis(hex, generation);
     apiKeyLookups.inc({ layer: shared === undefined ? 'none' : 'redis' });
+    // Kept in-process as `load` keeps what it reads, so that a live key costs one Redis read per
+    // in-process lifetime, not one per request; not if the generation moved on during the read.
+    if (shared !== undefined && generation === this.generation) this.remember(hex, shared);
     return shared;
   }
 

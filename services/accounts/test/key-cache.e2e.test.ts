@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createDatabase } from '@ots/shared/db';
 import { createLogger } from '@ots/shared/logger';
 import type { RunningServer } from '@ots/shared/subgraph-server';
@@ -160,6 +160,27 @@ describe('two gateway instances sharing the database and Redis', () => {
     expect(cached).toContain(accountId);
     expect(cached).not.toContain(apiKey.slice(9));
     expect(cached).not.toContain(hashHex);
+  });
+
+  it('a key that Redis answers is then answered in-process: one Redis read per in-process lifetime, not one per request', async () => {
+    const db = createDatabase<AccountsDatabase>({ url: stack.databaseUrl, schema: SCHEMA, applicationName: 'local-layer-test' });
+    const shared = createRedis(stack.config.redisUrl!, logger);
+    const store = new ApiKeyStore({ db, redis: shared, redisKeyPrefix: stack.config.redisKeyPrefix, log: logger, localTtlMs: 300 });
+    try {
+      const { apiKeyId, apiKey } = await stack.createAccountWithKey('Local layer');
+      const keyHash = hashApiKey(stack.config.apiKeyHmacSecret, apiKey);
+      expect((await store.lookup(keyHash))?.keyId).toBe(apiKeyId);
+      await sleep(350);
+      const reads = vi.spyOn(shared, 'get');
+      for (let request = 0; request < 5; request += 1) expect((await store.lookupCached(keyHash))?.keyId).toBe(apiKeyId);
+      expect(reads).toHaveBeenCalledTimes(1);
+      await sleep(350);
+      expect((await store.lookupCached(keyHash))?.keyId).toBe(apiKeyId);
+      expect(reads).toHaveBeenCalledTimes(2);
+    } finally {
+      shared.disconnect();
+      await db.destroy();
+    }
   });
 
   // A look-up that read the key from Postgres just before a revocation, and whose Redis write lands just
