@@ -3,6 +3,7 @@ import * as fills from './001_fills.ts';
 import * as symbolIndex from './002_fills_symbol_index.ts';
 import * as pendingWithoutOrderDetails from './003_pending_without_order_details.ts';
 import * as outbox from './004_outbox.ts';
+import * as pendingById from './005_pending_by_id.ts';
 
 export const SCHEMA = 'fills';
 
@@ -12,4 +13,5 @@ export const migrations: Record<string, Migration> = {
   '002_fills_symbol_index': symbolIndex,
   '003_pending_without_order_details': pendingWithoutOrderDetails,
   '004_outbox': outbox,
+  '005_pending_by_id': pendingById,
 };

@@ -9,7 +9,7 @@ import { expect } from 'vitest';
  */
 
 /** One node of an `EXPLAIN (FORMAT JSON)` plan: the fields the assertions read. */
-export type PlanNode = { 'Node Type': string; 'Index Name'?: string; 'Relation Name'?: string; Plans?: PlanNode[] };
+export type PlanNode = { 'Node Type': string; 'Index Name'?: string; 'Index Cond'?: string; 'Relation Name'?: string; Plans?: PlanNode[] };
 
 /** The tree as a list, root first: an access to the table may sit at any depth of the plan. */
 function planNodes(node: PlanNode): PlanNode[] {
