@@ -18,14 +18,18 @@ function check(query: string, variables?: Record<string, unknown>): void {
   checkScalarInputs(schema, document, operation, variables);
 }
 
-function refusal(query: string, variables?: Record<string, unknown>): GraphQLError {
+function refusalOf(run: () => void): GraphQLError {
   try {
-    check(query, variables);
+    run();
   } catch (error) {
     expect(error).toBeInstanceOf(GraphQLError);
     return error as GraphQLError;
   }
   throw new Error('expected the value to be refused');
+}
+
+function refusal(query: string, variables?: Record<string, unknown>): GraphQLError {
+  return refusalOf(() => check(query, variables));
 }
 
 describe('checkScalarInputs: Decimal and DateTime values checked at the gateway', () => {
@@ -65,5 +69,21 @@ describe('checkScalarInputs: Decimal and DateTime values checked at the gateway'
     const error = refusal('mutation { submit(input: { symbol: "A", quantity: "12.345678901234" }) }');
     expect(error.message).toMatch(/input\.quantity/);
     expect(error.message).toMatch(/fraction digits/);
+  });
+
+  it('checks the variables of every request, and refuses a bad literal every time, when the parsed document is reused', () => {
+    const document = parse('mutation ($i: OrderInput!) { submit(input: $i) }');
+    const operation = document.definitions[0] as OperationDefinitionNode;
+    expect(() => checkScalarInputs(schema, document, operation, { i: { symbol: 'A', quantity: '1' } })).not.toThrow();
+    expect(() => checkScalarInputs(schema, document, operation, { i: { symbol: 'A', quantity: 1 } })).toThrow(/\$i\.quantity/);
+    expect(() => checkScalarInputs(schema, document, operation, { i: { symbol: 'A', quantity: '2' } })).not.toThrow();
+
+    const bad = parse('mutation { submit(input: { symbol: "A", quantity: "-1" }) }');
+    const badOperation = bad.definitions[0] as OperationDefinitionNode;
+    const first = refusalOf(() => checkScalarInputs(schema, bad, badOperation, undefined));
+    const second = refusalOf(() => checkScalarInputs(schema, bad, badOperation, undefined));
+    expect(second).not.toBe(first);
+    expect([first.message, first.extensions]).toEqual([second.message, second.extensions]);
+    expect(second.extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: 'input.quantity' });
   });
 });
