@@ -1,4 +1,5 @@
 import type { Compilable, CompiledQuery, Kysely } from 'kysely';
+import { prepareStatement } from './db.ts';
 
 /**
  * Kysely builds and compiles a query anew on every call: a tree of frozen nodes, then the SQL text.
@@ -40,14 +41,31 @@ const placeholders = new Proxy(
   },
 );
 
+export interface CompiledStatementOptions {
+  /**
+   * Sent to Postgres as a named statement, parsed and planned once per connection (`prepareStatement`
+   * in db.ts says what such a statement must be). Its result columns are named: building one that
+   * selects or returns `*` throws.
+   */
+  prepared?: boolean;
+}
+
+/** A `*` that Postgres would expand to a table's columns when it prepares the statement: `select *`, `returning *`, `"t".*`. */
+const EVERY_COLUMN = /(?:\bselect|\breturning|,|\.)\s*\*/i;
+
 export function compiledStatement<DB, Params extends { [Name in keyof Params]: Bindable }, Row>(
   build: (db: Kysely<DB>, params: Params) => Compilable<Row>,
+  options: CompiledStatementOptions = {},
 ): CompiledStatement<DB, Params, Row> {
   let compiled: CompiledQuery<Row> | undefined;
   let bind: ((params: Params) => unknown[]) | undefined;
   return async (db, params) => {
     if (!compiled || !bind) {
       compiled = build(db, placeholders as Params).compile();
+      if (options.prepared) {
+        if (EVERY_COLUMN.test(compiled.sql)) throw new Error(`compiled statement: a prepared statement names its columns, not *: ${compiled.sql}`);
+        prepareStatement(compiled.sql);
+      }
       const sources = compiled.parameters.map((value) => (value instanceof Placeholder ? value.name : { constant: value }));
       bind = (values) => sources.map((source) => (typeof source === 'string' ? values[source as keyof Params] : source.constant));
     }

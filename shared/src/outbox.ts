@@ -144,12 +144,16 @@ export interface OutboxRelayOptions {
 
 export class EventsUnavailableError extends Error {}
 
-// Compiled once: a relay runs them on every pass, many times a second under load.
-const oldestEvents = compiledStatement((db: Kysely<OutboxDatabase>, p: { limit: number }) =>
-  db.selectFrom('outbox').select(['id', 'account_id', 'type', 'occurred_at', 'data', 'created_at']).orderBy('id').limit(p.limit),
+// Compiled and prepared once: a relay runs them on every pass, many times a second under load. The
+// outbox's one index, its primary key, serves both whatever the outbox holds.
+const oldestEvents = compiledStatement(
+  (db: Kysely<OutboxDatabase>, p: { limit: number }) =>
+    db.selectFrom('outbox').select(['id', 'account_id', 'type', 'occurred_at', 'data', 'created_at']).orderBy('id').limit(p.limit),
+  { prepared: true },
 );
-const deleteEvents = compiledStatement((db: Kysely<OutboxDatabase>, p: { ids: readonly string[] }) =>
-  db.deleteFrom('outbox').where(sql<boolean>`id = any(${p.ids}::uuid[])`),
+const deleteEvents = compiledStatement(
+  (db: Kysely<OutboxDatabase>, p: { ids: readonly string[] }) => db.deleteFrom('outbox').where(sql<boolean>`id = any(${p.ids}::uuid[])`),
+  { prepared: true },
 );
 
 /**

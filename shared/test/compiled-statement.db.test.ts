@@ -87,3 +87,40 @@ describe('a compiled statement', () => {
     compiledStatement((db: Kysely<NotesDatabase>, p: { note: { body: string } }) => db.selectFrom('notes').selectAll().where('body', '=', p.note.body));
   });
 });
+
+describe('a prepared compiled statement', () => {
+  const writtenNote = compiledStatement(
+    (db: Kysely<NotesDatabase>, p: { accountId: string; id: number }) =>
+      db.selectFrom('notes').select(['account_id', 'id', 'body']).where('account_id', '=', p.accountId).where('id', '=', p.id),
+    { prepared: true },
+  );
+
+  it('is sent by name: the connection parses it once and keeps it', async () => {
+    await insertNote(db, { accountId: 'p', id: 1, body: 'prepared', tags: [], writtenAt: null });
+    const prepared = await db.connection().execute(async (connection) => {
+      for (let run = 0; run < 3; run += 1) expect(await writtenNote(connection, { accountId: 'p', id: 1 })).toEqual([{ account_id: 'p', id: 1, body: 'prepared' }]);
+      const { rows } = await sql<{ statement: string }>`select statement from pg_prepared_statements`.execute(connection);
+      return rows.map((row) => row.statement);
+    });
+    expect(prepared).toEqual([expect.stringMatching(/^select "account_id", "id", "body" from "notes"/)]);
+  });
+
+  it('keeps answering after a column is added to its table, since it names its columns', async () => {
+    await db.connection().execute(async (connection) => {
+      expect(await writtenNote(connection, { accountId: 'p', id: 1 })).toHaveLength(1);
+      await sql`alter table notes add column mood text`.execute(connection);
+      expect(await writtenNote(connection, { accountId: 'p', id: 1 })).toEqual([{ account_id: 'p', id: 1, body: 'prepared' }]);
+    });
+  });
+
+  it('is refused when it selects or returns *, which Postgres would refuse to re-plan once a column is added', async () => {
+    const everyColumn = compiledStatement((db: Kysely<NotesDatabase>, p: { id: number }) => db.selectFrom('notes').selectAll().where('id', '=', p.id), {
+      prepared: true,
+    });
+    await expect(everyColumn(db, { id: 1 })).rejects.toThrow('a prepared statement names its columns, not *');
+    const returningEvery = compiledStatement((db: Kysely<NotesDatabase>, p: { id: number }) => db.deleteFrom('notes').where('id', '=', p.id).returningAll(), {
+      prepared: true,
+    });
+    await expect(returningEvery(db, { id: -1 })).rejects.toThrow('a prepared statement names its columns, not *');
+  });
+});

@@ -32,6 +32,30 @@ export interface FillsDatabase extends OutboxDatabase {
 
 export type FillsDb = Kysely<FillsDatabase>;
 export type FillRow = Selectable<FillsDatabase['fills']>;
+
+/**
+ * Every column of a fill, by name: what the prepared statements return a fill as. A `*` there would
+ * break them once a column is added (shared/src/compiled-statement.ts); the record below fails to
+ * compile when a column of the table is missing from it.
+ */
+const FILL_COLUMNS = Object.keys({
+  id: true,
+  account_id: true,
+  api_key_id: true,
+  order_submission_id: true,
+  strategy_id: true,
+  symbol: true,
+  side: true,
+  execution_id: true,
+  quantity: true,
+  price: true,
+  fee: true,
+  liquidity: true,
+  executed_at: true,
+  recorded_at: true,
+  status: true,
+  applied_at: true,
+} satisfies Record<keyof FillRow, true>) as (keyof FillRow)[];
 /** An applied fill: every read shows only these, and they always carry the order's symbol and side. */
 export type AppliedFillRow = FillRow & { symbol: string; side: OrderSide };
 type AppliedColumns = { symbol: string; side: OrderSide };
@@ -76,7 +100,8 @@ const insertPendingFillStatement = compiledStatement((db: FillsDb, p: NewPending
       status: 'PENDING',
     })
     .onConflict((conflict) => conflict.columns(['account_id', 'execution_id']).doNothing())
-    .returningAll(),
+    .returning(FILL_COLUMNS),
+  { prepared: true },
 );
 
 /** Pending or applied: idempotency looks at both. */
@@ -147,8 +172,9 @@ const applyPendingFillStatement = compiledStatement((db: FillsDb, p: SettlementP
         .set({ status: 'APPLIED', applied_at: sql<Date>`now()`, strategy_id: p.strategyId, symbol: p.symbol, side: p.side })
         .where('account_id', '=', p.accountId)
         .where('id', '=', p.fillId)
-        .where('status', '=', 'PENDING')
-        .returningAll(),
+        // A literal, so that the plan Postgres keeps for the prepared statement may use the pending fills' index.
+        .where('status', '=', sql.lit('PENDING'))
+        .returning(FILL_COLUMNS),
     )
     .with('event', (cte) =>
       cte
@@ -168,8 +194,9 @@ const applyPendingFillStatement = compiledStatement((db: FillsDb, p: SettlementP
     )
     .with('no_flush_wait', (cte) => cte.selectNoFrom(sql<string>`set_config('synchronous_commit', 'off', true)`.as('synchronous_commit')))
     .selectFrom(['applied', 'no_flush_wait'])
-    .selectAll('applied')
+    .select(FILL_COLUMNS.map((column) => `applied.${column}` as const))
     .$narrowType<AppliedColumns>(),
+  { prepared: true },
 );
 
 /** Drops a fill the orders subgraph refused; an applied fill is never dropped. */

@@ -137,4 +137,14 @@ describe('settling a pending fill', () => {
       expect(scans.map((node) => [node['Node Type'], node['Index Cond']])).toEqual([['Index Scan', expect.stringMatching(/\bid = /)]]);
     }
   });
+
+  it('marks it applied by its id in the plan Postgres keeps for the prepared statement, whatever the values', async () => {
+    // The settlement is prepared (shared/src/db.ts); its status condition is a literal so that this
+    // plan, made without the values, may use the pending fills' index.
+    const fillId = '00000000-0000-4000-8000-0000000000f1' as Uuid;
+    const event = outboxRow({ id: fillId, accountId: burstAccount, type: 'fill.recorded', occurredAt: new Date(), data: {} });
+    const nodes = await freshExplainer.genericPlansOf((handle) => applyPendingFill(handle, burstAccount, fillId, { strategyId: null, symbol: 'SYM1', side: 'BUY' }, event));
+    const scans = nodes.filter((node) => node['Relation Name'] === 'fills' && node['Node Type'].endsWith('Scan'));
+    expect(scans.map((node) => [node['Index Name'], node['Index Cond']])).toEqual([['fills_account_pending_id', expect.stringMatching(/account_id = \$\d+\) AND \(id = \$\d+/)]]);
+  });
 });

@@ -48,6 +48,35 @@ export interface OrdersDatabase extends OutboxDatabase {
 export type OrdersDb = Kysely<OrdersDatabase>;
 export type OrderRow = Selectable<OrdersDatabase['order_submissions']>;
 
+/**
+ * Every column of an order, by name: what the prepared statements return an order as. A `*` there
+ * would break them once a column is added (shared/src/compiled-statement.ts); the record below fails
+ * to compile when a column of the table is missing from it.
+ */
+const ORDER_COLUMNS = Object.keys({
+  id: true,
+  account_id: true,
+  client_order_id: true,
+  strategy_id: true,
+  symbol: true,
+  side: true,
+  type: true,
+  time_in_force: true,
+  quantity: true,
+  limit_price: true,
+  stop_price: true,
+  status: true,
+  filled_quantity: true,
+  fill_notional: true,
+  submitted_at: true,
+  updated_at: true,
+  cancelled_at: true,
+  replaced_at: true,
+  replaced_by: true,
+  replaces_id: true,
+  commit_xid: true,
+} satisfies Record<keyof OrderRow, true>) as (keyof OrderRow)[];
+
 type OrdersQuery = SelectQueryBuilder<OrdersDatabase, 'order_submissions', OrderRow>;
 
 const wire = (value: Decimal): string => formatDecimal(value);
@@ -254,11 +283,12 @@ const insertOrderStatement = compiledStatement((db: OrdersDb, p: NewOrder & Even
           replaced_at: null,
         })
         .onConflict((conflict) => conflict.columns(['account_id', 'client_order_id']).doNothing())
-        .returningAll(),
+        .returning(ORDER_COLUMNS),
     )
     .with('event', eventOfChangedOrder(p))
     .selectFrom('changed')
-    .selectAll(),
+    .select(ORDER_COLUMNS),
+  { prepared: true },
 );
 
 /**
@@ -280,11 +310,12 @@ const markCancelledStatement = compiledStatement((db: OrdersDb, p: { accountId: 
         .where('order_submissions.account_id', '=', p.accountId)
         .where('order_submissions.id', '=', p.id)
         .where('order_submissions.commit_xid', '=', p.version)
-        .returningAll('order_submissions'),
+        .returning(ORDER_COLUMNS),
     )
     .with('event', eventOfChangedOrder(p))
     .selectFrom('changed')
-    .selectAll(),
+    .select(ORDER_COLUMNS),
+  { prepared: true },
 );
 
 /** Marks the order REPLACED by `replacedBy`, with its event; the caller holds the order's lock and has decided on it. */
@@ -394,7 +425,7 @@ const recordFillApplicationStatement = compiledStatement((db: OrdersDb, p: FillA
         .where('order_submissions.account_id', '=', p.accountId)
         .where('order_submissions.id', '=', p.orderId)
         .where('order_submissions.commit_xid', '=', p.version)
-        .returningAll('order_submissions'),
+        .returning(ORDER_COLUMNS),
     )
     .with('event', eventOfChangedOrder(p))
     .with('application', (qb) =>
@@ -415,7 +446,8 @@ const recordFillApplicationStatement = compiledStatement((db: OrdersDb, p: FillA
         ),
     )
     .selectFrom('changed')
-    .selectAll(),
+    .select(ORDER_COLUMNS),
+  { prepared: true },
 );
 
 /** The error of `recordFillApplication` when the fill id is applied to the order already: nothing was written. */

@@ -4,14 +4,14 @@ import { loadConfig } from '@ots/shared/config';
 import { Decimal } from '@ots/shared/decimal';
 import { newId, parseUuid, receiveId, type Uuid } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
-import { expectAccountIndexesOnly, openPlanExplainer, type PlanExplainer } from '@ots/shared/testing/plans';
+import { expectAccountIndexesOnly, openPlanExplainer, type PlanExplainer, type PlanNode } from '@ots/shared/testing/plans';
 import { cursorOf, positionAfter, type OrderFilter, type OrderSubmissionOrder } from '../src/domain.ts';
 import { submitOrder } from '../src/operations.ts';
 import * as repository from '../src/repository.ts';
 import type { OrderRow, OrdersDatabase, OrdersDb } from '../src/repository.ts';
 import { listRequest } from '../src/resolvers.ts';
 import { ordersService } from '../src/service.ts';
-import { useOrdersDatabase } from './database.ts';
+import { openOrdersDatabase, useOrdersDatabase, type OrdersTestDatabase } from './database.ts';
 
 /**
  * What the SQL costs: the plans of every listing (no sequential scan, only indexes that lead with
@@ -178,6 +178,57 @@ describe('query plans on a table of many accounts', () => {
     for (const nodes of [byIds, byClientId]) {
       expect(nodes.map((node) => node['Node Type'])).not.toContain('Seq Scan');
       expect(nodes.some((node) => node['Index Name'])).toBe(true);
+    }
+  });
+});
+
+describe('the prepared writes on a table without statistics', () => {
+  // The writes every order and fill runs are prepared (shared/src/db.ts): Postgres keeps one plan
+  // for any values, made on the statistics of the moment, which in a new database are none. Each
+  // must still find its order with every column of an index bound, never by reading the account.
+  const accountId = '00000000-0000-4000-8000-0000000000c1';
+  let fresh: OrdersTestDatabase;
+  let explainer: PlanExplainer<OrdersDatabase>;
+  let order: OrderRow;
+
+  beforeAll(async () => {
+    fresh = await openOrdersDatabase();
+    explainer = openPlanExplainer<OrdersDatabase>(fresh.url, 'orders');
+    await explainer.pool.query('alter table orders.order_submissions set (autovacuum_enabled = false)');
+    for (let index = 0; index < 50; index += 1) {
+      const draft = { clientOrderId: null, strategyId: null, symbol: 'AAPL', side: 'BUY', type: 'MARKET', timeInForce: 'DAY', quantity: new Decimal(10), limitPrice: null, stopPrice: null } as const;
+      const row = repository.newOrder(accountId, draft);
+      order = (await repository.insertOrder(fresh.db, row, { id: newId(), type: 'order_submission.submitted', data: {} }))!;
+    }
+  });
+  afterAll(async () => {
+    await explainer.close();
+    await fresh.close();
+  });
+
+  /** Whether a scan of the orders seeks one order: by its primary key, or by account, version and id. */
+  const seeksOneOrder = (node: PlanNode) =>
+    node['Index Name'] === 'order_submissions_pkey' ||
+    (node['Index Name'] === 'order_submissions_account_id_commit_order' && /account_id = .*commit_xid = .*id = /.test(node['Index Cond'] ?? ''));
+
+  it('a cancel and a fill write their order by account, version and id', async () => {
+    const event = { id: newId(), type: 'order_submission.cancelled' as const, data: {} };
+    const writes: ((handle: OrdersDb) => Promise<unknown>)[] = [
+      (handle) => repository.markCancelled(handle, accountId, order.id, order.commit_xid, event),
+      (handle) =>
+        repository.recordFillApplication(
+          handle,
+          accountId,
+          { fillId: newId(), orderId: order.id, quantity: new Decimal(1), price: new Decimal(1) },
+          { status: 'PARTIALLY_FILLED', quantity: new Decimal(10), filledQuantity: new Decimal(1), fillNotional: new Decimal(1), cancelledAt: null, replacedAt: null },
+          order.commit_xid,
+          event,
+        ),
+    ];
+    for (const write of writes) {
+      const scans = (await explainer.genericPlansOf(write)).filter((node) => node['Relation Name'] === 'order_submissions' && node['Node Type'].endsWith('Scan'));
+      expect(scans.length).toBeGreaterThan(0);
+      for (const scan of scans) expect(seeksOneOrder(scan), JSON.stringify(scan)).toBe(true);
     }
   });
 });

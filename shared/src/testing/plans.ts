@@ -23,13 +23,20 @@ export interface PlanExplainer<DB> {
   db: Kysely<DB>;
   /** Runs `run` on `db`, expects it to send exactly one statement, and returns the nodes of that statement's plan. */
   plansOf(run: (db: Kysely<DB>) => Promise<unknown>): Promise<PlanNode[]>;
+  /**
+   * As `plansOf`, but the generic plan: the one Postgres may keep for a prepared statement and run
+   * whatever its values (shared/src/db.ts, `prepareStatement`).
+   */
+  genericPlansOf(run: (db: Kysely<DB>) => Promise<unknown>): Promise<PlanNode[]>;
   /** Ends the pool. */
   close(): Promise<void>;
 }
 
 /** A pool of its own on the test database at `url`, and a recording handle on `schema` over it. */
 export function openPlanExplainer<DB>(url: string, schema: string): PlanExplainer<DB> {
-  const pool = new pg.Pool({ connectionString: url, max: 2 });
+  // The schema is also the connections' search path: a compiled statement is built once, by whichever
+  // handle runs it first, so the one explained may name its tables unqualified, as the services do.
+  const pool = new pg.Pool({ connectionString: url, max: 2, options: `-c search_path=${schema}` });
   // pool.end() resolves before its clients have closed; the forced drop may then cut them off.
   pool.on('error', () => undefined);
   let captured: CompiledQuery[] = [];
@@ -40,23 +47,44 @@ export function openPlanExplainer<DB>(url: string, schema: string): PlanExplaine
     },
   }).withSchema(schema);
 
+  const sentBy = async (run: (db: Kysely<DB>) => Promise<unknown>): Promise<CompiledQuery> => {
+    captured = [];
+    await run(db);
+    expect(captured).toHaveLength(1);
+    return captured[0]!;
+  };
+  const nodesOf = (result: pg.QueryResult): PlanNode[] => {
+    const plan = (result.rows[0] as { 'QUERY PLAN': [{ Plan: PlanNode }] })['QUERY PLAN'][0].Plan;
+    if (process.env.SHOW_PLANS) console.log(JSON.stringify(plan, ['Node Type', 'Index Name', 'Relation Name', 'Index Cond', 'Filter', 'Plans'], 1));
+    return planNodes(plan);
+  };
+
   return {
     pool,
     db,
     async plansOf(run) {
-      captured = [];
-      await run(db);
-      expect(captured).toHaveLength(1);
-      const query = captured[0]!;
+      const query = await sentBy(run);
       const client = await pool.connect();
       try {
         // An index in the plan proves something only if the planner was free to scan the table instead.
         await client.query('set enable_seqscan = on');
-        const result = await client.query(`explain (format json) ${query.sql}`, [...query.parameters]);
-        const plan = (result.rows[0] as { 'QUERY PLAN': [{ Plan: PlanNode }] })['QUERY PLAN'][0].Plan;
-        if (process.env.SHOW_PLANS) console.log(JSON.stringify(plan, ['Node Type', 'Index Name', 'Relation Name', 'Index Cond', 'Filter', 'Plans'], 1));
-        return planNodes(plan);
+        return nodesOf(await client.query(`explain (format json) ${query.sql}`, [...query.parameters]));
       } finally {
+        client.release();
+      }
+    },
+    async genericPlansOf(run) {
+      const query = await sentBy(run);
+      const client = await pool.connect();
+      try {
+        await client.query('set plan_cache_mode = force_generic_plan');
+        await client.query(`prepare generic_plan_of_test as ${query.sql}`);
+        // A generic plan is the same whatever the values, so nulls stand for them.
+        const values = query.parameters.length > 0 ? `(${query.parameters.map(() => 'null').join(', ')})` : '';
+        return nodesOf(await client.query(`explain (format json) execute generic_plan_of_test${values}`));
+      } finally {
+        await client.query('deallocate all');
+        await client.query('reset plan_cache_mode');
         client.release();
       }
     },
