@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { sql, type ColumnType, type Generated, type Kysely } from 'kysely';
-import { Webhook } from 'standardwebhooks';
 import { startLoop, type BackgroundLoop } from './background.ts';
 import { compiledStatement } from './compiled-statement.ts';
 import { postJson, type HttpAnswer } from './http-client.ts';
@@ -9,6 +8,7 @@ import { newId, type Uuid } from './ids.ts';
 import type { Config } from './config.ts';
 import type { Logger } from './logger.ts';
 import { outboxMetrics } from './metrics.ts';
+import { StandardWebhook } from './webhook-signature.ts';
 import type { ServiceDefinition, ServiceRuntime } from './service.ts';
 import type { BaseContext } from './subgraph-server.ts';
 
@@ -124,7 +124,7 @@ export function signIngestRequest(secret: string, body: string, now = new Date()
     'content-type': 'application/json',
     'webhook-id': id,
     'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
-    'webhook-signature': new Webhook(secret).sign(id, now, body),
+    'webhook-signature': new StandardWebhook(secret).sign(id, now, body),
   };
 }
 

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { Webhook } from 'standardwebhooks';
 import { startLoop, type BackgroundLoop } from '@ots/shared/background';
 import type { Logger } from '@ots/shared/logger';
+import { StandardWebhook } from '@ots/shared/webhook-signature';
 import {
   activeSecrets,
   decideAfterFailure,
@@ -67,7 +67,7 @@ async function attempt(deps: DispatcherDeps, message: ClaimedMessage, stopping: 
   const sentAt = new Date();
   // webhook-id is the event's id on every attempt and redelivery: receivers deduplicate by it.
   const signatures = activeSecrets(message, attemptedAt).map((sealed) =>
-    new Webhook(openSecret(deps.secretKey, sealed, message.account_id)).sign(message.event_id, sentAt, body),
+    new StandardWebhook(openSecret(deps.secretKey, sealed, message.account_id)).sign(message.event_id, sentAt, body),
   );
   const answer = await postWebhook({
     url: message.url,

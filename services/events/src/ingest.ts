@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { z } from 'zod';
 import { fail, ok, type Result } from '@ots/shared/errors';
 import { parseUuid, type Uuid } from '@ots/shared/ids';
 import { EVENT_TYPES, INGEST_PATH } from '@ots/shared/outbox';
+import { StandardWebhook, WebhookVerificationError } from '@ots/shared/webhook-signature';
 import { ingestEvents, type EventsDb, type IncomingEvent } from './repository.ts';
 
 /** At most this many events per ingest request; relays send 100. */
@@ -26,7 +26,7 @@ export interface IngestDeps {
  * leaves /graphql alone.
  */
 export async function registerIngestRoute(app: FastifyInstance, deps: IngestDeps): Promise<void> {
-  const webhook = new Webhook(deps.secret);
+  const webhook = new StandardWebhook(deps.secret);
   await app.register(async (scope) => {
     scope.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: INGEST_BODY_LIMIT }, (_request, body, done) => done(null, body));
     scope.post(INGEST_PATH, async (request, reply) => {
