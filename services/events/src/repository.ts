@@ -89,16 +89,17 @@ export interface Ingested {
  * account that subscribes to its type, in one statement (so atomically, without a transaction of
  * its own). An event already stored (a relay that sends again after a crash) is skipped whole, so
  * it is neither listed nor sent twice.
+ *
+ * `batchJson` is the relay's batch as it arrived (an `IngestBatch`, checked by `parseIngestBatch`):
+ * Postgres reads the events from that text, so each event's data is stored as the relay sent it,
+ * never built into objects and written out again here.
  */
-export async function ingestEvents(db: EventsDb, events: readonly IncomingEvent[], now: Date): Promise<Ingested> {
-  if (events.length === 0) return { accepted: 0, queued: 0 };
-  const values = sql.join(
-    events.map((event) => sql`(${event.id}::uuid, ${event.accountId}::uuid, ${event.type}::text, ${event.occurredAt}::timestamptz, ${JSON.stringify(event.data)}::jsonb)`),
-  );
+export async function ingestEvents(db: EventsDb, batchJson: string, now: Date): Promise<Ingested> {
   const { rows } = await sql<{ accepted: number; queued: number }>`
     with inserted as (
       insert into events.events (id, account_id, type, occurred_at, data)
-      select * from (values ${values}) as v (id, account_id, type, occurred_at, data)
+      select e.id, e."accountId", e.type, e."occurredAt", e.data
+      from jsonb_to_recordset(${batchJson}::jsonb -> 'events') as e (id uuid, "accountId" uuid, type text, "occurredAt" timestamptz, data jsonb)
       on conflict (id) do nothing
       returning id, account_id, type
     ), queued as (

@@ -46,7 +46,7 @@ export function strategyEvent(accountId: string, occurredAt: Date, name = 'S'): 
 }
 
 export async function ingest(db: EventsDb, events: IncomingEvent[], now: Date): Promise<number> {
-  return (await ingestEvents(db, events, now)).accepted;
+  return (await ingestEvents(db, JSON.stringify({ events }), now)).accepted;
 }
 
 /** The key that seals signing secrets in these tests. */

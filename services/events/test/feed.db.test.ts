@@ -31,7 +31,7 @@ describe('the feed', () => {
       for (let round = 0; round < 25; round += 1) {
         const events = Array.from({ length: 1 + (round % 3) }, () => strategyEvent(accountId, new Date()));
         await db.transaction().execute(async (trx) => {
-          await ingestEvents(trx, events, new Date());
+          await ingestEvents(trx, JSON.stringify({ events }), new Date());
           await sleep(round % slowEvery === 0 ? 120 : Math.random() * 10);
         });
         for (const event of events) committed.add(event.id);

@@ -90,6 +90,21 @@ describe('the outbox and its relay', () => {
     expect(stored).toMatchObject({ account_id: accountId, type: 'strategy.created', data: { name: 'committed' } });
   });
 
+  it('stores the data of each event exactly as it was written, whatever its text holds, several events to a batch', async () => {
+    const awkward = [
+      { id: newId(), name: 'quote " backslash \\ slash / tab \t newline \n', note: null },
+      { id: newId(), name: 'naïve € 日本 \u{1F4C8}', amounts: ['1.50', '0.0000000001', '12345678901234567890'], nested: { list: [1, 2.5, -3e-7], flag: true } },
+      { id: newId(), name: '', empty: {}, none: [] },
+    ];
+    for (const data of awkward) {
+      await producer.transaction().execute((trx) => recordEvent(trx, { accountId, type: 'strategy.updated', occurredAt: new Date('2026-11-21T14:03:07.120Z'), data }));
+    }
+    const ids = await outboxIds();
+    expect(await relayOutboxOnce(relay())).toBe(3);
+    const stored = await events.selectFrom('events').select(['id', 'type', 'occurred_at', 'data']).where('id', 'in', ids).orderBy('id').execute();
+    expect(stored).toEqual(awkward.map((data, index) => ({ id: ids[index], type: 'strategy.updated', occurred_at: new Date('2026-11-21T14:03:07.120Z'), data })));
+  });
+
   it('keeps the rows while events is down or refuses the signature, and forwards them later', async () => {
     await writeChange(true, 'waiting');
     const ids = await outboxIds();
