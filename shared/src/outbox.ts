@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
+import type { FastifyInstance } from 'fastify';
 import { sql, type ColumnType, type Generated, type Kysely } from 'kysely';
 import { startLoop, type BackgroundLoop } from './background.ts';
 import { compiledStatement } from './compiled-statement.ts';
@@ -140,6 +141,8 @@ export interface OutboxRelayOptions {
   intervalMs: number;
   batchSize?: number;
   timeoutMs?: number;
+  /** How many requests the producing service is serving: from two, its relay waits its longer interval. */
+  requestsInFlight?: () => number;
 }
 
 export class EventsUnavailableError extends Error {}
@@ -214,30 +217,36 @@ const MAX_BACKOFF_MS = 30_000;
  * matters only when the thread has no time to spare: measured with `npm run bench` (8 clients, the
  * stack in one process), one pass per 10 ms added about a tenth to `recordFill` (its fill and its
  * order each wake a relay), one per 50 ms about a twenty-fifth. So the interval follows the load of
- * the process: 10 ms while its event loop had time to spare, 50 ms while it was busy nearly all
- * the time, when requests are waiting for the thread and an event's longer wait (up to 50 ms,
- * nothing to a webhook's receiver) buys them time. In `npm run bench` one client at a time keeps
- * the loop 55–80% busy and 8 clients 93–100%.
+ * the process: 10 ms while it has time to spare, 50 ms while requests are waiting for the thread
+ * and an event's longer wait (up to 50 ms, nothing to a webhook's receiver) buys them time. Two
+ * signs of that: the event loop busy nearly all the time (in `npm run bench` one client at a time
+ * keeps it 55–80% busy and 8 clients 93–100%), or the producing service serving two requests or
+ * more as the pass starts, which says so from the first requests of a burst, where the loop's load,
+ * smoothed over passes, takes a tenth to a quarter of a second to cross 90% (bursts of 200 fills
+ * from 8 clients, about 0.6 s each, took 45 relay passes without this sign and 32 with it).
  */
-export function relayWakeIntervalMs(eventLoopUtilization: number): number {
-  return eventLoopUtilization >= 0.9 ? 50 : 10;
+export function relayWakeIntervalMs(eventLoopUtilization: number, requestsInFlight: number): number {
+  return eventLoopUtilization >= 0.9 || requestsInFlight >= BUSY_REQUESTS ? 50 : 10;
 }
+
+/** Requests in flight at the producer from which it is busy: one is the request a single client waits on. */
+const BUSY_REQUESTS = 2;
 
 /**
  * The relay's interval after each pass, from the event loop's utilization since the pass before,
- * smoothed over passes: a window of its own reads a few back-to-back requests, or the start-up of
- * the process, as saturation (deciding on the last 100 or 500 ms alone, one client at a time still
- * had about one event in a hundred wait 50 ms: webhook p99 about 40 ms, against 15 ms smoothed),
- * while 8 clients keep it saturated pass after pass.
+ * smoothed over passes (a window of its own reads a few back-to-back requests, or the start-up of
+ * the process, as saturation: deciding on the last 100 or 500 ms alone, one client at a time still
+ * had about one event in a hundred wait 50 ms, webhook p99 about 40 ms against 15 ms smoothed), and
+ * from the requests the producing service is serving.
  */
-function relayWakeIntervalByLoad(): () => number {
+function relayWakeIntervalByLoad(requestsInFlight: () => number): () => number {
   let since = performance.eventLoopUtilization();
   let load = 0;
   return () => {
     const now = performance.eventLoopUtilization();
     load += LOAD_SMOOTHING * (performance.eventLoopUtilization(now, since).utilization - load);
     since = now;
-    return relayWakeIntervalMs(load);
+    return relayWakeIntervalMs(load, requestsInFlight());
   };
 }
 
@@ -273,7 +282,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): BackgroundLoop {
       }
     },
     options.log,
-    { minWakeIntervalMs: relayWakeIntervalByLoad() },
+    { minWakeIntervalMs: relayWakeIntervalByLoad(options.requestsInFlight ?? (() => 0)) },
   );
 }
 
@@ -288,6 +297,12 @@ export function outboxRelay<DB extends OutboxDatabase, Context extends BaseConte
   'startBackground' | 'registerRoutes'
 > {
   const relays = new WeakMap<ServiceRuntime<DB>, BackgroundLoop>();
+  const inFlight = new WeakMap<ServiceRuntime<DB>, RequestsInFlight>();
+  const requestsOf = (runtime: ServiceRuntime<DB>) => {
+    let requests = inFlight.get(runtime);
+    if (!requests) inFlight.set(runtime, (requests = new RequestsInFlight()));
+    return requests;
+  };
   return {
     startBackground: (runtime) => {
       const { config } = runtime;
@@ -298,11 +313,13 @@ export function outboxRelay<DB extends OutboxDatabase, Context extends BaseConte
         secret: requireIngestSecret(config),
         log: runtime.log,
         intervalMs: config.outboxRelayIntervalMs,
+        requestsInFlight: () => requestsOf(runtime).count,
       });
       relays.set(runtime, relay);
       return () => relay.stop();
     },
     registerRoutes: async (app, runtime) => {
+      requestsOf(runtime).countOn(app);
       app.addHook('onResponse', async (request) => {
         if (request.method === 'POST') relays.get(runtime)?.wake();
       });
@@ -314,4 +331,18 @@ export function outboxRelay<DB extends OutboxDatabase, Context extends BaseConte
 export function requireIngestSecret(config: Pick<Config, 'eventsIngestSecret'>): string {
   if (!config.eventsIngestSecret) throw new Error('EVENTS_INGEST_SECRET is required by the events service and the outbox relays');
   return config.eventsIngestSecret;
+}
+
+/** The requests a server is serving: each counts from its arrival until its connection has answered it or given up. */
+export class RequestsInFlight {
+  count = 0;
+
+  countOn(app: FastifyInstance): void {
+    app.addHook('onRequest', async (_request, reply) => {
+      this.count += 1;
+      reply.raw.once('close', () => {
+        this.count -= 1;
+      });
+    });
+  }
 }

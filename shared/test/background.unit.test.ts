@@ -40,7 +40,11 @@ describe('a background loop woken more often than its interval', () => {
 
 describe('the outbox relay\'s interval', () => {
   it('is 10 ms while the event loop had time to spare, 50 ms while it was busy nearly all the time', () => {
-    expect([0, 0.5, 0.89].map(relayWakeIntervalMs)).toEqual([10, 10, 10]);
-    expect([0.9, 0.97, 1].map(relayWakeIntervalMs)).toEqual([50, 50, 50]);
+    expect([0, 0.5, 0.89].map((load) => relayWakeIntervalMs(load, 0))).toEqual([10, 10, 10]);
+    expect([0.9, 0.97, 1].map((load) => relayWakeIntervalMs(load, 0))).toEqual([50, 50, 50]);
+  });
+
+  it('is 50 ms while the producer serves two requests or more, whatever the loop did before', () => {
+    expect([0, 1, 2, 8].map((requests) => relayWakeIntervalMs(0.3, requests))).toEqual([10, 10, 50, 50]);
   });
 });
