@@ -95,6 +95,23 @@ describe('metrics', () => {
     expect(await change(submit, 'ots_subgraph_fetch_duration_seconds_count', { caller: 'orders', subgraph: 'strategies' })).toBe(1);
   });
 
+  it("time and count fills' calls to orders' fill route, a route beside GraphQL", async () => {
+    const client = await stack.createAccountWithKey();
+    const submitted = await data(stack, client, 'mutation { submitOrder(input: { symbol: "ACME", side: BUY, type: MARKET, quantity: "5" }) { orderSubmission { id } } }');
+    const fill = () =>
+      data(stack, client, 'mutation ($input: RecordFillInput!) { recordFill(input: $input) { error { code } } }', {
+        input: { orderSubmissionId: submitted.submitOrder.orderSubmission.id, executionId: randomUUID(), quantity: '1', price: '1' },
+      });
+    const before = await scrape(metricsUrl);
+    await fill();
+    await fill();
+    const after = await scrape(metricsUrl);
+    const delta = (name: string, labels: Record<string, string>) => after.value(name, labels) - before.value(name, labels);
+    expect(delta('ots_subgraph_fetch_duration_seconds_count', { caller: 'fills', subgraph: 'orders' })).toBe(2);
+    expect(delta('ots_requests_total', { service: 'orders', operation: '/internal/apply-fill', outcome: 'ok' })).toBe(2);
+    expect(delta('ots_request_duration_seconds_count', { service: 'orders', operation: '/internal/apply-fill', outcome: 'ok' })).toBe(2);
+  });
+
   it('count failed subgraph fetches per subgraph, with the reason', async () => {
     const client = await stack.createAccountWithKey();
     await stack.stopService('accounts');

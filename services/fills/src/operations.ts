@@ -52,9 +52,9 @@ export interface RecordedFill {
 
 /**
  * recordFill crosses two databases: orders owns the order's state, fills owns the fill. The fill is
- * first stored PENDING (invisible to reads), then applied to the order through orders' `applyFill`,
- * which is idempotent per fill id and alone decides whether the order takes the fill, then marked
- * APPLIED. A crash or timeout anywhere leaves a pending fill that the next retry or the recovery
+ * first stored PENDING (invisible to reads), then applied to the order through orders' fill route
+ * (`applyFillRoute`), which is idempotent per fill id and alone decides whether the order takes the
+ * fill, then marked APPLIED. A crash or timeout anywhere leaves a pending fill that the next retry or the recovery
  * sweeper settles the same way, so the two sides converge.
  *
  * One call to orders per request, whatever the path: there is no read of the order beforehand (the

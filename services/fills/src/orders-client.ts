@@ -1,9 +1,9 @@
-import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
-import { callSubgraph, SubgraphUnavailableError } from '@ots/shared/subgraph-client';
-import { FillsApplyFillDocument, type FillsApplyFillMutation, type FillsApplyFillMutationVariables } from './generated/orders-calls.ts';
+import { applyFillRoute, type FillToApplyWire, type FillVerdict } from '@ots/shared/fill-application';
+import { callSubgraphRoute, SubgraphUnavailableError } from '@ots/shared/subgraph-client';
 
 /** How fills reaches the orders subgraph, for one caller (the request's, or one the sweeper minted). */
 export interface OrdersLink {
+  /** The orders subgraph's /graphql URL; its routes are on the same server. */
   url: string;
   /** The most one call may take. */
   timeoutMs: number;
@@ -30,32 +30,23 @@ export function timeLeftMs(link: OrdersLink, now: number = Date.now()): number {
   return link.deadline === undefined ? link.timeoutMs : Math.min(link.timeoutMs, link.deadline - now);
 }
 
-async function call<Result, Variables>(link: OrdersLink, document: TypedDocumentNode<Result, Variables>, variables: Variables): Promise<Result> {
+/**
+ * Asks orders to count the fill (its `applyFillRoute`): one transaction there, idempotent per fill id,
+ * so a retry after a timeout (when the first call may or may not have committed) is always safe.
+ * Orders' verdict comes with the order as it answered: every field the fills subgraph `@provides`
+ * on `RecordFillPayload.orderSubmission`, plus the strategy id the fill copies.
+ */
+export async function applyFillToOrder(link: OrdersLink, fill: FillToApplyWire): Promise<FillVerdict> {
   const timeoutMs = timeLeftMs(link);
   if (timeoutMs <= 0) throw new SubgraphUnavailableError(`no time left to call orders at ${link.url}`);
-  const response = await callSubgraph({ caller: 'fills', subgraph: 'orders', url: link.url, assertion: link.assertion, requestId: link.requestId, timeoutMs, document, variables });
-  // An answer with errors and no data is a failure of the orders subgraph, not a verdict on the fill.
-  if (response.data === null || response.data === undefined || (response.errors && response.errors.length > 0)) {
-    const messages = response.errors?.map((error) => error.message).join('; ') ?? 'no data';
-    throw new SubgraphUnavailableError(`orders answered with errors: ${messages}`);
-  }
-  return response.data;
-}
-
-/**
- * Orders' verdict, with the order as it answered: every field the fills subgraph `@provides` on
- * `RecordFillPayload.orderSubmission` (calls/apply-fill.graphql), plus the strategy id the fill copies.
- */
-export type AppliedFillVerdict = FillsApplyFillMutation['applyFill'];
-
-/**
- * Asks orders to count the fill: one transaction there, idempotent per fill id, so a retry after a
- * timeout (when the first call may or may not have committed) is always safe.
- */
-export async function applyFillToOrder(
-  link: OrdersLink,
-  fill: FillsApplyFillMutationVariables['input'],
-): Promise<AppliedFillVerdict> {
-  const data = await call(link, FillsApplyFillDocument, { input: fill });
-  return data.applyFill;
+  return callSubgraphRoute({
+    caller: 'fills',
+    subgraph: 'orders',
+    subgraphUrl: link.url,
+    route: applyFillRoute,
+    assertion: link.assertion,
+    requestId: link.requestId,
+    timeoutMs,
+    input: fill,
+  });
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { applyFillRoute } from '@ots/shared/fill-application';
 import { HttpCallError } from '@ots/shared/http-client';
 import { newId } from '@ots/shared/ids';
 import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
@@ -106,11 +107,14 @@ describe('recovery of fills interrupted between the two databases', () => {
          values ($1, $2, $3, $4, null, 'GLOBEX', 'SELL', $5, '3', '99.5', '0.2', 'TAKER', now(), 'PENDING')`,
         [fillId, t.alice.accountId, t.alice.apiKeyId, order.id, executionId],
       );
-      const applied = await t.alice.callSubgraph(t.stack.urls.orders,
-        `mutation ($input: ApplyFillInput!) { applyFill(input: $input) { outcome orderSubmission { filledQuantity } } }`,
-        { input: { fillId, orderSubmissionId: order.id, quantity: '3', price: '99.5' } },
-      );
-      expect(applied.body.data.applyFill).toEqual({ outcome: 'APPLIED', orderSubmission: { filledQuantity: '3' } });
+      const applied = await t.alice.postToSubgraph(new URL(applyFillRoute.path, t.stack.urls.orders).href, {
+        fillId,
+        orderSubmissionId: order.id,
+        quantity: '3',
+        price: '99.5',
+        executedAt: new Date().toISOString(),
+      });
+      expect(applied.body).toMatchObject({ outcome: 'APPLIED', orderSubmission: { filledQuantity: '3' } });
     } finally {
       await t.stack.startService('fills');
     }

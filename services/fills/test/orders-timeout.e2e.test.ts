@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { print } from 'graphql';
+import { applyFillRoute } from '@ots/shared/fill-application';
 import type { HttpAnswer, JsonPost } from '@ots/shared/http-client';
 import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
 import { RecordFillDocument, type RecordFillInput, type RecordFillMutation } from '../../../testing/generated/operations.ts';
@@ -41,7 +42,7 @@ beforeAll(async () => {
   applyFill = await interceptApplyFill();
   silentServer = createServer(() => undefined);
   await new Promise<void>((resolve) => silentServer.listen(0, '127.0.0.1', resolve));
-  silentUrl = `http://127.0.0.1:${(silentServer.address() as { port: number }).port}/graphql`;
+  silentUrl = `http://127.0.0.1:${(silentServer.address() as { port: number }).port}${applyFillRoute.path}`;
 });
 
 afterEach(() => {

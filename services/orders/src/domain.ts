@@ -308,13 +308,6 @@ export type FillDecision =
   | { outcome: 'APPLIED'; next: FillState }
   | { outcome: 'ALREADY_APPLIED' | 'NOT_FOUND' | 'NOT_FILLABLE' | 'EXCEEDS_REMAINING' };
 
-/** A fill's own values must be positive before it can be weighed against an order; the message says which is not. */
-export function checkFill(fill: Pick<FillToApply, 'quantity' | 'price'>): string | undefined {
-  if (fill.quantity.lte(0)) return mustBeGreaterThanZero('quantity');
-  if (fill.price.lte(0)) return mustBeGreaterThanZero('price');
-  return undefined;
-}
-
 /**
  * Applies one fill to an order, by the table. The already-applied check comes first so that a retry
  * of a fill is answered ALREADY_APPLIED whatever has happened to the order since (it may be FILLED

@@ -4,7 +4,7 @@ import { loadTypeDefs } from '@ots/shared/subgraph-server';
 import { migrations, SCHEMA } from '../migrations/index.ts';
 import { createOrdersContext, type OrdersContext } from './context.ts';
 import type { OrdersDatabase } from './repository.ts';
-import { resolvers } from './resolvers.ts';
+import { callerRoutes, resolvers } from './resolvers.ts';
 
 export const ordersService: ServiceDefinition<OrdersDatabase, OrdersContext> = {
   name: 'orders',
@@ -12,6 +12,7 @@ export const ordersService: ServiceDefinition<OrdersDatabase, OrdersContext> = {
   migrations,
   typeDefs: loadTypeDefs(new URL('../schema.graphql', import.meta.url)),
   resolvers,
+  callerRoutes,
   createContext: createOrdersContext,
   ...outboxRelay<OrdersDatabase, OrdersContext>(),
 };

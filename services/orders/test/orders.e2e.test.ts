@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@ots/shared/ids';
 import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
 import type { ApiClient, Order, OrderPage, OrderSubmissionFilter, SubmitOrderInput } from '../../../testing/client.ts';
-import { applyFill, callOrdersSubgraph } from './e2e.ts';
+import { applyFill, callOrdersSubgraph, postApplyFill } from './e2e.ts';
 
 const t = useStack({ redis: 'none', env: NO_RATE_LIMIT_ENV });
 
@@ -413,32 +413,19 @@ describe('listOrderSubmissions', () => {
   });
 });
 
-describe('applyFill, the fills subgraph\'s internal entry point', () => {
-  it('is not part of the public API: absent from the gateway schema and refused there', async () => {
-    const { mutation, input } = await t.alice.data('{ mutation: __type(name: "Mutation") { fields { name } } input: __type(name: "ApplyFillInput") { name } }',
-    );
+describe('the fill route, the fills subgraph\'s internal entry point', () => {
+  it('is not part of the public API: the gateway\'s schema has no applyFill and serves no such route', async () => {
+    const { mutation } = await t.alice.data('{ mutation: __type(name: "Mutation") { fields { name } } }');
     expect(mutation.fields.map((field: { name: string }) => field.name)).toEqual(expect.arrayContaining(['submitOrder', 'cancelOrderSubmission']));
     expect(mutation.fields.map((field: { name: string }) => field.name)).not.toContain('applyFill');
-    expect(input).toBeNull();
     const order = await t.alice.submittedOrder();
-    const result = await t.alice.graphql('mutation ($id: ID!) { applyFill(input: { fillId: "f", orderSubmissionId: $id, quantity: "1", price: "1" }) { outcome } }',
-      { id: order.id },
-    );
-    expect(result.body.errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
-    const { orderSubmission } = await t.alice.data('query ($id: ID!) { orderSubmission(id: $id) { status } }', { id: order.id });
-    expect(orderSubmission.status).toBe('SUBMITTED');
+    const body = JSON.stringify({ fillId: newId(), orderSubmissionId: order.id, quantity: '1', price: '1', executedAt: new Date().toISOString() });
+    const throughGateway = await t.stack.post(body, { 'content-type': 'application/json', 'x-api-key': t.alice.apiKey }, new URL('/internal/apply-fill', t.stack.gatewayUrl).href);
+    expect(throughGateway.status).toBe(404);
+    expect(await t.alice.order(order.id)).toMatchObject({ status: 'SUBMITTED', filledQuantity: '0' });
   });
 
-  it('refuses a call to the orders subgraph without a gateway assertion', async () => {
-    const result = await t.stack.post(
-      JSON.stringify({ query: 'mutation { applyFill(input: { fillId: "f", orderSubmissionId: "x", quantity: "1", price: "1" }) { outcome } }' }),
-      { 'content-type': 'application/json' },
-      t.stack.urls.orders,
-    );
-    expect(result.status).toBe(401);
-  });
-
-  it('applies fills to PARTIALLY_FILLED then FILLED, with the exact weighted average price', async () => {
+  it('applies fills to PARTIALLY_FILLED then FILLED, with the exact weighted average price, the order as GraphQL shows it', async () => {
     const order = await t.alice.submittedOrder({ quantity: '3' });
     const first = await applyFill(t.alice, { fillId: newId(), orderSubmissionId: order.id, quantity: '1', price: '10' });
     expect(first.outcome).toBe('APPLIED');
@@ -451,7 +438,7 @@ describe('applyFill, the fills subgraph\'s internal entry point', () => {
       remainingQuantity: '0',
       averageFillPrice: '10.0000000001',
     });
-    expect(await t.alice.order(order.id)).toEqual(second.orderSubmission);
+    expect(second.orderSubmission).toMatchObject({ ...(await t.alice.order(order.id)), replacedAt: null, replacedBy: null, replacesOrderSubmission: null });
   });
 
   it('answers a repeated fill id ALREADY_APPLIED without counting it twice, even once the order is FILLED', async () => {
@@ -478,12 +465,24 @@ describe('applyFill, the fills subgraph\'s internal entry point', () => {
     });
   });
 
-  it('refuses a zero quantity or price with BAD_USER_INPUT', async () => {
+  it('refuses a body outside the contract with 400 naming the field, and applies nothing', async () => {
     const order = await t.alice.submittedOrder();
-    const result = await callOrdersSubgraph(t.alice, `mutation ($id: ID!) { applyFill(input: { fillId: "f-0", orderSubmissionId: $id, quantity: "0", price: "1" }) { outcome } }`, {
-      id: order.id,
-    });
-    expect(result.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    const fill = { fillId: newId(), orderSubmissionId: order.id, quantity: '1', price: '1', executedAt: new Date().toISOString() };
+    const refusals: [unknown, string][] = [
+      [{ ...fill, quantity: '0' }, 'quantity: must be greater than 0'],
+      [{ ...fill, price: '1e3' }, 'price: '],
+      [{ ...fill, quantity: 1 }, 'quantity: '],
+      [{ ...fill, orderSubmissionId: 'order-1' }, 'orderSubmissionId: must be a lower-case UUID'],
+      [{ ...fill, executedAt: 'yesterday' }, 'executedAt: '],
+      [{ ...fill, executedAt: undefined }, 'executedAt: '],
+      ['not an object', 'body: '],
+    ];
+    for (const [body, detail] of refusals) {
+      const result = await postApplyFill(t.alice, body);
+      expect(result.status, JSON.stringify(body)).toBe(400);
+      expect(result.body.detail).toContain(detail);
+    }
+    expect(await t.alice.order(order.id)).toMatchObject({ status: 'SUBMITTED', filledQuantity: '0' });
   });
 });
 

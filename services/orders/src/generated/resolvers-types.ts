@@ -27,35 +27,6 @@ export type Scalars = {
   _FieldSet: { input: string; output: string; }
 };
 
-export type ApplyFillInput = {
-  /** When the venue executed the fill: decides whether a fill reported after a cancel or replace is a late fill. Default: now. */
-  executedAt?: InputMaybe<Scalars['DateTime']['input']>;
-  /** The fills subgraph's id of the fill: a fill is applied once, however often it is sent. */
-  fillId: Scalars['ID']['input'];
-  orderSubmissionId: Scalars['ID']['input'];
-  price: Scalars['Decimal']['input'];
-  quantity: Scalars['Decimal']['input'];
-};
-
-export type ApplyFillOutcome =
-  /** The fill had been applied before; nothing changed. */
-  | 'ALREADY_APPLIED'
-  /** The fill was applied now. */
-  | 'APPLIED'
-  /** The fill's quantity is more than the order's remaining quantity. */
-  | 'EXCEEDS_REMAINING'
-  /** The order is FILLED, or CANCELLED or REPLACED before the fill was executed. */
-  | 'NOT_FILLABLE'
-  /** No such order in the caller's account. */
-  | 'NOT_FOUND';
-
-export type ApplyFillResult = {
-  __typename?: 'ApplyFillResult';
-  /** The order after the call; null for NOT_FOUND. */
-  orderSubmission?: Maybe<OrderSubmission>;
-  outcome: ApplyFillOutcome;
-};
-
 export type CancelOrderSubmissionPayload = {
   __typename?: 'CancelOrderSubmissionPayload';
   error?: Maybe<PayloadError>;
@@ -83,11 +54,6 @@ export type CancelOrderSubmissionsPayload = {
 
 export type Mutation = {
   __typename?: 'Mutation';
-  /**
-   * Internal, for the fills subgraph: applies one fill to its order, once per `fillId`. Not part of
-   * the public API.
-   */
-  applyFill: ApplyFillResult;
   /** Cancels a SUBMITTED or PARTIALLY_FILLED order; an already cancelled order is returned as it is. */
   cancelOrderSubmission: CancelOrderSubmissionPayload;
   /**
@@ -109,11 +75,6 @@ export type Mutation = {
    * fields return the existing order (a safe retry) and different ones `DUPLICATE_CLIENT_ORDER_ID`.
    */
   submitOrder: SubmitOrderPayload;
-};
-
-
-export type MutationApplyFillArgs = {
-  input: ApplyFillInput;
 };
 
 
@@ -447,12 +408,9 @@ export type FederationReferenceTypes = {
 
 /** Mapping between all available schema types and the resolvers types */
 export type ResolversTypes = {
-  ApplyFillInput: ApplyFillInput;
-  ID: ResolverTypeWrapper<Scalars['ID']['output']>;
-  ApplyFillOutcome: ApplyFillOutcome;
-  ApplyFillResult: ResolverTypeWrapper<Omit<ApplyFillResult, 'orderSubmission'> & { orderSubmission?: Maybe<ResolversTypes['OrderSubmission']> }>;
   CancelOrderSubmissionPayload: ResolverTypeWrapper<Omit<CancelOrderSubmissionPayload, 'orderSubmission'> & { orderSubmission?: Maybe<ResolversTypes['OrderSubmission']> }>;
   CancelOrderSubmissionsFilter: CancelOrderSubmissionsFilter;
+  ID: ResolverTypeWrapper<Scalars['ID']['output']>;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
   CancelOrderSubmissionsPayload: ResolverTypeWrapper<Omit<CancelOrderSubmissionsPayload, 'orderSubmissions'> & { orderSubmissions: Array<ResolversTypes['OrderSubmission']> }>;
   Int: ResolverTypeWrapper<Scalars['Int']['output']>;
@@ -481,11 +439,9 @@ export type ResolversTypes = {
 
 /** Mapping between all available schema types and the resolvers parents */
 export type ResolversParentTypes = {
-  ApplyFillInput: ApplyFillInput;
-  ID: Scalars['ID']['output'];
-  ApplyFillResult: Omit<ApplyFillResult, 'orderSubmission'> & { orderSubmission?: Maybe<ResolversParentTypes['OrderSubmission']> };
   CancelOrderSubmissionPayload: Omit<CancelOrderSubmissionPayload, 'orderSubmission'> & { orderSubmission?: Maybe<ResolversParentTypes['OrderSubmission']> };
   CancelOrderSubmissionsFilter: CancelOrderSubmissionsFilter;
+  ID: Scalars['ID']['output'];
   String: Scalars['String']['output'];
   CancelOrderSubmissionsPayload: Omit<CancelOrderSubmissionsPayload, 'orderSubmissions'> & { orderSubmissions: Array<ResolversParentTypes['OrderSubmission']> };
   Int: Scalars['Int']['output'];
@@ -505,11 +461,6 @@ export type ResolversParentTypes = {
   Strategy: EntityReference;
   SubmitOrderInput: SubmitOrderInput;
   SubmitOrderPayload: Omit<SubmitOrderPayload, 'orderSubmission'> & { orderSubmission?: Maybe<ResolversParentTypes['OrderSubmission']> };
-};
-
-export type ApplyFillResultResolvers<ContextType = OrdersContext, ParentType extends ResolversParentTypes['ApplyFillResult'] = ResolversParentTypes['ApplyFillResult']> = {
-  orderSubmission?: Resolver<Maybe<ResolversTypes['OrderSubmission']>, ParentType, ContextType>;
-  outcome?: Resolver<ResolversTypes['ApplyFillOutcome'], ParentType, ContextType>;
 };
 
 export type CancelOrderSubmissionPayloadResolvers<ContextType = OrdersContext, ParentType extends ResolversParentTypes['CancelOrderSubmissionPayload'] = ResolversParentTypes['CancelOrderSubmissionPayload']> = {
@@ -533,7 +484,6 @@ export interface DecimalScalarConfig extends GraphQLScalarTypeConfig<ResolversTy
 }
 
 export type MutationResolvers<ContextType = OrdersContext, ParentType extends ResolversParentTypes['Mutation'] = ResolversParentTypes['Mutation']> = {
-  applyFill?: Resolver<ResolversTypes['ApplyFillResult'], ParentType, ContextType, RequireFields<MutationApplyFillArgs, 'input'>>;
   cancelOrderSubmission?: Resolver<ResolversTypes['CancelOrderSubmissionPayload'], ParentType, ContextType, RequireFields<MutationCancelOrderSubmissionArgs, 'id'>>;
   cancelOrderSubmissions?: Resolver<ResolversTypes['CancelOrderSubmissionsPayload'], ParentType, ContextType, Partial<MutationCancelOrderSubmissionsArgs>>;
   replaceOrderSubmission?: Resolver<ResolversTypes['ReplaceOrderSubmissionPayload'], ParentType, ContextType, RequireFields<MutationReplaceOrderSubmissionArgs, 'id' | 'input'>>;
@@ -609,7 +559,6 @@ export type SubmitOrderPayloadResolvers<ContextType = OrdersContext, ParentType 
 };
 
 export type Resolvers<ContextType = OrdersContext> = {
-  ApplyFillResult?: ApplyFillResultResolvers<ContextType>;
   CancelOrderSubmissionPayload?: CancelOrderSubmissionPayloadResolvers<ContextType>;
   CancelOrderSubmissionsPayload?: CancelOrderSubmissionsPayloadResolvers<ContextType>;
   DateTime?: GraphQLScalarType;
