@@ -1,9 +1,11 @@
 import type { Migration } from 'kysely';
 import * as events from './001_events.ts';
+import * as messagesDuePerEndpoint from './002_messages_due_per_endpoint.ts';
 
 export const SCHEMA = 'events';
 
 /** Applied in key order; a migration, once released, is never edited. */
 export const migrations: Record<string, Migration> = {
   '001_events': events,
+  '002_messages_due_per_endpoint': messagesDuePerEndpoint,
 };

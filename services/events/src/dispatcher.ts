@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { startLoop, type BackgroundLoop } from '@ots/shared/background';
+import type { Uuid } from '@ots/shared/ids';
 import type { Logger } from '@ots/shared/logger';
 import { StandardWebhook } from '@ots/shared/webhook-signature';
 import {
@@ -45,20 +46,53 @@ export interface DispatcherDeps {
   secretKey: Buffer;
 }
 
-/** Messages claimed per pass and sent concurrently. */
-export const DISPATCH_BATCH_SIZE = 20;
+/** Attempts in flight at once in one process, across endpoints. */
+export const MAX_IN_FLIGHT = 100;
+/**
+ * Attempts in flight at once to one endpoint, per process: a receiver that never answers holds at
+ * most these, each for the 10 s, while every other endpoint's deliveries go on beside them.
+ */
+export const ENDPOINT_CONCURRENCY = 8;
 /** A claim outlives the 10 s deadline of its attempt with room to record the result. */
 export const CLAIM_LEASE_MS = 60_000;
 
+/** The attempts one process has in flight, per endpoint. */
+class InFlight {
+  readonly perEndpoint = new Map<Uuid, number>();
+  readonly attempts = new Set<Promise<void>>();
+
+  add(message: ClaimedMessage, attempt: Promise<void>): Promise<void> {
+    this.perEndpoint.set(message.endpoint_id, (this.perEndpoint.get(message.endpoint_id) ?? 0) + 1);
+    const tracked = attempt.finally(() => {
+      const left = this.perEndpoint.get(message.endpoint_id)! - 1;
+      if (left === 0) this.perEndpoint.delete(message.endpoint_id);
+      else this.perEndpoint.set(message.endpoint_id, left);
+      this.attempts.delete(tracked);
+    });
+    this.attempts.add(tracked);
+    return tracked;
+  }
+}
+
 /**
- * One pass: claims the due messages and makes one attempt each, recording it. Returns how many
- * were attempted. The signature's timestamp is the real time of sending, which the receiver checks
- * against its own clock; the schedule follows `clock`.
+ * Claims the due messages that fit beside `inFlight` (at most `room` of them) and starts one attempt
+ * each, without waiting for them: returns the attempts started, each recording its result.
+ */
+async function startDueAttempts(deps: DispatcherDeps, inFlight: InFlight, room: number, stopping: AbortSignal | undefined): Promise<Promise<void>[]> {
+  const limits = { limit: room, perEndpoint: ENDPOINT_CONCURRENCY, inFlight: inFlight.perEndpoint };
+  const claimed = await claimDueMessages(deps.db, deps.clock.now(), CLAIM_LEASE_MS, limits, randomUUID());
+  return claimed.map((message) => inFlight.add(message, attempt(deps, message, stopping)));
+}
+
+/**
+ * One pass, waiting for its attempts: claims the due messages and makes one attempt each, recording
+ * it. Returns how many were attempted. The signature's timestamp is the real time of sending, which
+ * the receiver checks against its own clock; the schedule follows `clock`.
  */
 export async function dispatchDueMessages(deps: DispatcherDeps, stopping?: AbortSignal): Promise<number> {
-  const claimed = await claimDueMessages(deps.db, deps.clock.now(), CLAIM_LEASE_MS, DISPATCH_BATCH_SIZE, randomUUID());
-  await Promise.all(claimed.map((message) => attempt(deps, message, stopping)));
-  return claimed.length;
+  const started = await startDueAttempts(deps, new InFlight(), MAX_IN_FLIGHT, stopping);
+  await Promise.all(started);
+  return started.length;
 }
 
 async function attempt(deps: DispatcherDeps, message: ClaimedMessage, stopping: AbortSignal | undefined): Promise<void> {
@@ -117,17 +151,36 @@ async function recordAttempt(deps: DispatcherDeps, message: ClaimedMessage, atte
 }
 
 /**
- * Starts the dispatcher: a full batch is followed at once by the next; otherwise it waits
- * `intervalMs`, or less when an ingest wakes it. Stopping interrupts the attempts in flight rather
- * than waiting up to 10 s for slow receivers; they are recorded as interrupted and due again at once.
+ * Starts the dispatcher: each step claims what fits beside the attempts in flight and starts them
+ * without waiting, so that a slow receiver holds up only its own endpoint's attempts; each attempt
+ * that ends wakes the loop to claim more. A step that filled the room is followed at once by the
+ * next; otherwise it waits `intervalMs`, or less when an ingest or an ending attempt wakes it.
+ * Stopping interrupts the attempts in flight rather than waiting up to 10 s for slow receivers;
+ * they are recorded as interrupted and due again at once.
  */
 export function startDispatcher(deps: DispatcherDeps, intervalMs: number): BackgroundLoop {
   const stopping = new AbortController();
-  // Every attempt of a batch listens to it at once.
-  setMaxListeners(DISPATCH_BATCH_SIZE + 1, stopping.signal);
+  // Every attempt in flight listens to it at once.
+  setMaxListeners(MAX_IN_FLIGHT + 1, stopping.signal);
+  const inFlight = new InFlight();
   const loop = startLoop(
     'webhook dispatcher',
-    async () => ((await dispatchDueMessages(deps, stopping.signal)) === DISPATCH_BATCH_SIZE ? 0 : intervalMs),
+    async () => {
+      const room = MAX_IN_FLIGHT - inFlight.attempts.size;
+      if (room === 0) return intervalMs;
+      const started = await startDueAttempts(deps, inFlight, room, stopping.signal);
+      for (const attempt of started) {
+        attempt.then(
+          () => loop.wake(),
+          (error: unknown) => {
+            // Its claim runs out with the lease and the message is sent again: at least once.
+            deps.log.error({ err: error }, 'webhook attempt failed to record; it is due again when its claim ends');
+            loop.wake();
+          },
+        );
+      }
+      return started.length === room ? 0 : intervalMs;
+    },
     deps.log,
   );
   return {
@@ -135,6 +188,7 @@ export function startDispatcher(deps: DispatcherDeps, intervalMs: number): Backg
     stop: async () => {
       stopping.abort();
       await loop.stop();
+      await Promise.allSettled(inFlight.attempts);
     },
   };
 }

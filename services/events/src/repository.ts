@@ -310,24 +310,44 @@ export interface ClaimedMessage {
   data: unknown;
 }
 
+/** How much a claim may take: in all, and per endpoint given what this claimer already has in flight. */
+export interface ClaimLimits {
+  limit: number;
+  perEndpoint: number;
+  /** Endpoints with attempts of this claimer in flight, and how many each. */
+  inFlight: ReadonlyMap<Uuid, number>;
+}
+
 /**
- * Claims up to `limit` due messages of enabled endpoints, across accounts (a background job, like
- * the fills sweeper). `for update skip locked` lets replicas claim side by side without waiting
- * for or taking each other's rows; the claim then pushes `next_attempt_at` past the lease, so the
- * row is not due for anyone while its attempt is in flight — without holding a transaction open
- * during the HTTP call (which would also hold back every commit-ordered feed of the server). If
- * the claimer dies, the message is due again when the lease ends: at least once.
+ * Claims due messages of enabled endpoints, across accounts (a background job, like the fills
+ * sweeper): each endpoint's oldest, at most `perEndpoint` of them less what is already in flight
+ * there, so that one endpoint's backlog or hanging receiver never takes the claims of the others.
+ * `for update skip locked` lets replicas claim side by side without waiting for or taking each
+ * other's rows; the claim then pushes `next_attempt_at` past the lease, so the row is not due for
+ * anyone while its attempt is in flight — without holding a transaction open during the HTTP call
+ * (which would also hold back every commit-ordered feed of the server). If the claimer dies, the
+ * message is due again when the lease ends: at least once.
  */
-export async function claimDueMessages(db: EventsDb, now: Date, leaseMs: number, limit: number, token: string): Promise<ClaimedMessage[]> {
+export async function claimDueMessages(db: EventsDb, now: Date, leaseMs: number, limits: ClaimLimits, token: string): Promise<ClaimedMessage[]> {
   const leaseUntil = new Date(now.getTime() + leaseMs);
+  const busyIds = [...limits.inFlight.keys()];
+  const busyCounts = busyIds.map((id) => limits.inFlight.get(id)!);
   const result = await sql<ClaimedMessage>`
-    with due as (
-      select m.id from events.webhook_messages m
-      join events.webhook_endpoints e on e.id = m.endpoint_id
-      where m.state = 'PENDING' and m.next_attempt_at <= ${now} and e.status = 'ENABLED'
-      order by m.next_attempt_at
-      limit ${limit}
-      for update of m skip locked
+    with busy as (
+      select * from unnest(${busyIds}::uuid[], ${busyCounts}::int[]) as b(endpoint_id, in_flight)
+    ), due as (
+      select d.id from events.webhook_endpoints e
+      left join busy on busy.endpoint_id = e.id
+      cross join lateral (
+        select m.id, m.next_attempt_at from events.webhook_messages m
+        where m.endpoint_id = e.id and m.state = 'PENDING' and m.next_attempt_at <= ${now}
+        order by m.next_attempt_at
+        limit greatest(0, ${limits.perEndpoint}::int - coalesce(busy.in_flight, 0))
+        for update of m skip locked
+      ) d
+      where e.status = 'ENABLED'
+      order by d.next_attempt_at
+      limit ${limits.limit}
     ), claimed as (
       update events.webhook_messages m
       set next_attempt_at = ${leaseUntil}, attempts = m.attempts + 1, claim_token = ${token}

@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Uuid } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
 import { DELIVERY_WINDOW_MS, RETRY_DELAYS_MS } from '../src/domain.ts';
-import { CLAIM_LEASE_MS, dispatchDueMessages, type DispatcherDeps } from '../src/dispatcher.ts';
+import { CLAIM_LEASE_MS, dispatchDueMessages, ENDPOINT_CONCURRENCY, startDispatcher, type DispatcherDeps } from '../src/dispatcher.ts';
 import { createEndpoint, type OperationContext } from '../src/operations.ts';
 import { claimDueMessages, type EventsDb } from '../src/repository.ts';
 import { ingest, ManualClock, openEventsDatabase, strategyEvent, secretKey } from './database.ts';
@@ -188,7 +188,7 @@ describe('claims', () => {
     const event = strategyEvent(accountId, clock.now());
     await ingest(db, [event], clock.now());
     // The claim commits; the claimer dies before sending or recording anything.
-    expect(await claimDueMessages(db, clock.now(), CLAIM_LEASE_MS, 10, randomUUID())).toHaveLength(1);
+    expect(await claimDueMessages(db, clock.now(), CLAIM_LEASE_MS, { limit: 10, perEndpoint: 10, inFlight: new Map() }, randomUUID())).toHaveLength(1);
     expect(await dispatchDueMessages(deps)).toBe(0);
     clock.advance(CLAIM_LEASE_MS - 1);
     expect(await dispatchDueMessages(deps)).toBe(0);
@@ -196,6 +196,47 @@ describe('claims', () => {
     expect(await dispatchDueMessages(deps)).toBe(1);
     expect(receiver.received.map((hook) => hook.headers['webhook-id'])).toEqual([event.id]);
     expect((await messageOf(event.id)).state).toBe('DELIVERED');
+  });
+});
+
+describe('endpoints proceed independently', () => {
+  it("a receiver that never answers, with 80 events, holds up none of another account's deliveries", async () => {
+    const clock = new ManualClock();
+    const hanging = await setUp(clock);
+    receiver.defaultAnswer = 'hang';
+    const healthy = await new Receiver().start();
+    try {
+      const healthyAccount = randomUUID();
+      const created = await createEndpoint({ db, accountId: healthyAccount, production: false, secretKey, now: clock.now() }, { url: healthy.url });
+      if (!created.ok) throw new Error(created.error.message);
+      healthy.secrets = [created.value.signingSecret];
+      // The hanging receiver's events are older: a dispatcher that works oldest first, a batch at a time, meets them first.
+      await ingest(db, Array.from({ length: 80 }, (_, index) => strategyEvent(hanging.accountId, clock.now(), `H${index}`)), clock.now());
+      clock.advance(1);
+      const healthyEvents = Array.from({ length: 5 }, (_, index) => strategyEvent(healthyAccount, clock.now(), `OK${index}`));
+      await ingest(db, healthyEvents, clock.now());
+
+      const dispatcher = startDispatcher({ ...hanging.deps, deliveryTimeoutMs: 10 * SECOND }, MINUTE);
+      try {
+        await healthy.waitFor(healthyEvents.length, 25 * SECOND);
+        // Every healthy delivery arrived while the hanging receiver's first attempts still waited for their deadline.
+        const hangingAttemptsEnded = await db.selectFrom('webhook_attempts').select('id').where('endpoint_id', '=', hanging.endpoint.id).execute();
+        expect(hangingAttemptsEnded).toEqual([]);
+        expect(new Set(healthy.received.map((hook) => hook.headers['webhook-id']))).toEqual(new Set(healthyEvents.map((event) => event.id)));
+        const deliveredCount = async () =>
+          (await db.selectFrom('webhook_messages').select('id').where('endpoint_id', '=', created.value.endpoint.id).where('state', '=', 'DELIVERED').execute()).length;
+        await expect.poll(deliveredCount).toBe(healthyEvents.length);
+        // The hanging receiver holds a bounded number of attempts, not the dispatcher.
+        expect(receiver.received.length).toBeLessThanOrEqual(ENDPOINT_CONCURRENCY);
+      } finally {
+        await dispatcher.stop();
+      }
+      // Stopping interrupted the hanging attempts: due again, not failed.
+      const hangingStates = await db.selectFrom('webhook_messages').select('state').where('endpoint_id', '=', hanging.endpoint.id).execute();
+      expect(hangingStates.every((row) => row.state === 'PENDING')).toBe(true);
+    } finally {
+      await healthy.close();
+    }
   });
 });
 
