@@ -176,11 +176,13 @@ describe('control characters in string inputs', () => {
     );
   });
 
-  // NUL, which Postgres refuses; ESC, which a terminal obeys; a line break outside a description.
+  // NUL, which Postgres refuses; ESC, which a terminal obeys; a line break outside a description;
+  // a lone surrogate, which would be stored as U+FFFD.
   for (const [name, character] of [
     ['NUL', '\u0000'],
     ['ESC', '\u001B'],
     ['a line feed', '\n'],
+    ['a lone surrogate', '\uD800'],
   ] as const) {
     it(`${name} is refused in every string input, as the contract says, never as an internal error`, async () => {
       const failures: string[] = [];
@@ -244,5 +246,41 @@ describe('control characters in string inputs', () => {
   it('text without control characters passes untouched', async () => {
     const result = await t.client.data('query ($s: String) { listOrderSubmissions(filter: { symbol: $s }) { nodes { symbol } } }', { s: 'aapl' });
     expect(result.listOrderSubmissions.nodes).toEqual([{ symbol: 'AAPL' }]);
+  });
+});
+
+describe('ill-formed Unicode', () => {
+  const fill = (orderId: string, executionId: string) =>
+    t.client.data('mutation ($input: RecordFillInput!) { recordFill(input: $input) { fill { executionId } error { code field message } } }', {
+      input: { orderSubmissionId: orderId, executionId, quantity: '1', price: '100' },
+    });
+  const filledQuantity = async (orderId: string) =>
+    (await t.client.data('query ($id: ID!) { orderSubmission(id: $id) { filledQuantity } }', { id: orderId })).orderSubmission.filledQuantity;
+
+  it('three execution ids that differ only in lone surrogates are refused, never stored as one fill', async () => {
+    const order = await t.client.submittedOrder({ symbol: 'MSFT', side: 'BUY', type: 'MARKET', quantity: '10' });
+    for (const executionId of ['X-\uD800', 'X-\uDBFF', 'X-\uDC00']) {
+      expect((await fill(order.id, executionId)).recordFill).toEqual({
+        fill: null,
+        error: { code: 'VALIDATION_FAILED', field: 'executionId', message: 'executionId must be well-formed Unicode (no unpaired surrogates)' },
+      });
+    }
+    expect(await filledQuantity(order.id)).toBe('0');
+    // A surrogate pair is one well-formed character.
+    expect((await fill(order.id, 'X-\uD83D\uDE00')).recordFill).toEqual({ fill: { executionId: 'X-\u{1F600}' }, error: null });
+    expect(await filledQuantity(order.id)).toBe('1');
+  });
+
+  it('a body that is not valid UTF-8 is refused with 400, not decoded into replacement characters', async () => {
+    const order = await t.client.submittedOrder({ symbol: 'MSFT', side: 'BUY', type: 'MARKET', quantity: '10' });
+    const query = 'mutation ($input: RecordFillInput!) { recordFill(input: $input) { fill { id } error { code } } }';
+    // A stray continuation byte, a byte that never occurs in UTF-8, an encoded surrogate and an overlong NUL.
+    for (const bytes of [[0x80], [0xff], [0xed, 0xa0, 0x80], [0xc0, 0x80]]) {
+      const [before, after] = JSON.stringify({ query, variables: { input: { orderSubmissionId: order.id, executionId: 'Y-@', quantity: '1', price: '100' } } }).split('@');
+      const body = Buffer.concat([Buffer.from(before!), Buffer.from(bytes), Buffer.from(after!)]);
+      const response = await fetch(t.stack.gatewayUrl, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': t.client.apiKey }, body });
+      expect({ status: response.status, body: await response.json() }).toEqual({ status: 400, body: { detail: 'Body is not valid UTF-8' } });
+    }
+    expect(await filledQuantity(order.id)).toBe('0');
   });
 });

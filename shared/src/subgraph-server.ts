@@ -12,7 +12,7 @@ import { ASSERTION_HEADER, AssertionVerifier, type CallerIdentity } from './asse
 import type { Config } from './config.ts';
 import { CLIENT_SAFE_CODES, MASKED_MESSAGE } from './errors.ts';
 import type { Logger } from './logger.ts';
-import { refuseControlCharacters } from './string-inputs.ts';
+import { refuseIllFormedStrings } from './string-inputs.ts';
 import type { SubgraphRouteContract } from './subgraph-client.ts';
 import { observeCaller, observeContext, observeRequests, requestLogPlugin } from './request-log.ts';
 
@@ -129,6 +129,8 @@ export interface HttpAppOptions {
   operationRoutes?: readonly string[];
 }
 
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 /** How long a stopping server waits for requests in flight before it drops the remaining connections. */
 const DRAIN_DEADLINE_MS = 11_000;
 
@@ -163,6 +165,21 @@ export function createHttpApp(config: Config, logger: Logger, options: HttpAppOp
     return unavailable
       ? reply.code(503).header('Retry-After', '1').send({ detail: 'The service is temporarily unavailable' })
       : reply.code(500).send({ detail: 'Internal server error' });
+  });
+
+  // JSON is UTF-8 (RFC 8259): bytes that are not are refused, where decoding would turn them into
+  // U+FFFD and two different ids into one (contract section 2).
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    let text: string;
+    try {
+      text = STRICT_UTF8.decode(body as Buffer);
+    } catch {
+      done(Object.assign(new Error('Body is not valid UTF-8'), { statusCode: 400 }), undefined);
+      return;
+    }
+    parseJson(request, text, done);
   });
 
   // Draining: keep-alive connections are closed after their response once the server is stopping, so
@@ -204,7 +221,7 @@ export async function startSubgraphServer<Context extends BaseContext>(options: 
     operationRoutes: callerRoutes.map((route) => route.contract.path),
   });
   const apollo = new ApolloServer<Context>({
-    schema: refuseControlCharacters(buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers }])),
+    schema: refuseIllFormedStrings(buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers }])),
     formatError: maskErrors(logger),
     includeStacktraceInErrorResponses: false,
     // The process's own signal handler drains and stops every server in order.

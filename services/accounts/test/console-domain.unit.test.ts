@@ -35,7 +35,7 @@ describe('emails', () => {
   it('are compared trimmed and lower-cased, and must look like an address', () => {
     expect(normalizeEmail('  Ada@Example.COM ')).toBe('ada@example.com');
     for (const good of ['a@b.co', 'first.last+tag@sub.example.org']) expect(isValidEmail(good)).toBe(true);
-    for (const bad of ['', 'a', 'a@b', '@b.co', 'a b@c.de', 'a@b..c', 'a@b.c\u0000', `${'a'.repeat(250)}@b.co`]) expect(isValidEmail(bad), bad).toBe(false);
+    for (const bad of ['', 'a', 'a@b', '@b.co', 'a b@c.de', 'a@b..c', 'a@b.c\u0000', 'a\uD800@b.co', `${'a'.repeat(250)}@b.co`]) expect(isValidEmail(bad), bad).toBe(false);
   });
 });
 
@@ -120,9 +120,10 @@ describe('keys on the page', () => {
     }
   });
 
-  it('roll with a grace of now, 1 hour, 24 hours or 7 days; labels are 1-100 characters without control characters', () => {
+  it('roll with a grace of now, 1 hour, 24 hours or 7 days; labels are 1-100 characters without control characters or lone surrogates', () => {
     expect(GRACE_MS).toEqual({ now: 0, '1h': 3_600_000, '24h': 86_400_000, '7d': 604_800_000 });
     expect(labelProblem('bot')).toBeUndefined();
-    for (const bad of ['', 'x'.repeat(101), 'tab\there']) expect(labelProblem(bad)).toBeDefined();
+    for (const bad of ['', 'x'.repeat(101), 'tab\there', 'bot \uDC00']) expect(labelProblem(bad), bad).toBeDefined();
+    expect(labelProblem('bot \u{1F916}')).toBeUndefined();
   });
 });

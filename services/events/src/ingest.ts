@@ -28,6 +28,7 @@ export interface IngestDeps {
 export async function registerIngestRoute(app: FastifyInstance, deps: IngestDeps): Promise<void> {
   const webhook = new StandardWebhook(deps.secret);
   await app.register(async (scope) => {
+    scope.removeContentTypeParser('application/json');
     scope.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: INGEST_BODY_LIMIT }, (_request, body, done) => done(null, body));
     scope.post(INGEST_PATH, async (request, reply) => {
       const body = typeof request.body === 'string' ? request.body : '';

@@ -19,6 +19,8 @@ export function passwordProblem(password: string): string | undefined {
 }
 
 const EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
+// Control characters are invisible in every list that shows a label; a lone surrogate would be stored as U+FFFD.
+const CONTROL_CHARACTERS_OR_LONE_SURROGATES = /[\p{Cc}\p{Cs}]/u;
 const MAX_EMAIL_LENGTH = 254;
 
 /** Emails are compared lower-cased and trimmed: one address is one owner, however it is typed. */
@@ -27,8 +29,7 @@ export function normalizeEmail(email: string): string {
 }
 
 export function isValidEmail(email: string): boolean {
-  // eslint-disable-next-line no-control-regex
-  return email.length <= MAX_EMAIL_LENGTH && EMAIL.test(email) && !/[\u0000-\u001f\u007f]/.test(email);
+  return email.length <= MAX_EMAIL_LENGTH && EMAIL.test(email) && !CONTROL_CHARACTERS_OR_LONE_SURROGATES.test(email);
 }
 
 /** A 256-bit random secret (session id, set-password token) in URL-safe text. */
@@ -104,13 +105,11 @@ export function keyStatus(key: { revokedAt: number | null; expiresAt: number | n
 
 export const MAX_LABEL_LENGTH = 100;
 
-// eslint-disable-next-line no-control-regex
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/;
 
 export function labelProblem(label: string): string | undefined {
   if (label.length === 0) return 'Give the key a label';
   if (label.length > MAX_LABEL_LENGTH) return `Use at most ${MAX_LABEL_LENGTH} characters`;
-  if (CONTROL_CHARACTERS.test(label)) return 'The label may not hold control characters';
+  if (CONTROL_CHARACTERS_OR_LONE_SURROGATES.test(label)) return 'The label may not hold control characters or unpaired surrogates';
   return undefined;
 }
 
