@@ -7,13 +7,26 @@ import ipaddr from 'ipaddr.js';
  * addresses: not loopback, private (RFC 1918, unique local), link-local (169.254/16, which holds
  * the cloud metadata services, fe80::/10), carrier-grade NAT (100.64/10, Alibaba's metadata),
  * unspecified, multicast, broadcast or reserved ranges. ipaddr.js classifies by the IANA
- * registries, which a hand-kept list of CIDRs would drift from; IPv4-mapped IPv6 addresses
- * (::ffff:10.0.0.1) are judged as the IPv4 address they carry.
+ * registries, which a hand-kept list of CIDRs would drift from. IPv6 must also be global unicast
+ * (2000::/3): the IPv4-mapped and IPv4-compatible forms (::ffff:127.0.0.1, ::127.0.0.1, and every
+ * hex spelling of them, ::ffff:7f00:1) are refused whatever they carry, since a host's stack turns
+ * them into the IPv4 address they hold; NAT64, SIIT, 6to4 and Teredo prefixes, which embed IPv4
+ * too, are special ranges that ipaddr.js names.
  *
  * The check runs when an endpoint is saved and again at every connection: the delivery's DNS
  * look-up goes through `guardedLookup`, so the socket connects to the very address that was checked
  * (a name that re-resolves to 127.0.0.1 after it was saved — DNS rebinding — is refused then).
  */
+
+const IPV6_GLOBAL_UNICAST = ipaddr.parseCIDR('2000::/3');
+const IPV4_MAPPED = ipaddr.parseCIDR('::ffff:0:0/96');
+const IPV4_COMPATIBLE = ipaddr.parseCIDR('::/96');
+
+/** The IPv4 address in an IPv6 address's last 32 bits. */
+function carriedIPv4(address: ipaddr.IPv6): ipaddr.IPv4 {
+  const parts = address.parts;
+  return new ipaddr.IPv4([parts[6]! >> 8, parts[6]! & 0xff, parts[7]! >> 8, parts[7]! & 0xff]);
+}
 
 /** The range an address belongs to when it is not public unicast, else undefined. */
 export function nonPublicRange(address: string): string | undefined {
@@ -23,9 +36,16 @@ export function nonPublicRange(address: string): string | undefined {
   } catch {
     return 'an unparsable address';
   }
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
   const range = parsed.range();
-  return range === 'unicast' ? undefined : `a ${range} address (${address})`;
+  if (parsed.kind() === 'ipv4') return range === 'unicast' ? undefined : `a ${range} address (${address})`;
+  const ipv6 = parsed as ipaddr.IPv6;
+  const form = ipv6.match(IPV4_MAPPED) ? 'IPv4-mapped' : range === 'unicast' && ipv6.match(IPV4_COMPATIBLE) ? 'IPv4-compatible' : undefined;
+  if (form) {
+    const carried = carriedIPv4(ipv6);
+    return `an ${form} IPv6 address (${address}, carrying ${carried.range()} ${carried.toString()})`;
+  }
+  if (range !== 'unicast') return `a ${range} address (${address})`;
+  return ipv6.match(IPV6_GLOBAL_UNICAST) ? undefined : `an IPv6 address outside global unicast 2000::/3 (${address})`;
 }
 
 /** For a host that is an IP literal: why it is refused, or undefined (also for names, checked by resolving). */

@@ -37,11 +37,24 @@ describe('address ranges', () => {
     ['fd00:ec2::254', 'uniqueLocal'],
     ['::ffff:10.0.0.1', 'private'],
     ['::ffff:127.0.0.1', 'loopback'],
+    // IPv4 carried in IPv6, in every spelling, whatever it carries: a host's stack unwraps it. (ipaddr.js
+    // reads a dotted suffix as mapped; URLs and DNS answers come in the hex spelling.)
+    ['::127.0.0.1', 'IPv4-'],
+    ['::7f00:1', 'IPv4-compatible'],
+    ['::a9fe:a9fe', 'IPv4-compatible'],
+    ['::8.8.8.8', 'IPv4-'],
+    ['::ffff:7f00:1', 'IPv4-mapped'],
+    ['0:0:0:0:0:ffff:7f00:1', 'IPv4-mapped'],
+    ['::ffff:8.8.8.8', 'IPv4-mapped'],
+    ['::ffff:0:7f00:1', 'rfc6145'],
+    ['64:ff9b::7f00:1', 'rfc6052'],
+    ['2002:7f00:1::', '6to4'],
+    ['4000::1', 'outside global unicast'],
   ])('%s is refused (%s)', (address, range) => {
     expect(nonPublicRange(address)).toContain(range);
   });
 
-  it.each(['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8'])('%s is public', (address) => {
+  it.each(['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111'])('%s is public', (address) => {
     expect(nonPublicRange(address)).toBeUndefined();
   });
 });
@@ -57,6 +70,12 @@ describe('in production', () => {
     ['https://10.0.0.8/hooks', 'private'],
     ['https://[::ffff:192.168.0.1]/hooks', 'private'],
     ['https://localhost/hooks', 'loopback'],
+    ['https://[::127.0.0.1]/', 'IPv4-compatible'],
+    ['https://[::ffff:127.0.0.1]/', 'IPv4-mapped'],
+    ['https://[::ffff:7f00:1]/', 'IPv4-mapped'],
+    ['https://[0:0:0:0:0:ffff:a9fe:a9fe]/latest/meta-data', 'IPv4-mapped'],
+    ['https://[::ffff:0:7f00:1]/', 'rfc6145'],
+    ['https://[64:ff9b::a9fe:a9fe]/', 'rfc6052'],
   ])('refuses %s when the endpoint is saved', async (url, reason) => {
     const created = await createEndpoint(context(), { url });
     expect(created.ok).toBe(false);
@@ -74,7 +93,7 @@ describe('in production', () => {
 
   it('checks again at connect time: a saved name that now resolves to loopback (DNS rebinding) gets no request', async () => {
     const port = new URL(receiver.url).port;
-    for (const url of [`https://localhost:${port}/hooks`, `https://127.0.0.1:${port}/hooks`]) {
+    for (const url of [`https://localhost:${port}/hooks`, `https://127.0.0.1:${port}/hooks`, `https://[::127.0.0.1]:${port}/hooks`, `https://[::ffff:7f00:1]:${port}/hooks`]) {
       const answer = await postWebhook({ url, headers: {}, body: '{}', production: true, timeoutMs: 2_000 });
       expect(answer).toMatchObject({ statusCode: null, succeeded: false });
       expect(answer.failure).toMatch(/^address not allowed: .*loopback/);
