@@ -130,6 +130,31 @@ describe('the session cookie', () => {
   it('is Secure in production', async () => {
     const owner = await accountWithOwner(stack, base, 'Production cookie');
     const gateway = await startGateway({
+      config: { ...stack.config, production: true, trustProxy: ['loopback'] },
+      keyStore: stack.running.keys.keyStore,
+      logger: createLogger('production', 'silent'),
+      port: 0,
+      isReady: async () => true,
+    });
+    try {
+      // The configured console address is another port here, so the browser's Sec-Fetch-Site vouches instead;
+      // the TLS-terminating proxy in front says the request came over HTTPS.
+      const client = new ConsoleClient(baseOf(gateway.url), { 'sec-fetch-site': 'same-origin', 'x-forwarded-proto': 'https' });
+      const signIn = await client.request('POST', '/console/api/sign-in', { email: owner.email, password: owner.password }, { origin: '' });
+      expect(signIn.status).toBe(200);
+      expect(signIn.setCookie!.split(';').map((part) => part.trim().toLowerCase())).toEqual(expect.arrayContaining(['secure', 'httponly', 'samesite=strict']));
+    } finally {
+      await gateway.close();
+    }
+  });
+});
+
+describe('passwords over plain HTTP in production', () => {
+  it('are refused as API keys are, before they are checked: no session, no failed sign-in, the link still unused', async () => {
+    const owner = await accountWithOwner(stack, base, 'Plain HTTP');
+    const securityLog = async () => (await db.query('select type from accounts.security_events where account_id = $1 order by seq', [owner.accountId])).rows;
+    const logged = await securityLog();
+    const gateway = await startGateway({
       config: { ...stack.config, production: true },
       keyStore: stack.running.keys.keyStore,
       logger: createLogger('production', 'silent'),
@@ -137,11 +162,23 @@ describe('the session cookie', () => {
       isReady: async () => true,
     });
     try {
-      // The configured console address is another port here, so the browser's Sec-Fetch-Site vouches instead.
       const client = new ConsoleClient(baseOf(gateway.url), { 'sec-fetch-site': 'same-origin' });
+      const refused = { status: 400, body: { detail: 'Passwords are accepted over HTTPS only' } };
       const signIn = await client.request('POST', '/console/api/sign-in', { email: owner.email, password: owner.password }, { origin: '' });
-      expect(signIn.status).toBe(200);
-      expect(signIn.setCookie!.split(';').map((part) => part.trim().toLowerCase())).toEqual(expect.arrayContaining(['secure', 'httponly', 'samesite=strict']));
+      expect({ status: signIn.status, body: signIn.body }).toEqual(refused);
+      expect(signIn.setCookie).toBeNull();
+      const wrong = await client.request('POST', '/console/api/sign-in', { email: owner.email, password: 'not the password' }, { origin: '' });
+      expect({ status: wrong.status, body: wrong.body }).toEqual(refused);
+      expect(await securityLog()).toEqual(logged);
+      const reset = await resetOwnerPassword(consoleDeps(stack), owner.ownerId);
+      const setPassword = await client.request('POST', '/console/api/set-password', { token: tokenOf(reset.setPasswordUrl), password: 'a new long password' }, { origin: '' });
+      expect({ status: setPassword.status, body: setPassword.body }).toEqual(refused);
+      // The link was not spent: it still sets the password where passwords are accepted (the non-production gateway).
+      const overHttps = new ConsoleClient(base);
+      expect((await overHttps.post('/console/api/set-password', { token: tokenOf(reset.setPasswordUrl), password: 'a new long password' })).status).toBe(200);
+      // A key over plain HTTP is refused the same way.
+      const keyed = await fetch(gateway.url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': owner.apiKey }, body: JSON.stringify({ query: '{ viewer { account { id } } }' }) });
+      expect(keyed.status).toBe(400);
     } finally {
       await gateway.close();
     }

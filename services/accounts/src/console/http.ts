@@ -134,7 +134,9 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleHttp
       reply.headers(SECURITY_HEADERS);
     });
 
-    await scope.register(async (api) => apiRoutes(api, deps, cookieOptions, webhooksLink), { prefix: '/console/api' });
+    // As API keys are (gateway/src/authentication.ts): in production a password travels only over HTTPS.
+    const overPlainHttp = (request: FastifyRequest) => config.production && !config.tls && request.protocol !== 'https';
+    await scope.register(async (api) => apiRoutes(api, deps, cookieOptions, webhooksLink, overPlainHttp), { prefix: '/console/api' });
 
     for (const page of CONSOLE_PAGES) {
       scope.get(page, async (_request, reply) => {
@@ -160,10 +162,24 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleHttp
 
 type CookieOptions = { path: string; httpOnly: boolean; sameSite: 'strict'; secure: boolean };
 
-async function apiRoutes(api: FastifyInstance, deps: ConsoleDeps, cookieOptions: CookieOptions, webhooksLink: webhooks.WebhooksLink | undefined): Promise<void> {
+async function apiRoutes(
+  api: FastifyInstance,
+  deps: ConsoleDeps,
+  cookieOptions: CookieOptions,
+  webhooksLink: webhooks.WebhooksLink | undefined,
+  overPlainHttp: (request: FastifyRequest) => boolean,
+): Promise<void> {
   const sessions = new WeakMap<FastifyRequest, Session>();
   const sessionOf = (request: FastifyRequest) => sessions.get(request)!;
   const signedIn = { config: { signedIn: true } };
+  const takesPassword = { config: { takesPassword: true } };
+
+  // Refused before the body is read for anything: a password sent in the clear is not checked, so the answer tells nobody whether it was right.
+  api.addHook('onRequest', async (request, reply) => {
+    if ((request.routeOptions.config as { takesPassword?: boolean }).takesPassword && overPlainHttp(request)) {
+      return reply.code(400).send({ detail: 'Passwords are accepted over HTTPS only' });
+    }
+  });
 
   const startSession = (reply: FastifyReply, token: string) =>
     reply.setCookie(SESSION_COOKIE, token, { ...cookieOptions, maxAge: SESSION_ABSOLUTE_MS / 1000 });
@@ -182,7 +198,7 @@ async function apiRoutes(api: FastifyInstance, deps: ConsoleDeps, cookieOptions:
   });
   api.setNotFoundHandler((_request, reply) => reply.code(404).send({ detail: 'Not found' }));
 
-  api.post('/sign-in', async (request, reply) => {
+  api.post('/sign-in', takesPassword, async (request, reply) => {
     const { token, view } = await operations.signIn(deps, bodyOf(request), originOf(request));
     return startSession(reply, token).send(view);
   });
@@ -192,7 +208,7 @@ async function apiRoutes(api: FastifyInstance, deps: ConsoleDeps, cookieOptions:
     return reply.code(204).clearCookie(SESSION_COOKIE, cookieOptions).send();
   });
 
-  api.post('/set-password', async (request, reply) => {
+  api.post('/set-password', takesPassword, async (request, reply) => {
     const { token, view } = await operations.setPassword(deps, bodyOf(request), originOf(request));
     return startSession(reply, token).send(view);
   });
