@@ -23,9 +23,11 @@ export async function createBenchDatabase(base: Config, logger: Logger, label: s
   await admin.connect();
   await admin.query(`create database ${databaseName}`);
   const databaseUrl = Object.assign(new URL(serverUrl), { pathname: `/${databaseName}` }).toString();
-  await migrateAll(databaseUrl);
+  // Every service on the throwaway database, whatever <SERVICE>_DATABASE_URL says.
+  const config = { ...base, databaseUrl, serviceDatabaseUrls: {}, redisKeyPrefix: `bench:${databaseName}:` };
+  await migrateAll(config);
   return {
-    config: { ...base, databaseUrl, redisKeyPrefix: `bench:${databaseName}:` },
+    config,
     drop: async () => {
       await admin.query(`drop database ${databaseName} with (force)`);
       await admin.end();

@@ -31,9 +31,10 @@ export async function openBenchStack(name: string): Promise<BenchStack> {
   await admin.connect();
   await admin.query(`create database ${databaseName}`);
   const databaseUrl = Object.assign(new URL(serverUrl), { pathname: `/${databaseName}` }).toString();
-  const config = { ...base, databaseUrl, redisKeyPrefix: `bench:${databaseName}:` };
+  // Every service on the throwaway database, whatever <SERVICE>_DATABASE_URL says.
+  const config = { ...base, databaseUrl, serviceDatabaseUrls: {}, redisKeyPrefix: `bench:${databaseName}:` };
 
-  await migrateAll(databaseUrl);
+  await migrateAll(config);
   const stack = await launchStack(config, { freePorts: true, logger });
   const management = { db: stack.keys.db, config, keyStore: stack.keys.keyStore };
   const account = await createAccount(management, `Bench account (${name})`);

@@ -1,14 +1,32 @@
-import { loadConfigOrExit } from '@ots/shared/config';
+import { parseArgs } from 'node:util';
+import { databaseUrlOf, databaseVariablesOf, loadConfigOrExit, SERVICE_NAMES, type ServiceName } from '@ots/shared/config';
 import { migrateService } from '@ots/shared/service';
 import { allServices } from './services.ts';
 
-/** The one-shot migration step of docker compose: every service migrates its own schema. */
+/**
+ * The one-shot migration step run before a rollout: `--service <name>` migrates that subgraph's
+ * schema alone (its team's step), otherwise every subgraph migrates its own; each on its
+ * <SERVICE>_DATABASE_URL, else DATABASE_URL.
+ */
+let only: ServiceName | undefined;
+try {
+  const { values } = parseArgs({ options: { service: { type: 'string' } } });
+  if (values.service !== undefined && !SERVICE_NAMES.includes(values.service as ServiceName)) {
+    throw new Error(`--service takes one of ${SERVICE_NAMES.join(', ')}, got "${values.service}"`);
+  }
+  only = values.service as ServiceName | undefined;
+} catch (error) {
+  console.error((error as Error).message);
+  process.exit(2);
+}
 const config = loadConfigOrExit();
-if (!config.databaseUrl) {
-  console.error('DATABASE_URL is required');
+const services = allServices.filter((service) => only === undefined || service.name === only);
+const unset = services.filter((service) => !databaseUrlOf(config, service.name));
+if (unset.length > 0) {
+  console.error(unset.map((service) => `${service.name}: ${databaseVariablesOf(service.name)} is required`).join('\n'));
   process.exit(1);
 }
-for (const service of allServices) {
-  await migrateService(service, config.databaseUrl);
+for (const service of services) {
+  await migrateService(service, databaseUrlOf(config, service.name)!);
   console.log(`migrated schema ${service.schema}`);
 }

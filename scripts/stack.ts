@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { Config, ServiceName } from '@ots/shared/config';
+import { databaseUrlOf, databaseVariablesOf, type Config, type ServiceName } from '@ots/shared/config';
 import { isDatabaseReachable } from '@ots/shared/db';
 import { createLogger, type Logger } from '@ots/shared/logger';
 import { isRedisReachable } from '@ots/shared/redis';
@@ -20,8 +20,13 @@ export interface RunningStack {
   close(): Promise<void>;
 }
 
-export async function migrateAll(databaseUrl: string): Promise<void> {
-  for (const service of allServices) await migrateService(service, databaseUrl);
+/** Migrates every subgraph's schema, each on its own database (`databaseUrlOf`). */
+export async function migrateAll(config: Pick<Config, 'databaseUrl' | 'serviceDatabaseUrls'>): Promise<void> {
+  for (const service of allServices) {
+    const databaseUrl = databaseUrlOf(config, service.name);
+    if (!databaseUrl) throw new Error(`${service.name}: ${databaseVariablesOf(service.name)} is required`);
+    await migrateService(service, databaseUrl);
+  }
 }
 
 /**

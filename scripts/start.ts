@@ -1,4 +1,4 @@
-import { loadConfigOrExit } from '@ots/shared/config';
+import { databaseUrlOf, loadConfigOrExit, SERVICE_NAMES } from '@ots/shared/config';
 import { ensureDevDatabase, type DevDatabase } from '@ots/shared/dev-database';
 import { createLogger } from '@ots/shared/logger';
 import { stopOnSignals } from '@ots/shared/service';
@@ -11,7 +11,7 @@ import { launchStack, migrateAll, type RunningStack } from './stack.ts';
 
 /**
  * `npm start`: composes the supergraph, then runs the whole service in one process, on an embedded
- * Postgres unless DATABASE_URL is set. One process, so that a stop signal reaches the code that drains.
+ * Postgres for the services that DATABASE_URL and <SERVICE>_DATABASE_URL leave without one. One process, so that a stop signal reaches the code that drains.
  */
 let config = loadConfigOrExit();
 try {
@@ -28,11 +28,11 @@ let stack: RunningStack;
 let telemetry: ProcessTelemetry;
 try {
   telemetry = await startProcessTelemetry(config, logger);
-  if (!config.databaseUrl) {
+  if (SERVICE_NAMES.some((name) => !databaseUrlOf(config, name))) {
     devDatabase = await ensureDevDatabase(logger);
     config = { ...config, databaseUrl: devDatabase.url };
   }
-  await migrateAll(config.databaseUrl!);
+  await migrateAll(config);
   stack = await launchStack(config, { logger });
 } catch (error) {
   const { code, message } = error as NodeJS.ErrnoException;

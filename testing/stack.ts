@@ -68,7 +68,7 @@ export async function startStack(options: StackOptions = {}): Promise<TestStack>
   });
   let running: RunningStack;
   try {
-    await migrateAll(database.url);
+    await migrateAll(config);
     running = await launchStack(config, { freePorts: true });
   } catch (error) {
     // A stack that could not start leaves no database behind.

@@ -35,8 +35,13 @@ export interface Config {
   host: string;
   ports: Record<ServiceName | 'gateway', number>;
   subgraphUrls: Record<ServiceName, string>;
-  /** Unset: `npm start` runs an embedded Postgres; services require it. */
+  /** Unset: `npm start` runs an embedded Postgres; services require it (or their own, below). */
   databaseUrl: string | undefined;
+  /**
+   * `<SERVICE>_DATABASE_URL`: the database server of a subgraph whose team runs its own; a service
+   * without one uses `databaseUrl`. Read through `databaseUrlOf`.
+   */
+  serviceDatabaseUrls: Partial<Record<ServiceName, string>>;
   /** Unset: key look-ups use the in-process cache alone. */
   redisUrl: string | undefined;
   redisKeyPrefix: string;
@@ -194,6 +199,11 @@ const environmentSchema = z.object({
     z.enum(['production', 'development', 'test'], { message: 'must be production, development or test' }).optional(),
   ),
   DATABASE_URL: url(['postgres:', 'postgresql:']),
+  ACCOUNTS_DATABASE_URL: url(['postgres:', 'postgresql:']),
+  ORDERS_DATABASE_URL: url(['postgres:', 'postgresql:']),
+  STRATEGIES_DATABASE_URL: url(['postgres:', 'postgresql:']),
+  FILLS_DATABASE_URL: url(['postgres:', 'postgresql:']),
+  EVENTS_DATABASE_URL: url(['postgres:', 'postgresql:']),
   REDIS_URL: url(['redis:', 'rediss:']),
   REDIS_KEY_PREFIX: z.preprocess(unset, z.string().default('ots:')),
   API_KEY_HMAC_SECRET: z.preprocess(unset, z.string().min(32, { message: 'must be at least 32 characters' }).optional()),
@@ -287,11 +297,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       problems.push('ASSERTION_PUBLIC_KEY is not the public half of ASSERTION_PRIVATE_KEY: subgraphs would refuse every assertion');
     }
   }
+  const serviceDatabaseUrls: Partial<Record<ServiceName, string>> = {};
+  const serviceUrls = {
+    accounts: e.ACCOUNTS_DATABASE_URL,
+    orders: e.ORDERS_DATABASE_URL,
+    strategies: e.STRATEGIES_DATABASE_URL,
+    fills: e.FILLS_DATABASE_URL,
+    events: e.EVENTS_DATABASE_URL,
+  };
+  for (const name of SERVICE_NAMES) if (serviceUrls[name]) serviceDatabaseUrls[name] = serviceUrls[name];
   const missing: string[] = [];
   if (production) {
     if (!e.API_KEY_HMAC_SECRET) missing.push('API_KEY_HMAC_SECRET');
     if (!assertionPublicKey) missing.push('ASSERTION_PUBLIC_KEY');
-    if (!e.DATABASE_URL) missing.push('DATABASE_URL');
+    // A process of one subgraph may hold that subgraph's URL alone; it checks its own when it starts.
+    if (!e.DATABASE_URL && Object.keys(serviceDatabaseUrls).length === 0) missing.push('DATABASE_URL');
   } else if (!assertionPublicKey) {
     assertionPrivateKey = DEV_ASSERTION_PRIVATE_KEY;
     assertionPublicKey = createPublicKey(DEV_ASSERTION_PRIVATE_KEY);
@@ -324,6 +344,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       events: subgraphUrl('events', e.EVENTS_URL),
     },
     databaseUrl: e.DATABASE_URL,
+    serviceDatabaseUrls,
     redisUrl: e.REDIS_URL,
     redisKeyPrefix: e.REDIS_KEY_PREFIX,
     apiKeyHmacSecret: e.API_KEY_HMAC_SECRET ? Buffer.from(e.API_KEY_HMAC_SECRET, 'utf8') : DEV_HMAC_SECRET,
@@ -357,6 +378,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     outboxRelayIntervalMs: e.OUTBOX_RELAY_INTERVAL_MS,
     webhookDispatchIntervalMs: e.WEBHOOK_DISPATCH_INTERVAL_MS,
   };
+}
+
+/** The database of `service` (its schema and migrations): its own server's URL, else DATABASE_URL's. */
+export function databaseUrlOf(config: Pick<Config, 'databaseUrl' | 'serviceDatabaseUrls'>, service: ServiceName): string | undefined {
+  return config.serviceDatabaseUrls[service] ?? config.databaseUrl;
+}
+
+/** What to set when `service` has no database: for messages. */
+export function databaseVariablesOf(service: ServiceName): string {
+  return `${service.toUpperCase()}_DATABASE_URL or DATABASE_URL`;
 }
 
 /** For process entry points: a configuration mistake is one clear line and exit code 1, not a stack trace. */

@@ -2,7 +2,7 @@ import type { Migration } from 'kysely';
 import type { Kysely } from 'kysely';
 import type { FastifyInstance } from 'fastify';
 import type { DocumentNode } from 'graphql';
-import type { Config, ServiceName } from './config.ts';
+import { databaseUrlOf, databaseVariablesOf, type Config, type ServiceName } from './config.ts';
 import { createDatabase, isDatabaseReachable, migrateSchema } from './db.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { startSubgraphServer, type BaseContext, type CallerRoute, type RunningServer, type SubgraphResolvers } from './subgraph-server.ts';
@@ -50,9 +50,10 @@ export async function runService<DB, Context extends BaseContext>(
   options: RunOptions,
 ): Promise<RunningServer> {
   const { config } = options;
-  if (!config.databaseUrl) throw new Error(`${definition.name}: DATABASE_URL is required`);
+  const databaseUrl = databaseUrlOf(config, definition.name);
+  if (!databaseUrl) throw new Error(`${definition.name}: ${databaseVariablesOf(definition.name)} is required`);
   const log = options.logger ?? createLogger(definition.name, config.logLevel);
-  const db = createDatabase<DB>({ url: config.databaseUrl, schema: definition.schema, applicationName: definition.name });
+  const db = createDatabase<DB>({ url: databaseUrl, schema: definition.schema, applicationName: definition.name });
   const runtime: ServiceRuntime<DB> = { service: definition.name, config, db, log };
   const stopBackground = definition.startBackground?.(runtime);
   const server = await startSubgraphServer<Context>({

@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../src/config.ts';
+import { ConfigError, databaseUrlOf, loadConfig } from '../src/config.ts';
 
 function problemsOf(env: Record<string, string>): string[] {
   try {
@@ -127,5 +127,20 @@ describe('configuration', () => {
     expect(problemsOf({ NODE_ENV: 'production' })).toEqual([
       'NODE_ENV=production refuses development defaults; set API_KEY_HMAC_SECRET, ASSERTION_PUBLIC_KEY, DATABASE_URL',
     ]);
+  });
+
+  it('gives each service its own <SERVICE>_DATABASE_URL where one is set, else DATABASE_URL', () => {
+    const config = loadConfig({ DATABASE_URL: 'postgres://app@shared/ots', ORDERS_DATABASE_URL: 'postgres://orders@orders-db/orders' });
+    expect(databaseUrlOf(config, 'orders')).toBe('postgres://orders@orders-db/orders');
+    expect(databaseUrlOf(config, 'fills')).toBe('postgres://app@shared/ots');
+    expect(problemsOf({ FILLS_DATABASE_URL: 'mysql://fills:hunter2@db/fills' })).toEqual(['FILLS_DATABASE_URL must be a URL starting postgres:// or postgresql://']);
+    // A process of one subgraph holds that subgraph's database alone.
+    const production = {
+      NODE_ENV: 'production',
+      API_KEY_HMAC_SECRET: 'x'.repeat(32),
+      ASSERTION_PUBLIC_KEY: generateKeyPairSync('ed25519').publicKey.export({ format: 'pem', type: 'spki' }).toString(),
+    };
+    const orders = loadConfig({ ...production, ORDERS_DATABASE_URL: 'postgres://orders@orders-db/orders' });
+    expect([databaseUrlOf(orders, 'orders'), databaseUrlOf(orders, 'accounts')]).toEqual(['postgres://orders@orders-db/orders', undefined]);
   });
 });

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { loadConfigOrExit } from '@ots/shared/config';
+import { databaseUrlOf, loadConfigOrExit } from '@ots/shared/config';
 import { ensureDevDatabase } from '@ots/shared/dev-database';
 import { receiveId } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
@@ -245,8 +245,8 @@ try {
 const config = loadConfigOrExit();
 // Only failures reach stderr: a missed cache notice is covered by the gateways' generation polling.
 const log = createLogger('admin', 'error', true);
-const devDatabase = config.databaseUrl ? undefined : await ensureDevDatabase(log);
-const opened = openKeyStore({ ...config, databaseUrl: config.databaseUrl ?? devDatabase!.url }, log, { listen: false });
+const devDatabase = databaseUrlOf(config, 'accounts') ? undefined : await ensureDevDatabase(log);
+const opened = openKeyStore(devDatabase ? { ...config, databaseUrl: devDatabase.url } : config, log, { listen: false });
 let exitCode = 0;
 try {
   const management = { db: opened.db, config, keyStore: opened.keyStore };

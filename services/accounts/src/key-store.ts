@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { Config } from '@ots/shared/config';
+import { databaseUrlOf, databaseVariablesOf, type Config } from '@ots/shared/config';
 import { createDatabase } from '@ots/shared/db';
 import type { Logger } from '@ots/shared/logger';
 import { apiKeyLookups } from '@ots/shared/metrics';
@@ -267,8 +267,10 @@ export interface OpenedKeyStore {
 
 /** The key store on its own connections, for the gateway and the admin CLI. */
 export function openKeyStore(config: Config, log: Logger, options: { listen: boolean }): OpenedKeyStore {
-  if (!config.databaseUrl) throw new Error('DATABASE_URL is required');
-  const db = createDatabase<AccountsDatabase>({ url: config.databaseUrl, schema: SCHEMA, applicationName: 'api-key-store' });
+  // The keys live in the accounts schema, on the accounts service's database.
+  const databaseUrl = databaseUrlOf(config, 'accounts');
+  if (!databaseUrl) throw new Error(`${databaseVariablesOf('accounts')} is required`);
+  const db = createDatabase<AccountsDatabase>({ url: databaseUrl, schema: SCHEMA, applicationName: 'api-key-store' });
   const redis = config.redisUrl ? createRedis(config.redisUrl, log) : undefined;
   const keyStore = new ApiKeyStore({ db, redis, redisKeyPrefix: config.redisKeyPrefix, log });
   if (options.listen) {

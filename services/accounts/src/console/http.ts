@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import fastifyCookie from '@fastify/cookie';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Config } from '@ots/shared/config';
+import { databaseUrlOf, databaseVariablesOf, type Config } from '@ots/shared/config';
 import { createDatabase } from '@ots/shared/db';
 import { receiveId } from '@ots/shared/ids';
 import { SCHEMA } from '../../migrations/index.ts';
@@ -99,9 +99,10 @@ function bodyOf(request: FastifyRequest): Record<string, unknown> {
 
 export async function registerConsole(app: FastifyInstance, options: ConsoleHttpOptions): Promise<void> {
   const { config } = options;
-  if (!config.databaseUrl) throw new Error('the console needs DATABASE_URL');
+  const databaseUrl = databaseUrlOf(config, 'accounts');
+  if (!databaseUrl) throw new Error(`the console needs ${databaseVariablesOf('accounts')}`);
   // Its own small pool: console traffic never queues behind (or ahead of) the gateway's key look-ups.
-  const db = createDatabase<AccountsDatabase>({ url: config.databaseUrl, schema: SCHEMA, applicationName: 'console', maxConnections: 4 });
+  const db = createDatabase<AccountsDatabase>({ url: databaseUrl, schema: SCHEMA, applicationName: 'console', maxConnections: 4 });
   const deps: ConsoleDeps = {
     db,
     keys: { db, config, keyStore: options.keyStore },
