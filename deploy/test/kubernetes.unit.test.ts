@@ -229,9 +229,15 @@ describe.each(['base', 'overlays/production'])('the Kubernetes manifests (%s)', 
       if (['orders', 'strategies', 'fills', 'events'].includes(service)) expect(config.eventsIngestSecret, deployment.metadata.name).toBeDefined();
       if (service === 'events') expect(config.webhookSecretKey).toBeDefined();
     }
-    const migrate = manifests.find((manifest) => manifest.kind === 'Job')!;
-    const config = loadConfig(environmentOf(migrate, manifests));
-    expect(SERVICE_NAMES.filter((name) => !databaseUrlOf(config, name))).toEqual([]);
+    // One migration Job per subgraph, holding that subgraph's database and nothing else.
+    const jobs = manifests.filter((manifest) => manifest.kind === 'Job');
+    expect(jobs.map((job) => job.spec.template.spec.containers[0].command.at(-1)).sort()).toEqual([...SERVICE_NAMES].sort());
+    for (const job of jobs) {
+      const service = job.spec.template.spec.containers[0].command.at(-1) as ServiceName;
+      const env = environmentOf(job, manifests);
+      expect(Object.keys(env)).toEqual([`${service.toUpperCase()}_DATABASE_URL`]);
+      expect(databaseUrlOf(loadConfig(env), service)).toBeDefined();
+    }
   });
 });
 
