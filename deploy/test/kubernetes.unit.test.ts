@@ -22,7 +22,13 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 type Manifest = Record<string, any>;
 
 function render(overlay: string): Manifest[] {
-  const yaml = execFileSync('kubectl', ['kustomize', `deploy/kubernetes/${overlay}`], { cwd: ROOT, encoding: 'utf8' });
+  let yaml: string;
+  try {
+    yaml = execFileSync('kubectl', ['kustomize', `deploy/kubernetes/${overlay}`], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (error) {
+    const { code, stderr } = error as NodeJS.ErrnoException & { stderr?: string };
+    throw new Error(code === 'ENOENT' ? 'kubectl (1.27 or later, for its kustomize) is needed to render the manifests' : `kubectl kustomize failed: ${stderr}`);
+  }
   return parseAllDocuments(yaml).map((document) => document.toJS() as Manifest);
 }
 
