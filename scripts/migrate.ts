@@ -19,7 +19,9 @@ try {
   console.error((error as Error).message);
   process.exit(2);
 }
-const config = loadConfigOrExit();
+// Migrations read the database URLs alone: the production refusal of development secrets is for the
+// processes that use them, so a migration Job holds its database's Secret and nothing else.
+const config = loadConfigOrExit({ ...process.env, NODE_ENV: undefined });
 const services = allServices.filter((service) => only === undefined || service.name === only);
 const unset = services.filter((service) => !databaseUrlOf(config, service.name));
 if (unset.length > 0) {

@@ -11,7 +11,8 @@ import { launchStack, migrateAll, type RunningStack } from './stack.ts';
 
 /**
  * `npm start`: composes the supergraph, then runs the whole service in one process, on an embedded
- * Postgres for the services that DATABASE_URL and <SERVICE>_DATABASE_URL leave without one. One process, so that a stop signal reaches the code that drains.
+ * Postgres for the services that DATABASE_URL and <SERVICE>_DATABASE_URL leave without one. One
+ * process, so that a stop signal reaches the code that drains.
  */
 let config = loadConfigOrExit();
 try {

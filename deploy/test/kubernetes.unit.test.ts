@@ -22,7 +22,13 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 type Manifest = Record<string, any>;
 
 function render(overlay: string): Manifest[] {
-  const yaml = execFileSync('kubectl', ['kustomize', `deploy/kubernetes/${overlay}`], { cwd: ROOT, encoding: 'utf8' });
+  let yaml: string;
+  try {
+    yaml = execFileSync('kubectl', ['kustomize', `deploy/kubernetes/${overlay}`], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (error) {
+    const { code, stderr } = error as NodeJS.ErrnoException & { stderr?: string };
+    throw new Error(code === 'ENOENT' ? 'kubectl (1.27 or later, for its kustomize) is needed to render the manifests' : `kubectl kustomize failed: ${stderr}`);
+  }
   return parseAllDocuments(yaml).map((document) => document.toJS() as Manifest);
 }
 
@@ -229,9 +235,15 @@ describe.each(['base', 'overlays/production'])('the Kubernetes manifests (%s)', 
       if (['orders', 'strategies', 'fills', 'events'].includes(service)) expect(config.eventsIngestSecret, deployment.metadata.name).toBeDefined();
       if (service === 'events') expect(config.webhookSecretKey).toBeDefined();
     }
-    const migrate = manifests.find((manifest) => manifest.kind === 'Job')!;
-    const config = loadConfig(environmentOf(migrate, manifests));
-    expect(SERVICE_NAMES.filter((name) => !databaseUrlOf(config, name))).toEqual([]);
+    // One migration Job per subgraph, holding that subgraph's database and nothing else.
+    const jobs = manifests.filter((manifest) => manifest.kind === 'Job');
+    expect(jobs.map((job) => job.spec.template.spec.containers[0].command.at(-1)).sort()).toEqual([...SERVICE_NAMES].sort());
+    for (const job of jobs) {
+      const service = job.spec.template.spec.containers[0].command.at(-1) as ServiceName;
+      const env = environmentOf(job, manifests);
+      expect(Object.keys(env)).toEqual([`${service.toUpperCase()}_DATABASE_URL`]);
+      expect(databaseUrlOf(loadConfig(env), service)).toBeDefined();
+    }
   });
 });
 

@@ -100,8 +100,9 @@ describe("a subgraph team's one-shot migration and start command", () => {
     await database?.drop();
   });
 
-  it('`npm run migrate -- --service orders` migrates the orders schema alone, on ORDERS_DATABASE_URL', async () => {
+  it('`npm run migrate -- --service orders` migrates the orders schema alone, on ORDERS_DATABASE_URL, with no other secret', async () => {
     const result = await run(['--import', 'tsx', 'scripts/migrate.ts', '--service', 'orders'], {
+      NODE_ENV: 'production',
       ORDERS_DATABASE_URL: database.url,
       DATABASE_URL: UNREACHABLE,
     });
