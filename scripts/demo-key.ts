@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { decideKey, hashApiKey, createAccount, createKey, type KeyManagement, hasAnyAccount } from '@ots/accounts';
+import { decideKey, findAccount, hashApiKey, createAccount, createKey, type KeyManagement, hasAnyAccount } from '@ots/accounts';
 
 /** Where `npm start` keeps the demo key of the embedded database: in the ignored `.data/`, owner-only. */
 export const DEMO_KEY_FILE = fileURLToPath(new URL('../.data/demo-api-key', import.meta.url));
@@ -10,6 +10,8 @@ export interface DemoKeyOptions {
   management: KeyManagement;
   /** The gateway's GraphQL URL, for the ready-to-paste curl line. */
   endpoint: string;
+  /** The console's address, where the demo owner makes a new key once the kept one is no longer valid. */
+  consoleUrl: string;
   /** True for the embedded database, whose demo key is kept in `file`; another database's is shown once and not kept. */
   keep: boolean;
   /** Production never gets a demo key. */
@@ -69,7 +71,17 @@ export async function demoKeyNotice(options: DemoKeyOptions): Promise<DemoKeyNot
     chmodSync(file, 0o600);
     const kept = readFileSync(file, 'utf8').trim();
     const record = await management.keyStore.lookup(hashApiKey(management.config.apiKeyHmacSecret, kept));
-    if (decideKey(record, Date.now()).kind === 'authenticated') return { text: fromFile('printed on the first run only') };
+    const decision = decideKey(record, Date.now());
+    if (decision.kind === 'authenticated') return { text: fromFile('printed on the first run only') };
+    // Rolled, revoked or expired since (or its account's API access disabled): say so, and where a new one comes from.
+    const account = record && (await findAccount(management.db, record.accountId));
+    const why = decision.kind === 'access-disabled' ? 'API access is disabled for its account' : 'it was revoked, rolled or has expired';
+    const named = account ? `the demo account "${account.name}" (${account.id})` : 'the demo account';
+    const text =
+      `The demo API key saved in ${shownFile} is no longer valid: ${why}.\n` +
+      `Make a new key for ${named} in the console, ${options.consoleUrl} (API Keys), ` +
+      `or with: npm run admin -- key create --account ${account ? account.id : 'ACCOUNT_ID'}\n`;
+    return { text };
   }
   return { text: createYourOwn };
 }

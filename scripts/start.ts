@@ -45,7 +45,14 @@ try {
 const endpoint = stack.gateway.url;
 console.log(`\nOrder Trading GraphQL Service is running at ${endpoint}`);
 const management = { db: stack.keys.db, config, keyStore: stack.keys.keyStore };
-const demo = await demoKeyNotice({ management, endpoint, keep: devDatabase !== undefined, production: config.production, terminal: process.stdout.isTTY === true });
+const demo = await demoKeyNotice({
+  management,
+  endpoint,
+  consoleUrl: `${config.consoleBaseUrl}/`,
+  keep: devDatabase !== undefined,
+  production: config.production,
+  terminal: process.stdout.isTTY === true,
+});
 console.log(demo.text);
 const consoleDeps = { db: stack.keys.db, keys: management, consoleBaseUrl: config.consoleBaseUrl, now: Date.now };
 const demoLink = config.production ? undefined : await demoOwnerLink(consoleDeps, 'demo@example.com', demo.createdAccountId);

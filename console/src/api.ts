@@ -80,6 +80,7 @@ export const consoleApi = {
   signIn: (email: string, password: string) => call<Session>('POST', '/sign-in', { email, password }, { signedIn: false }),
   signOut: () => call<void>('POST', '/sign-out', {}, { signedIn: false }),
   setPassword: (token: string, password: string) => call<Session>('POST', '/set-password', { token, password }, { signedIn: false }),
+  checkSetPasswordLink: (token: string) => call<void>('POST', '/set-password/check', { token }, { signedIn: false }),
   listKeys: () => call<{ keys: ApiKey[] }>('GET', '/keys'),
   createKey: (input: CreateKeyInput) => call<{ key: ApiKey; apiKey: string }>('POST', '/keys', input),
   rollKey: (id: string, grace: GraceChoice) =>

@@ -95,6 +95,13 @@ export function formatDateTime(iso: string): string {
   return dateTime.format(new Date(iso));
 }
 
+const dateTimeWithSeconds = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+
+/** With seconds: attempts a few seconds apart (a retry after 5 s) must not look simultaneous. */
+export function formatDateTimeWithSeconds(iso: string): string {
+  return dateTimeWithSeconds.format(new Date(iso));
+}
+
 export function formatDate(iso: string): string {
   return dateOnly.format(new Date(iso));
 }

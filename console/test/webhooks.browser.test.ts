@@ -124,6 +124,8 @@ describe('Settings → Webhooks, in Chromium', () => {
       .toBe(true);
     const row = deliveries.getByRole('row').nth(1);
     expect(await row.getByRole('cell').allTextContents()).toEqual(['strategy.created', '1', '200', expect.stringMatching(/^\d+ ms$|^[\d.]+ s$/)]);
+    // With seconds, so that a retry 5 s later does not look simultaneous.
+    expect(await row.getByRole('rowheader').textContent()).toMatch(/\d{1,2}:\d{2}:\d{2}/);
     await snapshot(page, 'webhooks');
 
     // Reloading shows the endpoint, never its secret.

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startStack, type TestStack } from '../../testing/stack.ts';
 import { demoKeyNotice as demoKeyNoticeOf, type DemoKeyOptions } from '../../scripts/demo-key.ts';
+import { revokeKey, rollKey } from '@ots/accounts';
 
 const demoKeyNotice = async (options: DemoKeyOptions) => (await demoKeyNoticeOf(options)).text;
 
@@ -15,9 +16,10 @@ let file: string;
 async function fresh(): Promise<DemoKeyOptions> {
   await stack?.close();
   stack = await startStack();
-  return { management: stack.management, endpoint: stack.gatewayUrl, keep: true, production: false, terminal: true, file };
+  return { management: stack.management, endpoint: stack.gatewayUrl, consoleUrl: CONSOLE_URL, keep: true, production: false, terminal: true, file };
 }
 
+const CONSOLE_URL = 'http://127.0.0.1:4000/';
 const keyIn = (text: string) => /svc_live_\w+/.exec(text)?.[0];
 const viewer = async (apiKey: string) => (await stack!.graphql(apiKey, '{ viewer { account { name } } }')).body;
 
@@ -47,6 +49,23 @@ describe('the demo key', () => {
     expect(later).toMatch(/-H "X-API-Key: \$\(cat \S*demo-api-key\)"/);
     expect(statSync(file).mode & 0o777).toBe(0o600);
   });
+
+  for (const change of ['revoked', 'rolled'] as const) {
+    it(`a kept key that was ${change} since: says it is no longer valid, names the demo account and the console`, async () => {
+      const options = await fresh();
+      const apiKey = keyIn(await demoKeyNotice(options))!;
+      const { body } = await stack!.graphql(apiKey, '{ viewer { account { id } apiKey { id } } }');
+      const { account, apiKey: key } = body.data.viewer;
+      if (change === 'revoked') await revokeKey(stack!.management, key.id);
+      else await rollKey(stack!.management, key.id, 0);
+      const later = await demoKeyNotice(options);
+      expect(later).toMatch(/The demo API key saved in \S*demo-api-key is no longer valid: it was revoked, rolled or has expired\./);
+      expect(later).toContain(`the demo account "Demo account" (${account.id})`);
+      expect(later).toContain(`in the console, ${CONSOLE_URL}`);
+      expect(later).toContain(`npm run admin -- key create --account ${account.id}`);
+      expect(later).not.toContain('$(cat');
+    });
+  }
 
   it('a file left with loose permissions is replaced by an owner-only one on the first run', async () => {
     const options = await fresh();

@@ -1,12 +1,19 @@
-import { formatDate, formatDateTime, formatRelative } from '../domain.ts';
+import { formatDate, formatDateTime, formatDateTimeWithSeconds, formatRelative } from '../domain.ts';
 
 /**
- * A moment as people read it: a date, a date and time, or how long ago or ahead; the exact UTC time
- * on hover and for machines.
+ * A moment as people read it: a date, a date and time (with seconds where they matter), or how long
+ * ago or ahead; the exact UTC time on hover and for machines.
  */
-export function Time({ iso, as = 'datetime', empty = '—' }: { iso: string | null; as?: 'date' | 'datetime' | 'relative'; empty?: string }) {
+const FORMATS = {
+  date: formatDate,
+  datetime: formatDateTime,
+  seconds: formatDateTimeWithSeconds,
+  relative: (iso: string) => formatRelative(iso, Date.now()),
+};
+
+export function Time({ iso, as = 'datetime', empty = '—' }: { iso: string | null; as?: keyof typeof FORMATS; empty?: string }) {
   if (!iso) return <span className="muted">{empty}</span>;
-  const text = as === 'date' ? formatDate(iso) : as === 'relative' ? formatRelative(iso, Date.now()) : formatDateTime(iso);
+  const text = FORMATS[as](iso);
   return (
     <time dateTime={iso} title={iso}>
       {text}

@@ -1,8 +1,9 @@
-import { useState, type FormEvent } from 'react';
+import { useEffect, useState, type FormEvent } from 'react';
 import { Link, useLocation, useNavigate } from 'react-router';
 import { ApiError, consoleApi } from '../api.ts';
 import { AuthCard } from '../components/AuthCard.tsx';
 import { Field } from '../components/Field.tsx';
+import { Loading } from '../components/Loading.tsx';
 import { MIN_PASSWORD_LENGTH, passwordProblem, tokenFromFragment } from '../domain.ts';
 import { useSession } from '../session.tsx';
 
@@ -14,6 +15,26 @@ export function SetPasswordPage() {
   const [fieldError, setFieldError] = useState<string>();
   const [linkError, setLinkError] = useState<string>();
   const [busy, setBusy] = useState(false);
+  // A used or expired link is said so when the page opens, not after a password was chosen for nothing.
+  const [linkChecked, setLinkChecked] = useState(false);
+  const [spentLink, setSpentLink] = useState<string>();
+
+  useEffect(() => {
+    if (!token) return;
+    let current = true;
+    consoleApi.checkSetPasswordLink(token).then(
+      () => current && setLinkChecked(true),
+      (failure: unknown) => {
+        if (!current) return;
+        // Only the server's refusal of the link; when the check itself fails, the form stays and the submission tells.
+        if (failure instanceof ApiError && failure.status === 400) setSpentLink(failure.detail);
+        setLinkChecked(true);
+      },
+    );
+    return () => {
+      current = false;
+    };
+  }, [token]);
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
@@ -44,6 +65,22 @@ export function SetPasswordPage() {
         </p>
         <p className="auth-help">
           Already have a password? <Link to="/sign-in">Sign in</Link>
+        </p>
+      </AuthCard>
+    );
+  }
+
+  if (!linkChecked) return <Loading label="Checking the link" />;
+
+  if (spentLink) {
+    return (
+      <AuthCard title="Set password">
+        <div className="callout callout-danger" role="alert">
+          <p>{spentLink}: it was used already, or more than 24 hours have passed.</p>
+          <p>Set-password links work once and for 24 hours. Ask the operator of this service for a new one.</p>
+        </div>
+        <p className="auth-help">
+          Already set your password? <Link to="/sign-in">Sign in</Link>
         </p>
       </AuthCard>
     );

@@ -146,7 +146,7 @@ function EndpointCard({ endpoint, onToggle, onRotate, onDelete }: { endpoint: We
           {endpoint.deliveries.map((delivery) => (
             <tr key={delivery.id} role="row">
               <th scope="row" role="rowheader" className="nowrap">
-                <Time iso={delivery.attemptedAt} />
+                <Time iso={delivery.attemptedAt} as="seconds" />
               </th>
               <td role="cell" data-label="Event">
                 <code>{delivery.eventType ?? delivery.eventId}</code>

@@ -3,10 +3,10 @@ import { databaseUrlOf, loadConfigOrExit } from '@ots/shared/config';
 import { ensureDevDatabase } from '@ots/shared/dev-database';
 import { receiveId } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
-import { DEFAULT_ROLL_GRACE_MS, parseDuration } from './domain.ts';
+import { DEFAULT_ROLL_GRACE_MS, nameProblem, parseDuration } from './domain.ts';
 import { openKeyStore } from './key-store.ts';
 import * as keys from './operations.ts';
-import { KeyManagementError, type KeyManagement } from './operations.ts';
+import { KeyManagementError, MAX_ACCOUNT_NAME_LENGTH, type KeyManagement } from './operations.ts';
 import type { ApiKeyRow } from './repository.ts';
 import { inviteOwner, resetOwnerPassword, type ConsoleDeps } from './console/operations.ts';
 
@@ -102,8 +102,17 @@ const MAX_LABEL_LENGTH = 100;
 
 function label(parsed: Parsed): string | null {
   const name = parsed.options.get('--name');
-  if (name !== undefined && name.length > MAX_LABEL_LENGTH) throw new UsageError(`--name must be at most ${MAX_LABEL_LENGTH} characters`);
+  const problem = name === undefined ? undefined : nameProblem('--name', name, MAX_LABEL_LENGTH);
+  if (problem) throw new UsageError(problem);
   return name ?? null;
+}
+
+/** Checked before connecting too, with the rule `createAccount` applies. */
+function accountName(parsed: Parsed): string {
+  const name = required(parsed, '--name');
+  const problem = nameProblem('account name', name.trim(), MAX_ACCOUNT_NAME_LENGTH);
+  if (problem) throw new UsageError(problem);
+  return name;
 }
 
 function keyView(key: ApiKeyRow) {
@@ -124,9 +133,9 @@ type Command = (parsed: Parsed, management: KeyManagement, owners: ConsoleDeps) 
 /** Every command checks its arguments before `run` opens a connection, so a bad call changes nothing. */
 const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = {
   'account create': {
-    check: (p) => (allowOnly(p, ['--name'], 0), required(p, '--name'), undefined),
+    check: (p) => (allowOnly(p, ['--name'], 0), accountName(p), undefined),
     run: async (p, m) => {
-      const account = await keys.createAccount(m, required(p, '--name'));
+      const account = await keys.createAccount(m, accountName(p));
       return { json: { accountId: account.id }, text: `created account ${account.id} (${account.name})` };
     },
   },
@@ -169,7 +178,12 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
     check: (p) => (allowOnly(p, [], 1), positional(p, 'KEY_ID'), undefined),
     run: async (p, m) => {
       const result = await keys.revokeKey(m, receiveId(positional(p, 'KEY_ID')));
-      return { json: { keyId: result.keyId, revokedAt: result.revokedAt.toISOString() }, text: `revoked key ${result.keyId} at ${result.revokedAt.toISOString()}` };
+      const revokedAt = result.revokedAt.toISOString();
+      // Revoking twice changes nothing and succeeds, but says so rather than claim a revocation now.
+      if (result.alreadyRevoked) {
+        return { json: { keyId: result.keyId, revokedAt, alreadyRevoked: true }, text: `key ${result.keyId} was already revoked at ${revokedAt}; nothing changed` };
+      }
+      return { json: { keyId: result.keyId, revokedAt }, text: `revoked key ${result.keyId} at ${revokedAt}` };
     },
   },
   'key roll': {

@@ -66,6 +66,18 @@ const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 /** A key lives at most a century: longer is a typo, and a date beyond it would not be stored. */
 export const MAX_DURATION_MS = 36_500 * UNIT_MS.d;
 
+// As the API's strings (contract section 2): control characters are invisible in every list that
+// shows a name, and a lone surrogate would be stored as U+FFFD.
+const CONTROL_CHARACTER_OR_LONE_SURROGATE = /[\p{Cc}\p{Cs}]/u;
+
+/** What is wrong with a name given to the CLI (`what`, e.g. "account name"), or undefined. */
+export function nameProblem(what: string, name: string, maxLength: number): string | undefined {
+  if (name.trim() === '') return `${what} must not be blank`;
+  if (name.length > maxLength) return `${what} must be at most ${maxLength} characters`;
+  if (CONTROL_CHARACTER_OR_LONE_SURROGATE.test(name)) return `${what} must not contain control characters (such as a tab) or unpaired surrogates`;
+  return undefined;
+}
+
 /** `30s`, `15m`, `12h`, `90d`: a whole number and a unit, at most 36500d. Undefined when the text is not one. */
 export function parseDuration(text: string): number | undefined {
   const match = DURATION.exec(text);

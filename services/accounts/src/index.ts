@@ -17,7 +17,7 @@ export type { ConsoleDeps } from './console/operations.ts';
 export { decideKey, displayPrefixOf, generateApiKey, hashApiKey, isWellFormedApiKey, LIVE_PREFIX, type KeyRecord } from './domain.ts';
 export { createAccount, type KeyManagement } from './operations.ts';
 export { ApiKeyStore, openKeyStore, type OpenedKeyStore } from './key-store.ts';
-export { hasAnyAccount, readKeyCacheGeneration, type AccountsDatabase } from './repository.ts';
+export { findAccount, hasAnyAccount, readKeyCacheGeneration, type AccountsDatabase } from './repository.ts';
 export { accountsService } from './service.ts';
 
 export function setApiAccess(management: keys.KeyManagement, accountId: string, enabled: boolean) {

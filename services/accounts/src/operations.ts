@@ -1,6 +1,6 @@
 import type { Config } from '@ots/shared/config';
 import type { ReceivedId } from '@ots/shared/ids';
-import { displayPrefixOf, expiryAfterRoll, generateApiKey, hashApiKey, OPERATOR, type Actor } from './domain.ts';
+import { displayPrefixOf, expiryAfterRoll, generateApiKey, hashApiKey, nameProblem, OPERATOR, type Actor } from './domain.ts';
 import type { ApiKeyStore } from './key-store.ts';
 import * as repository from './repository.ts';
 import type { AccountsDb, ApiKeyRow } from './repository.ts';
@@ -46,9 +46,12 @@ async function existingAccount(db: AccountsDb, accountId: ReceivedId) {
   return account;
 }
 
+export const MAX_ACCOUNT_NAME_LENGTH = 200;
+
 export async function createAccount({ db }: KeyManagement, name: string) {
   const trimmed = name.trim();
-  if (trimmed.length < 1 || trimmed.length > 200) throw new KeyManagementError('account name must be 1-200 characters');
+  const problem = nameProblem('account name', trimmed, MAX_ACCOUNT_NAME_LENGTH);
+  if (problem) throw new KeyManagementError(problem);
   return repository.insertAccount(db, trimmed);
 }
 
@@ -137,11 +140,11 @@ export async function listKeys({ db }: KeyManagement, accountId: ReceivedId) {
 export async function revokeKey({ db, keyStore }: KeyManagement, sentKeyId: ReceivedId, options: KeyChangeOptions = {}) {
   const { uuid: keyId, sent } = sentKeyId;
   if (!keyId) throw new KeyManagementError(`no key ${sent}`, 'not-found');
-  const { key, keyHash, generation } = await db.transaction().execute(async (trx) => {
+  const { key, keyHash, generation, alreadyRevoked } = await db.transaction().execute(async (trx) => {
     const current = await repository.lockApiKey(trx, keyId, options.accountId);
     if (!current) throw new KeyManagementError(`no key ${sent}`, 'not-found');
     const { key_hash: hash, ...unchanged } = current;
-    if (current.revoked_at) return { key: unchanged as ApiKeyRow, keyHash: hash, generation: undefined };
+    if (current.revoked_at) return { key: unchanged as ApiKeyRow, keyHash: hash, generation: undefined, alreadyRevoked: true };
     const revoked = await repository.revokeApiKey(trx, current.account_id, keyId);
     await repository.insertSecurityEvent(trx, {
       accountId: current.account_id,
@@ -150,10 +153,10 @@ export async function revokeKey({ db, keyStore }: KeyManagement, sentKeyId: Rece
       actor: options.actor ?? OPERATOR,
       key: { id: keyId, displayPrefix: current.display_prefix },
     });
-    return { key: revoked, keyHash: hash, generation: await repository.bumpKeyCacheGeneration(trx) };
+    return { key: revoked, keyHash: hash, generation: await repository.bumpKeyCacheGeneration(trx), alreadyRevoked: false };
   });
   if (generation !== undefined) await keyStore.invalidate([keyHash], generation);
-  return { keyId: sent, revokedAt: key.revoked_at!, key };
+  return { keyId: sent, revokedAt: key.revoked_at!, key, alreadyRevoked };
 }
 
 /** A new key of the same account; the old one works until the grace ends (0 ends it at once). */

@@ -52,6 +52,9 @@ function textOf(result: CliResult): string {
   return result.stdout;
 }
 
+/** Room for several CLI processes (each starts Node and tsx) on a busy machine. */
+const CLI_TEST_TIMEOUT_MS = 120_000;
+
 /** A refused command: non-zero exit, exactly one line on stderr, nothing on stdout. */
 function expectRefused(result: CliResult, call: string[]) {
   const what = `${call.join(' ')} -> ${result.code}: ${result.stderr}${result.stdout}`;
@@ -262,6 +265,41 @@ describe('the admin CLI refuses bad calls: non-zero exit, one line on stderr, no
     expect(await snapshot()).toBe(before);
     expect((await viewer(untouched.apiKey)).status).toBe(200);
   });
+
+  it('names as the API has them: a tab is refused as a control character, a blank name is called blank', async () => {
+    const { accountId } = await stack.createAccountWithKey('Names');
+    const before = await snapshot();
+    const calls = [
+      [['account', 'create', '--name', 'Tab\there'], 'account name must not contain control characters (such as a tab) or unpaired surrogates'],
+      [['account', 'create', '--name', '  '], 'account name must not be blank'],
+      [['account', 'create', '--name', 'x'.repeat(201)], 'account name must be at most 200 characters'],
+      [['key', 'create', '--account', accountId, '--name', 'bot\tone', '--json'], '--name must not contain control characters (such as a tab) or unpaired surrogates'],
+      [['key', 'create', '--account', accountId, '--name', ' ', '--json'], '--name must not be blank'],
+    ] as const;
+    const results = await Promise.all(calls.map(([call]) => cli(...call)));
+    results.forEach((result, index) => {
+      const [call, message] = calls[index]!;
+      expectRefused(result, [...call]);
+      expect(result.stderr.trim()).toBe(message);
+    });
+    expect(await snapshot()).toBe(before);
+  }, CLI_TEST_TIMEOUT_MS);
+});
+
+describe('revoking a revoked key', () => {
+  it('succeeds (exit 0), says it was already revoked, and changes nothing: the first time stays, no second log entry', async () => {
+    const { accountId } = await stack.createAccountWithKey('Revoked twice');
+    const { key } = await createKey(stack.management, accountId, { name: 'twice' });
+    const first = jsonOf(await cli('key', 'revoke', key.id, '--json'));
+    const logged = await db.query('select count(*)::int as n from accounts.security_events where key_id = $1', [key.id]);
+    const again = await cli('key', 'revoke', key.id, '--json');
+    expect(jsonOf(again)).toEqual({ keyId: key.id, revokedAt: first.revokedAt, alreadyRevoked: true });
+    const text = await cli('key', 'revoke', key.id);
+    expect(text.code).toBe(0);
+    expect(text.stdout.trim()).toBe(`key ${key.id} was already revoked at ${first.revokedAt}; nothing changed`);
+    expect((await db.query('select count(*)::int as n from accounts.security_events where key_id = $1', [key.id])).rows).toEqual(logged.rows);
+    expect((await db.query('select revoked_at from accounts.api_keys where id = $1', [key.id])).rows[0].revoked_at.toISOString()).toBe(first.revokedAt);
+  }, CLI_TEST_TIMEOUT_MS);
 });
 
 /**

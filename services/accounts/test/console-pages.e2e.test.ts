@@ -86,6 +86,31 @@ describe('a built console', () => {
   });
 });
 
+describe('an address nobody serves', () => {
+  it("a browser gets the console's page (its router shows \"Page not found\") with 404; a program gets JSON", async () => {
+    const { app, base } = await serve(join(dist, 'built'));
+    try {
+      const browserAccept = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+      for (const path of ['/settings/unknown', '/no/such/page', '/console', '/assets/missing.html']) {
+        const page = await fetch(`${base}${path}`, { headers: { accept: browserAccept } });
+        expect(page.status, path).toBe(404);
+        expect(page.headers.get('content-type'), path).toMatch(/^text\/html/);
+        expect(await page.text(), path).toBe(INDEX);
+        expectSecurityHeaders(page);
+        const program = await fetch(`${base}${path}`, { headers: { accept: 'application/json' } });
+        expect(program.status, path).toBe(404);
+        expect(await program.json(), path).toEqual({ detail: 'Not found' });
+      }
+      // A form posted to an unknown address is not answered with a page.
+      const posted = await fetch(`${base}/no/such/page`, { method: 'POST', headers: { accept: browserAccept, origin: base } });
+      expect(posted.status).toBe(404);
+      expect(await posted.json()).toEqual({ detail: 'Not found' });
+    } finally {
+      await app.close();
+    }
+  });
+});
+
 describe('a console not built yet', () => {
   it('answers its pages with a plain 503 page that says so, with the same headers', async () => {
     const { app, base } = await serve(join(dist, 'not-built'));

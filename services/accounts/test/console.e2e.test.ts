@@ -95,6 +95,29 @@ describe('passwords and the set-password link', () => {
     }
   });
 
+  it('a link can be checked before a password is chosen: usable, then used or expired, and checking never uses it', async () => {
+    const account = await stack.createAccountWithKey('Checked link');
+    const invited = await inviteOwner(consoleDeps(stack, clock), account.accountId, `checked-link.${Date.now()}@example.com`);
+    const token = tokenOf(invited.setPasswordUrl);
+    const check = (at: string) => new ConsoleClient(at).post('/console/api/set-password/check', { token });
+    expect((await check(base)).status).toBe(204);
+    expect((await check(base)).status).toBe(204);
+    offsetMs = SET_PASSWORD_LINK_TTL_MS + 1_000;
+    try {
+      const late = await check(clockedBase);
+      expect({ status: late.status, body: late.body }).toEqual({ status: 400, body: LINK_INVALID });
+    } finally {
+      offsetMs = 0;
+    }
+    expect((await new ConsoleClient(base).post('/console/api/set-password', { token, password: 'a good long password' })).status).toBe(200);
+    const used = await check(base);
+    expect({ status: used.status, body: used.body }).toEqual({ status: 400, body: LINK_INVALID });
+    for (const bad of ['', 'not-a-token', undefined]) {
+      const result = await new ConsoleClient(base).post('/console/api/set-password/check', { token: bad });
+      expect({ status: result.status, body: result.body }).toEqual({ status: 400, body: LINK_INVALID });
+    }
+  });
+
   it('a link is refused after 24 hours; a newer link voids an older one', async () => {
     const account = await stack.createAccountWithKey('Old link');
     const invited = await inviteOwner(consoleDeps(stack, clock), account.accountId, `old-link.${Date.now()}@example.com`);

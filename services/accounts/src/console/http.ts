@@ -139,15 +139,20 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleHttp
     const overPlainHttp = (request: FastifyRequest) => config.production && !config.tls && request.protocol !== 'https';
     await scope.register(async (api) => apiRoutes(api, deps, cookieOptions, webhooksLink, overPlainHttp), { prefix: '/console/api' });
 
-    for (const page of CONSOLE_PAGES) {
-      scope.get(page, async (_request, reply) => {
-        try {
-          return reply.type('text/html; charset=utf-8').send(await readFile(`${distDir}/index.html`));
-        } catch {
-          return reply.code(503).type('text/html; charset=utf-8').send(NOT_BUILT_PAGE);
-        }
-      });
-    }
+    const sendPage = async (reply: FastifyReply, status: number) => {
+      try {
+        return reply.code(status).type('text/html; charset=utf-8').send(await readFile(`${distDir}/index.html`));
+      } catch {
+        return reply.code(503).type('text/html; charset=utf-8').send(NOT_BUILT_PAGE);
+      }
+    };
+    for (const page of CONSOLE_PAGES) scope.get(page, async (_request, reply) => sendPage(reply, 200));
+    // An address nobody serves: a person's browser gets the console's own "Page not found" (its router
+    // shows it for any unknown path), with 404; a program gets a JSON 404 like the API's.
+    scope.setNotFoundHandler(async (request, reply) => {
+      const wantsPage = (request.method === 'GET' || request.method === 'HEAD') && /\btext\/html\b/.test(request.headers.accept ?? '');
+      return wantsPage ? sendPage(reply, 404) : reply.code(404).send({ detail: 'Not found' });
+    });
     if (existsSync(`${distDir}/assets`)) {
       await scope.register(fastifyStatic, {
         root: `${distDir}/assets`,
@@ -207,6 +212,11 @@ async function apiRoutes(
   api.post('/sign-out', async (request, reply) => {
     await operations.signOut(deps, request.cookies[SESSION_COOKIE]);
     return reply.code(204).clearCookie(SESSION_COOKIE, cookieOptions).send();
+  });
+
+  api.post('/set-password/check', async (request, reply) => {
+    await operations.checkSetPasswordLink(deps, bodyOf(request));
+    return reply.code(204).send();
   });
 
   api.post('/set-password', takesPassword, async (request, reply) => {

@@ -249,6 +249,13 @@ export async function signOut(deps: ConsoleDeps, token: string | undefined): Pro
   if (row) await repository.deleteSession(deps.db, row.accountId, row.sessionId);
 }
 
+/** Whether a set-password link can still be used, without using it: the page says so before asking for a password. */
+export async function checkSetPasswordLink(deps: ConsoleDeps, body: { token?: unknown }): Promise<void> {
+  const link = typeof body.token === 'string' && body.token.length <= 100 ? body.token : '';
+  const found = link === '' ? undefined : await repository.findUsableSetPasswordToken(deps.db, hashSecret(link), new Date(deps.now()));
+  if (!found) throw new ConsoleError(400, LINK_INVALID);
+}
+
 /**
  * Through a one-time link: sets the password, ends every session of the owner and signs in anew.
  * The link is checked before the password so that a short password does not use it up.
