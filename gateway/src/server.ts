@@ -11,6 +11,7 @@ import { createLogger, type Logger } from '@ots/shared/logger';
 import { addHealthRoutes, createHttpApp, maskErrors, REQUEST_ID_HEADER, type RunningServer } from '@ots/shared/subgraph-server';
 import { observeContext, requestLogPlugin } from '@ots/shared/request-log';
 import { registerConsole, type ApiKeyStore } from '@ots/accounts';
+import { connectionCap, limitConnections, openFileLimit } from './connections.ts';
 import { createAuthentication, type Authentication } from './authentication.ts';
 import { AuthenticatedDataSource, type GatewayContext } from './data-source.ts';
 import { errorPathsPlugin, rootFieldOwners } from './error-paths.ts';
@@ -96,6 +97,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
   const { config, keyStore } = options;
   const logger = options.logger ?? createLogger('gateway', config.logLevel);
   const app = createHttpApp(config, logger, { tls: config.tls, adoptRequestId: false });
+  limitConnections(app.server, connectionCap(config.limits.maxConnections, openFileLimit(), logger));
   // Only JSON bodies are GraphQL requests here; Fastify would otherwise parse text/plain too.
   app.removeContentTypeParser('text/plain');
   const authentication = createAuthentication(config, keyStore, options.redis);

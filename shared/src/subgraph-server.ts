@@ -11,6 +11,7 @@ import type { z } from 'zod';
 import { ASSERTION_HEADER, AssertionVerifier, type CallerIdentity } from './assertion.ts';
 import type { Config } from './config.ts';
 import { CLIENT_SAFE_CODES, MASKED_MESSAGE } from './errors.ts';
+import { discardRestOfBody, serverTimeouts } from './http-edge.ts';
 import type { Logger } from './logger.ts';
 import { refuseControlCharacters } from './string-inputs.ts';
 import type { SubgraphRouteContract } from './subgraph-client.ts';
@@ -133,7 +134,10 @@ export interface HttpAppOptions {
 const DRAIN_DEADLINE_MS = 11_000;
 
 export function createHttpApp(config: Config, logger: Logger, options: HttpAppOptions): FastifyInstance {
+  const timeouts = serverTimeouts(config.limits);
   const settings = {
+    http: timeouts,
+    requestTimeout: config.limits.bodyTimeoutMs,
     loggerInstance: logger,
     bodyLimit: config.limits.bodyBytes,
     genReqId: options.adoptRequestId
@@ -145,7 +149,7 @@ export function createHttpApp(config: Config, logger: Logger, options: HttpAppOp
     forceCloseConnections: 'idle' as const,
   };
   // The HTTPS server has the same request and reply API; only the transport differs.
-  const https = options.tls ? { https: { cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) } } : {};
+  const https = options.tls ? { https: { ...timeouts, cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) } } : {};
   const app = Fastify({ ...settings, ...https } as typeof settings) as unknown as FastifyInstance;
   observeRequests(app, {
     service: options.service ?? 'gateway',
@@ -155,8 +159,10 @@ export function createHttpApp(config: Config, logger: Logger, options: HttpAppOp
 
   // Whatever escapes a route (a database that is down during a key look-up, a bug) is logged with the
   // request id and answered without its message, which could name a host or a query.
-  app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
+  app.setErrorHandler(async (error: Error & { statusCode?: number; code?: string }, request, reply) => {
     const status = error.statusCode ?? 500;
+    // A body refused before it was read (413, 415) is discarded first, so the client sees the status.
+    await discardRestOfBody(request.raw);
     if (status < 500) return reply.code(status).send({ detail: error.message });
     request.log.error({ err: error }, 'request failed');
     const unavailable = ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND'].includes(error.code ?? '') || /timeout/i.test(error.message);
