@@ -1,4 +1,6 @@
+import { execFile } from 'node:child_process';
 import net from 'node:net';
+import { promisify } from 'node:util';
 import { describe, expect, it, vi } from 'vitest';
 import type { Limits } from '@ots/shared/config';
 import { createLogger } from '@ots/shared/logger';
@@ -120,5 +122,56 @@ describe('the connection edge', () => {
     } finally {
       await gateway.close();
     }
+  });
+});
+
+/**
+ * Node's fetch in a process of its own, as a client is: in the test's own process its writes and the
+ * server's close take turns on one event loop, and the broken pipe the contract guards against never shows.
+ * Prints the status of each POST, or the error code that stood in for it.
+ */
+const POST_BODIES = `
+const [url, bytes, declared, count, headers] = process.argv.slice(1);
+const body = Buffer.alloc(Number(bytes), 'x');
+const chunked = () => new ReadableStream({ start(c) { for (let o = 0; o < body.length; o += 65536) c.enqueue(body.subarray(o, o + 65536)); c.close(); } });
+const statuses = [];
+for (let i = 0; i < Number(count); i += 1) {
+  try {
+    const response = await fetch(url, { method: 'POST', headers: JSON.parse(headers), body: declared === 'true' ? body : chunked(), duplex: 'half' });
+    await response.arrayBuffer();
+    statuses.push(response.status);
+  } catch (error) {
+    statuses.push(String(error.cause?.code ?? error.message));
+  }
+}
+process.stdout.write(JSON.stringify(statuses));
+`;
+
+async function postBodies(path: string, options: { bytes: number; declared: boolean; count: number; headers?: Record<string, string> }): Promise<unknown[]> {
+  const headers = { 'content-type': 'application/json', 'x-api-key': t.edge.apiKey, ...options.headers };
+  const url = new URL(path, t.stack.gatewayUrl).toString();
+  const args = ['--input-type=module', '-e', POST_BODIES, url, String(options.bytes), String(options.declared), String(options.count), JSON.stringify(headers)];
+  const { stdout } = await promisify(execFile)(process.execPath, args, { maxBuffer: 1024 * 1024 });
+  return JSON.parse(stdout) as unknown[];
+}
+
+const MiB = 1024 * 1024;
+const all = (count: number, status: number) => Array.from({ length: count }, () => status);
+
+describe('a body over the limit', () => {
+  it.each([
+    [2 * MiB, true],
+    [8 * MiB, true],
+    [2 * MiB, false],
+  ])("Node's fetch sees the 413 for 40 bodies of %i bytes in a row (length declared: %s)", async (bytes, declared) => {
+    expect(await postBodies('/graphql', { bytes, declared, count: 40 })).toEqual(all(40, 413));
+  });
+
+  it("the console's routes answer 413 the same way, and a cross-origin refusal is seen too", async () => {
+    const origin = new URL(t.stack.gatewayUrl).origin;
+    expect(await postBodies('/console/api/sign-in', { bytes: 8 * MiB, declared: true, count: 10, headers: { origin } })).toEqual(all(10, 413));
+    expect(await postBodies('/console/api/sign-in', { bytes: 2 * MiB, declared: false, count: 10, headers: { origin } })).toEqual(all(10, 413));
+    const elsewhere = { origin: 'https://elsewhere.example' };
+    expect(await postBodies('/console/api/sign-in', { bytes: 8 * MiB, declared: true, count: 10, headers: elsewhere })).toEqual(all(10, 403));
   });
 });
