@@ -16,6 +16,7 @@ import { createAuthentication, type Authentication } from './authentication.ts';
 import { AuthenticatedDataSource, type GatewayContext } from './data-source.ts';
 import { errorPathsPlugin, rootFieldOwners } from './error-paths.ts';
 import { queryLimitRules } from './limits.ts';
+import { operationChecksPlugin } from './operation-checks.ts';
 import { checkScalarInputs } from './scalar-check.ts';
 import { addGatewayTimeout } from './timeouts.ts';
 
@@ -57,12 +58,15 @@ function createApollo(config: Config, logger: Logger, app: FastifyInstance): Apo
     // Introspection needs a valid key like any other request (contract section 5), in production too.
     introspection: true,
     allowBatchedHttpRequests: false,
+    // Persisted queries are refused before Apollo sees them (authentication.ts); no cache is kept for them.
+    persistedQueries: false,
     parseOptions: { maxTokens: limits.tokens },
     validationRules: queryLimitRules(limits),
     plugins: [
       fastifyApolloDrainPlugin(app),
       ApolloServerPluginLandingPageDisabled(),
       errorPathsPlugin(rootFieldOwners(supergraphSdl)),
+      operationChecksPlugin(),
       requestLogPlugin(),
       {
         async requestDidStart() {
