@@ -38,6 +38,7 @@ export function createAuthentication(config: Config, keyStore: ApiKeyStore, redi
     new RateLimiter(limits.rateLimitPerSecond, limits.rateLimitBurst, 'api-key'),
     redis,
     config.redisKeyPrefix,
+    limits.gatewayReplicas,
   );
   const failedAuthLimiter = new RateLimiter(limits.failedAuthPerSecond, limits.failedAuthBurst, 'failed-auth');
   const keyLookups = new KeyLookups(keyStore, limits.keyLookupConcurrency);

@@ -22,6 +22,8 @@ export interface Limits {
   cost: number;
   rateLimitPerSecond: number;
   rateLimitBurst: number;
+  /** Gateway instances sharing the rate limit: while Redis is unreachable each grants this share of it. */
+  gatewayReplicas: number;
   failedAuthPerSecond: number;
   failedAuthBurst: number;
   /** Key look-ups that miss the caches and read Postgres at once, per gateway instance. */
@@ -243,6 +245,7 @@ const environmentSchema = z.object({
   LIMIT_COST: positive(1000),
   RATE_LIMIT_PER_SECOND: positive(50),
   RATE_LIMIT_BURST: positive(100),
+  GATEWAY_REPLICAS: wholeNumber(1, 1, 1_000, 'a whole number'),
   FAILED_AUTH_PER_SECOND: positive(5),
   FAILED_AUTH_BURST: positive(30),
   // The gateway's key store has a pool of 10 connections; more would queue in the pool, out of turn.
@@ -349,6 +352,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       cost: e.LIMIT_COST,
       rateLimitPerSecond: e.RATE_LIMIT_PER_SECOND,
       rateLimitBurst: e.RATE_LIMIT_BURST,
+      gatewayReplicas: e.GATEWAY_REPLICAS,
       failedAuthPerSecond: e.FAILED_AUTH_PER_SECOND,
       failedAuthBurst: e.FAILED_AUTH_BURST,
       keyLookupConcurrency: e.KEY_LOOKUP_CONCURRENCY,

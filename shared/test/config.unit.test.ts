@@ -27,6 +27,7 @@ describe('configuration', () => {
       cost: 1000,
       rateLimitPerSecond: 50,
       rateLimitBurst: 100,
+      gatewayReplicas: 1,
       failedAuthPerSecond: 5,
       failedAuthBurst: 30,
       keyLookupConcurrency: 4,
