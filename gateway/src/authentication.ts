@@ -6,7 +6,7 @@ import type { Config } from '@ots/shared/config';
 import { decideKey, hashApiKey, isWellFormedApiKey, type ApiKeyStore } from '@ots/accounts';
 import type { GatewayContext } from './data-source.ts';
 import { KeyLookups } from './failed-auth.ts';
-import { graphqlBody, operationNameOf } from './graphql-body.ts';
+import { asksForPersistedQuery, graphqlBody, operationNameOf } from './graphql-body.ts';
 import { RateLimiter, SharedRateLimiter } from './rate-limit.ts';
 import { variantABody } from './unauthenticated.ts';
 
@@ -38,6 +38,7 @@ export function createAuthentication(config: Config, keyStore: ApiKeyStore, redi
     new RateLimiter(limits.rateLimitPerSecond, limits.rateLimitBurst, 'api-key'),
     redis,
     config.redisKeyPrefix,
+    limits.gatewayReplicas,
   );
   const failedAuthLimiter = new RateLimiter(limits.failedAuthPerSecond, limits.failedAuthBurst, 'failed-auth');
   const keyLookups = new KeyLookups(keyStore, limits.keyLookupConcurrency);
@@ -50,6 +51,12 @@ export function createAuthentication(config: Config, keyStore: ApiKeyStore, redi
       return reply.code(400).send({ detail: 'Batched requests are not supported: send one operation per request' });
     }
     const body = graphqlBody(request);
+    if (body && asksForPersistedQuery(body)) {
+      return reply.code(400).send({
+        data: null,
+        errors: [{ message: 'Persisted queries are not supported: send the whole document in "query"', extensions: { code: 'PERSISTED_QUERY_NOT_SUPPORTED' } }],
+      });
+    }
     if (!body || typeof body.query !== 'string' || body.query.trim() === '') {
       return reply.code(400).send({
         data: null,

@@ -35,6 +35,17 @@ export class RateLimiter {
     return this.stateOf(bucket.tokens, allowed);
   }
 
+  /** Sets a key's bucket: a fallback bucket follows the shared bucket's last known state this way. */
+  seed(key: string, tokens: number, now = Date.now()): void {
+    this.buckets.set(key, { tokens: Math.min(this.burst, tokens), at: now });
+  }
+
+  /** The tokens a key's bucket holds now, refilled; undefined when it has none (never used, or swept once full). */
+  tokensOf(key: string, now = Date.now()): number | undefined {
+    const bucket = this.buckets.get(key);
+    return bucket && Math.min(this.burst, bucket.tokens + ((now - bucket.at) / 1000) * this.perSecond);
+  }
+
   /** The state a client is told, from the tokens left after a take. */
   stateOf(tokens: number, allowed: boolean): RateState {
     return {
@@ -62,7 +73,10 @@ export class RateLimiter {
   }
 }
 
-/** The same token bucket, atomically in Redis, on Redis's clock so that instances' clocks do not matter. */
+/**
+ * The same token bucket, atomically in Redis, on Redis's clock so that instances' clocks do not matter.
+ * ARGV[3], when given, caps the bucket: what the instances drew on their own while Redis was away.
+ */
 const TAKE_TOKEN = `
 local perSecond = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
@@ -72,6 +86,9 @@ local bucket = redis.call('HMGET', KEYS[1], 'tokens', 'at')
 local tokens = tonumber(bucket[1]) or burst
 local at = tonumber(bucket[2]) or now
 tokens = math.min(burst, tokens + (now - at) / 1000 * perSecond)
+if ARGV[3] then
+  tokens = math.min(tokens, tonumber(ARGV[3]))
+end
 local allowed = 0
 if tokens >= 1 then
   tokens = tokens - 1
@@ -84,17 +101,30 @@ return { allowed, tostring(tokens) }
 
 /**
  * The per-key limit shared by every gateway instance through Redis, so that N instances do not
- * grant N times the contract's rate. While Redis is unreachable each instance limits on its own.
+ * grant N times the contract's rate. While Redis is unreachable each instance limits on its own
+ * with a fallback bucket of 1/`replicas` of the rate and burst, so the instances together still
+ * grant the limit, not `replicas` times it. The fallback bucket follows the shared one's last known
+ * state (an outage hands out no fresh burst), and what was drawn from it caps the shared bucket when
+ * Redis answers again (nor does the recovery, should the shared bucket have expired meanwhile).
+ * Without Redis at all (a single instance) the whole limit is this instance's.
  */
 export class SharedRateLimiter {
+  private readonly fallback: RateLimiter;
+  /** Keys whose fallback bucket was drawn on since Redis last answered for them. */
+  private readonly drawnLocally = new Set<string>();
+
   constructor(
     private readonly local: RateLimiter,
     private readonly redis: Redis | undefined,
     private readonly keyPrefix: string,
-  ) {}
+    private readonly replicas = 1,
+  ) {
+    this.fallback = new RateLimiter(local.perSecond / replicas, local.burst / replicas, local.policyName);
+  }
 
   async take(key: string): Promise<RateState> {
     if (!this.redis) return this.local.take(key);
+    const drawn = this.drawnLocally.has(key) ? this.fallback.tokensOf(key) : undefined;
     try {
       const [allowed, tokens] = (await this.redis.eval(
         TAKE_TOKEN,
@@ -102,11 +132,15 @@ export class SharedRateLimiter {
         `${this.keyPrefix}ratelimit:${this.local.policyName}:${key}`,
         this.local.perSecond,
         this.local.burst,
+        ...(drawn === undefined ? [] : [drawn * this.replicas]),
       )) as [number, string];
+      this.drawnLocally.delete(key);
+      this.fallback.seed(key, Number(tokens) / this.replicas);
       if (allowed !== 1) rateLimitRefusals.inc({ limit: this.local.policyName });
       return this.local.stateOf(Number(tokens), allowed === 1);
     } catch {
-      return this.local.take(key);
+      this.drawnLocally.add(key);
+      return this.fallback.take(key);
     }
   }
 

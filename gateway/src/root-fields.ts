@@ -52,18 +52,24 @@ export function fieldsOf(
   return fields;
 }
 
+/** A mistake in the request itself (contract section 7): a 400 whose error names it. */
+export function badRequest(message: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code: 'BAD_REQUEST', http: { status: 400 } } });
+}
+
+/** Why the document has no operation to run under this operation name. */
+export function unresolvedOperation(operationName: string | null | undefined): GraphQLError {
+  return operationName
+    ? badRequest(`Unknown operation named "${operationName}".`)
+    : badRequest('Must provide operation name if query contains multiple operations.');
+}
+
 /** The operation a request runs, chosen as GraphQL execution chooses it; BAD_REQUEST when there is none. */
 export function selectedOperation(document: DocumentNode, operationName: string | undefined): OperationDefinitionNode {
   const operations = document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
-  if (operationName) {
-    const named = operations.find((operation) => operation.name?.value === operationName);
-    if (!named) throw new GraphQLError(`Unknown operation named "${operationName}".`, { extensions: { code: 'BAD_REQUEST' } });
-    return named;
-  }
-  if (operations.length !== 1) {
-    throw new GraphQLError('Must provide operation name if query contains multiple operations.', { extensions: { code: 'BAD_REQUEST' } });
-  }
-  return operations[0]!;
+  const selected = operationName ? operations.find((operation) => operation.name?.value === operationName) : operations.length === 1 ? operations[0] : undefined;
+  if (!selected) throw unresolvedOperation(operationName);
+  return selected;
 }
 
 export interface RootField {

@@ -11,10 +11,12 @@ import { createLogger, type Logger } from '@ots/shared/logger';
 import { addHealthRoutes, createHttpApp, maskErrors, REQUEST_ID_HEADER, type RunningServer } from '@ots/shared/subgraph-server';
 import { observeContext, requestLogPlugin } from '@ots/shared/request-log';
 import { registerConsole, type ApiKeyStore } from '@ots/accounts';
+import { connectionCap, limitConnections, openFileLimit } from './connections.ts';
 import { createAuthentication, type Authentication } from './authentication.ts';
 import { AuthenticatedDataSource, type GatewayContext } from './data-source.ts';
 import { errorPathsPlugin, rootFieldOwners } from './error-paths.ts';
 import { queryLimitRules } from './limits.ts';
+import { operationChecksPlugin } from './operation-checks.ts';
 import { checkScalarInputs } from './scalar-check.ts';
 import { addGatewayTimeout } from './timeouts.ts';
 
@@ -56,12 +58,15 @@ function createApollo(config: Config, logger: Logger, app: FastifyInstance): Apo
     // Introspection needs a valid key like any other request (contract section 5), in production too.
     introspection: true,
     allowBatchedHttpRequests: false,
+    // Persisted queries are refused before Apollo sees them (authentication.ts); no cache is kept for them.
+    persistedQueries: false,
     parseOptions: { maxTokens: limits.tokens },
     validationRules: queryLimitRules(limits),
     plugins: [
       fastifyApolloDrainPlugin(app),
       ApolloServerPluginLandingPageDisabled(),
       errorPathsPlugin(rootFieldOwners(supergraphSdl)),
+      operationChecksPlugin(),
       requestLogPlugin(),
       {
         async requestDidStart() {
@@ -96,6 +101,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
   const { config, keyStore } = options;
   const logger = options.logger ?? createLogger('gateway', config.logLevel);
   const app = createHttpApp(config, logger, { tls: config.tls, adoptRequestId: false });
+  limitConnections(app.server, connectionCap(config.limits.maxConnections, openFileLimit(), logger));
   // Only JSON bodies are GraphQL requests here; Fastify would otherwise parse text/plain too.
   app.removeContentTypeParser('text/plain');
   const authentication = createAuthentication(config, keyStore, options.redis);

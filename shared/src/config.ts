@@ -22,12 +22,20 @@ export interface Limits {
   cost: number;
   rateLimitPerSecond: number;
   rateLimitBurst: number;
+  /** Gateway instances sharing the rate limit: while Redis is unreachable each grants this share of it. */
+  gatewayReplicas: number;
   failedAuthPerSecond: number;
   failedAuthBurst: number;
   /** Key look-ups that miss the caches and read Postgres at once, per gateway instance. */
   keyLookupConcurrency: number;
   gatewayTimeoutMs: number;
   subgraphTimeoutMs: number;
+  /** A request's headers must arrive within this, or its connection is closed (slow-header floods). */
+  headersTimeoutMs: number;
+  /** A request's headers and whole body must arrive within this, or its connection is closed. */
+  bodyTimeoutMs: number;
+  /** Open connections the gateway keeps at once; unset: derived from the process's file limit. */
+  maxConnections: number | undefined;
 }
 
 export interface Config {
@@ -126,7 +134,7 @@ function variable<T>(read: (raw: string | undefined, problem: Problem) => T) {
  * A whole number in [min, max]. The message quotes the value: none of these is a secret.
  * `what` names the kind for the message ("a port number", "a duration in milliseconds").
  */
-function wholeNumber(fallback: number, min: number, max: number, what: string) {
+function wholeNumber<Fallback extends number | undefined>(fallback: Fallback, min: number, max: number, what: string) {
   return variable((raw, problem) => {
     if (raw === undefined) return fallback;
     const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
@@ -247,12 +255,16 @@ const environmentSchema = z.object({
   LIMIT_COST: positive(1000),
   RATE_LIMIT_PER_SECOND: positive(50),
   RATE_LIMIT_BURST: positive(100),
+  GATEWAY_REPLICAS: wholeNumber(1, 1, 1_000, 'a whole number'),
   FAILED_AUTH_PER_SECOND: positive(5),
   FAILED_AUTH_BURST: positive(30),
   // The gateway's key store has a pool of 10 connections; more would queue in the pool, out of turn.
   KEY_LOOKUP_CONCURRENCY: wholeNumber(4, 1, 10, 'a whole number'),
   GATEWAY_TIMEOUT_MS: milliseconds(10_000),
   SUBGRAPH_TIMEOUT_MS: milliseconds(5_000),
+  HEADERS_TIMEOUT_MS: milliseconds(10_000),
+  BODY_TIMEOUT_MS: milliseconds(30_000),
+  MAX_CONNECTIONS: wholeNumber(undefined, 1, MAX_INTEGER, 'a whole number'),
   FILL_SWEEP_INTERVAL_MS: milliseconds(5_000),
   FILL_SWEEP_MIN_AGE_MS: milliseconds(10_000),
   METRICS_PORT: port(9464),
@@ -317,6 +329,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     assertionPublicKey = createPublicKey(DEV_ASSERTION_PRIVATE_KEY);
   }
   if (missing.length > 0) problems.push(`NODE_ENV=production refuses development defaults; set ${missing.join(', ')}`);
+  // Node refuses a headers timeout longer than the whole request's.
+  if (e.HEADERS_TIMEOUT_MS > e.BODY_TIMEOUT_MS) problems.push('HEADERS_TIMEOUT_MS must not exceed BODY_TIMEOUT_MS: the body timeout counts from the first byte of the headers');
   if (Boolean(e.TLS_CERT_FILE) !== Boolean(e.TLS_KEY_FILE)) problems.push('TLS_CERT_FILE and TLS_KEY_FILE go together: set both or neither');
   const eventsIngestSecret = e.EVENTS_INGEST_SECRET ?? (production ? undefined : DEV_EVENTS_INGEST_SECRET);
   const webhookSecretKey = e.WEBHOOK_SECRET_KEY ?? (production ? undefined : DEV_WEBHOOK_SECRET_KEY);
@@ -359,11 +373,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       cost: e.LIMIT_COST,
       rateLimitPerSecond: e.RATE_LIMIT_PER_SECOND,
       rateLimitBurst: e.RATE_LIMIT_BURST,
+      gatewayReplicas: e.GATEWAY_REPLICAS,
       failedAuthPerSecond: e.FAILED_AUTH_PER_SECOND,
       failedAuthBurst: e.FAILED_AUTH_BURST,
       keyLookupConcurrency: e.KEY_LOOKUP_CONCURRENCY,
       gatewayTimeoutMs: e.GATEWAY_TIMEOUT_MS,
       subgraphTimeoutMs: e.SUBGRAPH_TIMEOUT_MS,
+      headersTimeoutMs: e.HEADERS_TIMEOUT_MS,
+      bodyTimeoutMs: e.BODY_TIMEOUT_MS,
+      maxConnections: e.MAX_CONNECTIONS,
     },
     tls: e.TLS_CERT_FILE && e.TLS_KEY_FILE ? { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE } : undefined,
     trustProxy: e.TRUST_PROXY,

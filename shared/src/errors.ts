@@ -55,6 +55,29 @@ export const CLIENT_SAFE_CODES = new Set([
   'OPERATION_RESOLUTION_FAILURE',
   'QUERY_TOO_COMPLEX',
   'SERVICE_UNAVAILABLE',
+  'TEMPORARILY_UNAVAILABLE',
 ]);
 
 export const MASKED_MESSAGE = 'Internal server error';
+
+export const TEMPORARILY_UNAVAILABLE_MESSAGE = 'A service this request depends on is temporarily unavailable; retry';
+
+const OUTAGE_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+/** Postgres SQLSTATEs of a server that is gone, going or full: connection exceptions (08), shutdown, too many connections. */
+const OUTAGE_SQLSTATES = /^(08...|57P0[123]|53300)$/;
+/** What pg's pool and ioredis say when the server went away, without an errno. */
+const OUTAGE_MESSAGES = /timeout|Connection terminated|not queryable|Connection is closed/i;
+
+/**
+ * A database, cache or network dependency that did not answer (not our own bug): clients are told
+ * TEMPORARILY_UNAVAILABLE so that they retry (contract section 7). Looks through `cause` and the
+ * errors of an AggregateError (a connection tried on both IPv4 and IPv6).
+ */
+export function isDependencyOutage(error: unknown, depth = 0): boolean {
+  if (!(error instanceof Error) || depth > 5) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && (OUTAGE_ERRNOS.has(code) || OUTAGE_SQLSTATES.test(code))) return true;
+  if (error.name === 'MaxRetriesPerRequestError' || OUTAGE_MESSAGES.test(error.message)) return true;
+  const inner = [error.cause, ...(error instanceof AggregateError ? error.errors : [])];
+  return inner.some((cause) => isDependencyOutage(cause, depth + 1));
+}

@@ -10,7 +10,8 @@ import { GraphQLError, parse, type DocumentNode, type GraphQLFormattedError } fr
 import type { z } from 'zod';
 import { ASSERTION_HEADER, AssertionVerifier, type CallerIdentity } from './assertion.ts';
 import type { Config } from './config.ts';
-import { CLIENT_SAFE_CODES, MASKED_MESSAGE } from './errors.ts';
+import { CLIENT_SAFE_CODES, isDependencyOutage, MASKED_MESSAGE, TEMPORARILY_UNAVAILABLE_MESSAGE } from './errors.ts';
+import { discardRestOfBody, serverTimeouts } from './http-edge.ts';
 import type { Logger } from './logger.ts';
 import { refuseIllFormedStrings } from './string-inputs.ts';
 import type { SubgraphRouteContract } from './subgraph-client.ts';
@@ -94,8 +95,9 @@ export function requestIdOf(request: { headers: Record<string, string | string[]
 }
 
 /**
- * Errors a client may see keep their message (contract section 7); everything else is logged with
- * the request id and replaced by a masked error, so no stack, SQL or host name leaves the process.
+ * Errors a client may see keep their message (contract section 7); a dependency that did not answer
+ * is TEMPORARILY_UNAVAILABLE, so the client retries; everything else is logged with the request id
+ * and replaced by a masked error, so no stack, SQL or host name leaves the process.
  */
 export function maskErrors(log: Logger) {
   return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
@@ -106,6 +108,10 @@ export function maskErrors(log: Logger) {
       return { ...rest, extensions: { code, ...(typeof argumentName === 'string' ? { argumentName } : {}) } };
     }
     const original = unwrapResolverError(error);
+    if (isDependencyOutage(original)) {
+      log.warn({ err: original, path: formatted.path }, 'a dependency did not answer');
+      return { message: TEMPORARILY_UNAVAILABLE_MESSAGE, ...(formatted.path ? { path: formatted.path } : {}), extensions: { code: 'TEMPORARILY_UNAVAILABLE' } };
+    }
     log.error({ err: original, path: formatted.path }, 'masked an internal error');
     return {
       message: MASKED_MESSAGE,
@@ -135,7 +141,10 @@ const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 const DRAIN_DEADLINE_MS = 11_000;
 
 export function createHttpApp(config: Config, logger: Logger, options: HttpAppOptions): FastifyInstance {
+  const timeouts = serverTimeouts(config.limits);
   const settings = {
+    http: timeouts,
+    requestTimeout: config.limits.bodyTimeoutMs,
     loggerInstance: logger,
     bodyLimit: config.limits.bodyBytes,
     genReqId: options.adoptRequestId
@@ -147,7 +156,7 @@ export function createHttpApp(config: Config, logger: Logger, options: HttpAppOp
     forceCloseConnections: 'idle' as const,
   };
   // The HTTPS server has the same request and reply API; only the transport differs.
-  const https = options.tls ? { https: { cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) } } : {};
+  const https = options.tls ? { https: { ...timeouts, cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) } } : {};
   const app = Fastify({ ...settings, ...https } as typeof settings) as unknown as FastifyInstance;
   observeRequests(app, {
     service: options.service ?? 'gateway',
@@ -157,12 +166,13 @@ export function createHttpApp(config: Config, logger: Logger, options: HttpAppOp
 
   // Whatever escapes a route (a database that is down during a key look-up, a bug) is logged with the
   // request id and answered without its message, which could name a host or a query.
-  app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, request, reply) => {
+  app.setErrorHandler(async (error: Error & { statusCode?: number; code?: string }, request, reply) => {
     const status = error.statusCode ?? 500;
+    // A body refused before it was read (413, 415) is discarded first, so the client sees the status.
+    await discardRestOfBody(request.raw);
     if (status < 500) return reply.code(status).send({ detail: error.message });
     request.log.error({ err: error }, 'request failed');
-    const unavailable = ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND'].includes(error.code ?? '') || /timeout/i.test(error.message);
-    return unavailable
+    return isDependencyOutage(error)
       ? reply.code(503).header('Retry-After', '1').send({ detail: 'The service is temporarily unavailable' })
       : reply.code(500).send({ detail: 'Internal server error' });
   });

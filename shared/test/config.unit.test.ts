@@ -27,11 +27,15 @@ describe('configuration', () => {
       cost: 1000,
       rateLimitPerSecond: 50,
       rateLimitBurst: 100,
+      gatewayReplicas: 1,
       failedAuthPerSecond: 5,
       failedAuthBurst: 30,
       keyLookupConcurrency: 4,
       gatewayTimeoutMs: 10_000,
       subgraphTimeoutMs: 5_000,
+      headersTimeoutMs: 10_000,
+      bodyTimeoutMs: 30_000,
+      maxConnections: undefined,
     });
     expect(config.redisKeyPrefix).toBe('ots:');
     expect(config.trustProxy).toBe(false);
@@ -83,6 +87,7 @@ describe('configuration', () => {
     ['EVENTS_INGEST_SECRET', 'whsec_short', 'EVENTS_INGEST_SECRET must be whsec_ followed by 32 random bytes in base64 (e.g. `echo whsec_$(openssl rand -base64 32)`)'],
     ['WEBHOOK_SECRET_KEY', 'c2hvcnQ=', 'WEBHOOK_SECRET_KEY must be 32 random bytes in base64 (e.g. `openssl rand -base64 32`)'],
     ['OUTBOX_RELAY_INTERVAL_MS', '0', 'OUTBOX_RELAY_INTERVAL_MS must be a duration in milliseconds from 1 to 2147483647, got "0"'],
+    ['MAX_CONNECTIONS', '0', 'MAX_CONNECTIONS must be a whole number from 1 to 2147483647, got "0"'],
   ])('%s=%s is one line naming the variable', (name, value, line) => {
     expect(problemsOf({ [name]: value })).toEqual([line]);
   });
@@ -123,6 +128,9 @@ describe('configuration', () => {
     // The one-line form of environment files, with literal \n, is the same key.
     const oneLine = one.privateKey.export({ format: 'pem', type: 'pkcs8' }).toString().replace(/\n/g, '\\n');
     expect(loadConfig({ ASSERTION_PRIVATE_KEY: oneLine }).assertionPublicKey.equals(one.publicKey)).toBe(true);
+    expect(problemsOf({ HEADERS_TIMEOUT_MS: '40000' })).toEqual([
+      'HEADERS_TIMEOUT_MS must not exceed BODY_TIMEOUT_MS: the body timeout counts from the first byte of the headers',
+    ]);
     expect(problemsOf({ TLS_CERT_FILE: '/etc/hostname' })).toEqual(['TLS_CERT_FILE and TLS_KEY_FILE go together: set both or neither']);
     expect(problemsOf({ NODE_ENV: 'production' })).toEqual([
       'NODE_ENV=production refuses development defaults; set API_KEY_HMAC_SECRET, ASSERTION_PUBLIC_KEY, DATABASE_URL',

@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest';
+import { createLogger } from '@ots/shared/logger';
+import { runService } from '@ots/shared/service';
+import type { RunningServer } from '@ots/shared/subgraph-server';
+import { TcpProxy } from '@ots/shared/testing/tcp-proxy';
+import { strategiesService } from '@ots/strategies/service';
+import { useStack } from '../../testing/fixture.ts';
+import type { HttpResult } from '../../testing/stack.ts';
+import { startGateway } from '../src/server.ts';
+
+const t = useStack({ accounts: ['errs'] });
+const json = { 'content-type': 'application/json' };
+const VIEWER = '{ viewer { account { id } } }';
+
+const post = (body: unknown, withKey = true) => t.stack.post(JSON.stringify(body), withKey ? { ...json, 'x-api-key': t.errs.apiKey } : json);
+
+/** A 400 whose errors carry `code` and say what is wrong; never an internal error. */
+function expectRefused(result: HttpResult, code: string, message: RegExp) {
+  expect(result.status, JSON.stringify(result.body)).toBe(400);
+  expect(result.body.data ?? null).toBeNull();
+  expect(result.body.errors.length).toBeGreaterThanOrEqual(1);
+  for (const error of result.body.errors) {
+    expect(error.extensions.code).toBe(code);
+    expect(error.message).toMatch(message);
+  }
+}
+
+describe('mistakes in the request itself are 400s naming them', () => {
+  it('an operationName the document does not define', async () => {
+    expectRefused(await post({ query: `query Mine ${VIEWER}`, operationName: 'Other' }), 'BAD_REQUEST', /Unknown operation named "Other"/);
+  });
+
+  it('several operations and no operationName, named or anonymous', async () => {
+    const named = await post({ query: `query A ${VIEWER} query B { viewer { apiKey { id } } }` });
+    expectRefused(named, 'BAD_REQUEST', /Must provide operation name/);
+    const anonymous = await post({ query: `${VIEWER} { viewer { apiKey { id } } }` });
+    expectRefused(anonymous, 'GRAPHQL_VALIDATION_FAILED', /anonymous operation must be the only defined operation/);
+  });
+
+  it('a subscription on POST /graphql, naming the two stream endpoints', async () => {
+    for (const query of ['subscription { events { id } }', 'subscription Feed { anything }']) {
+      const result = await post({ query });
+      expectRefused(result, 'BAD_REQUEST', /\/graphql\/stream/);
+      expect(result.body.errors[0].message).toContain('/graphql/ws');
+    }
+  });
+
+  it('a persisted query extension, with or without the document, with or without a key', async () => {
+    const persistedQuery = { version: 1, sha256Hash: 'a'.repeat(64) };
+    for (const body of [{ extensions: { persistedQuery } }, { query: VIEWER, extensions: { persistedQuery } }]) {
+      for (const withKey of [true, false]) {
+        expectRefused(await post(body, withKey), 'PERSISTED_QUERY_NOT_SUPPORTED', /Persisted queries are not supported/);
+      }
+    }
+  });
+});
+
+describe('a database outage says retry', () => {
+  it('queries and mutations of a subgraph whose Postgres is gone answer TEMPORARILY_UNAVAILABLE, other subgraphs keep answering', async () => {
+    const database = new URL(t.stack.databaseUrl);
+    const proxy = new TcpProxy(database.hostname, Number(database.port || 5432));
+    await proxy.start();
+    database.hostname = '127.0.0.1';
+    database.port = String(proxy.port);
+    const logger = createLogger('outage', 'silent');
+    const strategies = await runService(strategiesService, { config: { ...t.stack.config, databaseUrl: database.toString() }, port: 0, logger });
+    let gateway: RunningServer | undefined;
+    try {
+      const config = { ...t.stack.config, subgraphUrls: { ...t.stack.config.subgraphUrls, strategies: strategies.url } };
+      gateway = await startGateway({ config, keyStore: t.stack.running.keys.keyStore, logger, port: 0, isReady: async () => true });
+      const ask = (query: string) => t.stack.post(JSON.stringify({ query }), { ...json, 'x-api-key': t.errs.apiKey }, gateway!.url);
+      expect((await ask('{ listStrategies { nodes { id } } }')).body.errors).toBeUndefined();
+
+      await proxy.cut();
+      const read = await ask('{ viewer { account { id } } strategy(id: "01a20000-0000-7000-8000-000000000000") { id } }');
+      expect(read.body.data.viewer.account.id).toBe(t.errs.accountId);
+      expect(read.body.data.strategy).toBeNull();
+      expect(read.body.errors.map((error: { path: string[]; extensions: { code: string } }) => [error.path, error.extensions.code])).toEqual([
+        [['strategy'], 'TEMPORARILY_UNAVAILABLE'],
+      ]);
+      const write = await ask('mutation { createStrategy(input: { name: "During the outage" }) { strategy { id } error { code } } }');
+      expect(JSON.stringify(write.body)).not.toContain('INTERNAL_SERVER_ERROR');
+      expect(write.body.errors.map((error: { extensions: { code: string } }) => error.extensions.code)).toEqual(['TEMPORARILY_UNAVAILABLE']);
+    } finally {
+      await gateway?.close();
+      await strategies.close();
+      await proxy.cut();
+    }
+  });
+});
