@@ -82,6 +82,7 @@ const config: CodegenConfig = {
   generates: {
     'services/accounts/src/generated/resolvers-types.ts': subgraph('accounts', '../context.ts#AccountsContext', {
       Viewer: '../resolvers.ts#ViewerParent',
+      ApiKey: '../resolvers.ts#ApiKeyParent',
     }),
     'services/orders/src/generated/resolvers-types.ts': subgraph('orders', '../context.ts#OrdersContext', {
       OrderSubmission: '../resolvers.ts#OrderView',

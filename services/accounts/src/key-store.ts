@@ -255,6 +255,8 @@ function withoutHash(row: KeyRecord & { keyHash: Buffer }): KeyRecord {
     expiresAt: row.expiresAt,
     revokedAt: row.revokedAt,
     apiAccessEnabled: row.apiAccessEnabled,
+    scopes: row.scopes,
+    allowedCidrs: row.allowedCidrs,
   };
 }
 
