@@ -1,5 +1,10 @@
-import { Kind, parse, type ConstValueNode, type DocumentNode, type OperationDefinitionNode } from 'graphql';
-import { forbiddenError, missingScope, satisfies, type ScopeRequirement } from '@ots/shared/scopes';
+import { readFileSync } from 'node:fs';
+import { HeaderMap, type ApolloServerPlugin } from '@apollo/server';
+import type { DocumentNode, OperationDefinitionNode } from 'graphql';
+import { forbiddenError, missingScope, rootFieldScopes, satisfies, scopeSet, type ScopeRequirement } from '@ots/shared/scopes';
+
+export { rootFieldScopes } from '@ots/shared/scopes';
+import type { GatewayContext } from './data-source.ts';
 import { rootFieldsOf } from './root-fields.ts';
 
 /**
@@ -9,50 +14,10 @@ import { rootFieldsOf } from './root-fields.ts';
  * request is a look-up per root field, not a walk of its document.
  */
 
-const ROOT_TYPES = ['Query', 'Mutation', 'Subscription'] as const;
-type RootType = (typeof ROOT_TYPES)[number];
+type RootType = 'Query' | 'Mutation' | 'Subscription';
 
 /** Root fields of introspection: a key may always learn the schema, as it may always ask `viewer`. */
 const INTROSPECTION = new Set(['__schema', '__type', '__typename']);
-
-function stringLists(value: ConstValueNode): string[][] | undefined {
-  if (value.kind !== Kind.LIST) return undefined;
-  const lists: string[][] = [];
-  for (const inner of value.values) {
-    if (inner.kind !== Kind.LIST || inner.values.some((scope) => scope.kind !== Kind.STRING)) return undefined;
-    lists.push(inner.values.map((scope) => (scope as { value: string }).value));
-  }
-  return lists;
-}
-
-export interface RootFieldScopes {
-  /** `Type.field` → what it needs; a field absent here declared nothing. */
-  required: Map<string, ScopeRequirement>;
-  /** `Type.field` of every root field that declares no scope: the build refuses these. */
-  undeclared: string[];
-}
-
-/** Reads `@requiresScopes` of every root field of a supergraph (or a subgraph's SDL). */
-export function rootFieldScopes(sdl: string | DocumentNode): RootFieldScopes {
-  const document = typeof sdl === 'string' ? parse(sdl) : sdl;
-  const required = new Map<string, ScopeRequirement>();
-  const undeclared: string[] = [];
-  for (const definition of document.definitions) {
-    if (definition.kind !== Kind.OBJECT_TYPE_DEFINITION && definition.kind !== Kind.OBJECT_TYPE_EXTENSION) continue;
-    if (!(ROOT_TYPES as readonly string[]).includes(definition.name.value)) continue;
-    for (const field of definition.fields ?? []) {
-      const name = `${definition.name.value}.${field.name.value}`;
-      // Federation's own root fields (`_entities`, `_service`) are the gateway's plumbing, never a client's.
-      if (field.name.value.startsWith('_')) continue;
-      const directive = field.directives?.find((d) => d.name.value === 'requiresScopes');
-      const scopes = directive?.arguments?.find((argument) => argument.name.value === 'scopes')?.value;
-      const lists = scopes && stringLists(scopes);
-      if (lists) required.set(name, lists);
-      else undeclared.push(name);
-    }
-  }
-  return { required, undeclared };
-}
 
 /** An operation's root fields with what each needs; kept per parsed operation (Apollo reuses the parsed document of a repeated query). */
 const requirementsOf = new WeakMap<OperationDefinitionNode, { key: string; requirement: ScopeRequirement }[]>();
@@ -87,11 +52,46 @@ export function refusedRootFields(
   return refusals;
 }
 
+const REQUIRES_SCOPES_LINK = '@link(url: "https://specs.apollo.dev/requiresScopes/v0.1", for: SECURITY)';
+
+/**
+ * The supergraph as Apollo Gateway loads it. The `requiresScopes` feature is linked `for: SECURITY`
+ * so that a router which cannot enforce it refuses to start; Apollo Gateway cannot, and so refuses
+ * it. This gateway enforces it itself before execution (scopeCheckPlugin, started with the same
+ * supergraph), so it hands Apollo the link without the purpose; only this link is changed.
+ */
+export function supergraphForExecution(supergraphSdl: string): string {
+  return supergraphSdl.replace(REQUIRES_SCOPES_LINK, '@link(url: "https://specs.apollo.dev/requiresScopes/v0.1")');
+}
+
+let supergraphRequirements: ReadonlyMap<string, ScopeRequirement> | undefined;
+
+/** What each root field of the gateway's supergraph needs, read once per process. */
+export function supergraphScopes(): ReadonlyMap<string, ScopeRequirement> {
+  supergraphRequirements ??= rootFieldScopes(readFileSync(new URL('../supergraph.graphql', import.meta.url), 'utf8')).required;
+  return supergraphRequirements;
+}
+
 /**
  * For other ways in (the event streams): whether a key holding `scopes` may select the root field
- * `field` (`Subscription.events`). A field that declares nothing is refused.
+ * `field` (`Subscription.events`) of the supergraph. A field that declares nothing is refused.
  */
-export function keyAllows(required: ReadonlyMap<string, ScopeRequirement>, scopes: ReadonlySet<string> | readonly string[], field: string): boolean {
+export function keyAllows(scopes: readonly string[], field: string, required = supergraphScopes()): boolean {
   const requirement = required.get(field);
-  return requirement !== undefined && satisfies(scopes instanceof Set ? scopes : new Set(scopes), requirement);
+  return requirement !== undefined && satisfies(scopeSet(scopes), requirement);
+}
+
+/**
+ * Refuses, before anything runs, an operation that selects a root field outside the key's scopes:
+ * HTTP 200, `data: null`, one FORBIDDEN error per refused root field (contract section 5).
+ */
+export function scopeCheckPlugin(required: ReadonlyMap<string, ScopeRequirement>): ApolloServerPlugin<GatewayContext> {
+  const listener = {
+    async responseForOperation({ document, operation, contextValue }: { document: DocumentNode; operation: OperationDefinitionNode; contextValue: GatewayContext }) {
+      const refusals = refusedRootFields(required, document, operation, scopeSet(contextValue.caller.scopes));
+      if (refusals.length === 0) return null;
+      return { http: { status: 200, headers: new HeaderMap() }, body: { kind: 'single' as const, singleResult: { data: null, errors: refusals } } };
+    },
+  };
+  return { requestDidStart: async () => listener };
 }

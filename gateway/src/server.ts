@@ -16,6 +16,7 @@ import { AuthenticatedDataSource, type GatewayContext } from './data-source.ts';
 import { errorPathsPlugin, rootFieldOwners } from './error-paths.ts';
 import { queryLimitRules } from './limits.ts';
 import { checkScalarInputs } from './scalar-check.ts';
+import { rootFieldScopes, scopeCheckPlugin, supergraphForExecution } from './scopes.ts';
 import { addGatewayTimeout } from './timeouts.ts';
 
 export type { GatewayContext } from './data-source.ts';
@@ -42,7 +43,7 @@ function createApollo(config: Config, logger: Logger, app: FastifyInstance): Apo
   const limits = config.limits;
   const supergraphSdl = readFileSync(SUPERGRAPH_PATH, 'utf8');
   const gateway = new ApolloGateway({
-    supergraphSdl,
+    supergraphSdl: supergraphForExecution(supergraphSdl),
     buildService: ({ name }) =>
       new AuthenticatedDataSource(name, config.subgraphUrls[name as ServiceName] ?? '', limits.subgraphTimeoutMs),
     logger,
@@ -62,6 +63,7 @@ function createApollo(config: Config, logger: Logger, app: FastifyInstance): Apo
       fastifyApolloDrainPlugin(app),
       ApolloServerPluginLandingPageDisabled(),
       errorPathsPlugin(rootFieldOwners(supergraphSdl)),
+      scopeCheckPlugin(rootFieldScopes(supergraphSdl).required),
       requestLogPlugin(),
       {
         async requestDidStart() {

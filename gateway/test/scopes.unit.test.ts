@@ -67,8 +67,9 @@ describe('the gateway\'s check of an operation', () => {
   });
 
   it('keyAllows answers for one field, for the event streams', () => {
-    expect(keyAllows(required, ['read'], 'Query.listEvents')).toBe(true);
-    expect(keyAllows(required, new Set(['orders:write']), 'Query.listEvents')).toBe(false);
-    expect(keyAllows(required, ['read'], 'Subscription.nothingDeclared')).toBe(false);
+    expect(keyAllows(['read'], 'Query.listEvents')).toBe(true);
+    expect(keyAllows(['orders:write'], 'Query.listEvents')).toBe(false);
+    expect(keyAllows(['read'], 'Subscription.nothingDeclared')).toBe(false);
+    expect(keyAllows(['read'], 'Subscription.events', new Map([['Subscription.events', [['read']]]]))).toBe(true);
   });
 });
