@@ -165,14 +165,22 @@ function canonicalCidr(entry: string): string | { problem: string } | undefined 
 
 const parsedCidrs = new WeakMap<readonly string[], [ipaddr.IPv4 | ipaddr.IPv6, number][]>();
 
-/**
- * True when the address lies in one of the CIDRs. An IPv4 client seen on a dual-stack socket
- * (`::ffff:203.0.113.7`) is the IPv4 address it carries.
- */
+/** An IPv4 client seen on a dual-stack socket (`::ffff:203.0.113.7`) is the IPv4 address it carries. */
+function clientIp(clientAddress: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  if (!ipaddr.isValid(clientAddress)) return undefined;
+  const address = ipaddr.parse(clientAddress);
+  return address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress() ? (address as ipaddr.IPv6).toIPv4Address() : address;
+}
+
+/** The address as the security log shows it: `203.0.113.7` rather than its dual-stack form. */
+export function canonicalAddress(clientAddress: string): string {
+  return clientIp(clientAddress)?.toString() ?? clientAddress;
+}
+
+/** True when the address lies in one of the CIDRs. */
 export function addressAllowed(cidrs: readonly string[], clientAddress: string): boolean {
-  if (!ipaddr.isValid(clientAddress)) return false;
-  let address = ipaddr.parse(clientAddress);
-  if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()) address = (address as ipaddr.IPv6).toIPv4Address();
+  const address = clientIp(clientAddress);
+  if (!address) return false;
   let ranges = parsedCidrs.get(cidrs);
   if (!ranges) {
     ranges = cidrs.map((cidr) => ipaddr.parseCIDR(cidr));

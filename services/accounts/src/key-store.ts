@@ -5,7 +5,7 @@ import type { Logger } from '@ots/shared/logger';
 import { apiKeyLookups } from '@ots/shared/metrics';
 import { createRedis } from '@ots/shared/redis';
 import { SCHEMA } from '../migrations/index.ts';
-import { hashesMatch, type KeyRecord } from './domain.ts';
+import { canonicalAddress, hashesMatch, type KeyRecord } from './domain.ts';
 import {
   findApiKeyForLog,
   findKeyRecordByHash,
@@ -242,7 +242,8 @@ export class ApiKeyStore {
    * log, at most once a minute per key and address: checked in-process first, then claimed in Redis
    * so that several gateways write it once. A failure is logged and refuses no one.
    */
-  async recordAddressRefusal(keyId: string, clientAddress: string, userAgent: string | null, now = Date.now()): Promise<void> {
+  async recordAddressRefusal(keyId: string, address: string, userAgent: string | null, now = Date.now()): Promise<void> {
+    const clientAddress = canonicalAddress(address);
     const slot = `${keyId} ${clientAddress}`;
     const last = this.refusalsLogged.get(slot);
     if (last !== undefined && now - last < REFUSAL_LOG_INTERVAL_MS) return;
