@@ -82,6 +82,7 @@ const config: CodegenConfig = {
   generates: {
     'services/accounts/src/generated/resolvers-types.ts': subgraph('accounts', '../context.ts#AccountsContext', {
       Viewer: '../resolvers.ts#ViewerParent',
+      ApiKey: '../resolvers.ts#ApiKeyParent',
     }),
     'services/orders/src/generated/resolvers-types.ts': subgraph('orders', '../context.ts#OrdersContext', {
       OrderSubmission: '../resolvers.ts#OrderView',
@@ -100,7 +101,6 @@ const config: CodegenConfig = {
       WebhookEndpoint: '../repository.ts#EndpointRow',
       WebhookDelivery: '../repository.ts#AttemptRow',
     }),
-    'services/orders/src/generated/strategies-calls.ts': calls('strategies', 'services/orders/src/calls/*.graphql'),
     'services/accounts/src/generated/events-calls.ts': calls('events', 'services/accounts/src/calls/*.graphql'),
     // The end-to-end tests' operations, against the API clients see (testing/fixture.ts runs them).
     'testing/generated/operations.ts': typedDocuments('gateway/published-api.graphql', 'testing/operations/*.graphql'),

@@ -2,6 +2,7 @@ import { expect } from 'vitest';
 import { Kind, print, type DocumentNode, type FragmentDefinitionNode } from 'graphql';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { signAssertion } from '@ots/shared/assertion';
+import { API_KEY_SCOPES } from '@ots/shared/scopes';
 import type { HttpResult, TestStack } from './stack.ts';
 import { data, topLevelError, type Client } from './requests.ts';
 import { listEvents } from './events.ts';
@@ -133,8 +134,8 @@ export class ApiClient implements Client {
   }
 
   /** A JSON body POSTed straight to a subgraph's URL (/graphql or a route beside it), with a gateway-signed assertion. */
-  postToSubgraph(url: string, body: unknown): Promise<HttpResult> {
-    const assertion = signAssertion(this.stack.config.assertionPrivateKey!, { accountId: this.accountId, apiKeyId: this.apiKeyId }, 60);
+  postToSubgraph(url: string, body: unknown, scopes: readonly string[] = API_KEY_SCOPES): Promise<HttpResult> {
+    const assertion = signAssertion(this.stack.config.assertionPrivateKey!, { accountId: this.accountId, apiKeyId: this.apiKeyId, scopes }, 60);
     return this.stack.post(JSON.stringify(body), { 'content-type': 'application/json', 'x-gateway-assertion': assertion }, url);
   }
 

@@ -90,7 +90,13 @@ export function createAuthentication(config: Config, keyStore: ApiKeyStore, redi
     // Every well-formed key is looked up, whatever its address did before (failed-auth.ts says why).
     const record = await keyLookups.lookup(hashApiKey(config.apiKeyHmacSecret, apiKey), address, reply);
     if (record === undefined) return reply;
-    const decision = decideKey(record, Date.now());
+    const decision = decideKey(record, Date.now(), address);
+    if (decision.kind === 'address-refused') {
+      const agent = request.headers['user-agent'];
+      void keyStore.recordAddressRefusal(decision.apiKeyId, address, typeof agent === 'string' ? agent.slice(0, 512) : null);
+      // Answered exactly as an invalid key: a prober learns nothing of the key or its account.
+      return refuse(401);
+    }
     if (decision.kind === 'invalid') return refuse(401);
     if (decision.kind === 'access-disabled') return refuse(403);
 
@@ -99,7 +105,7 @@ export function createAuthentication(config: Config, keyStore: ApiKeyStore, redi
     if (!rate.allowed) return tooManyRequests(reply, rate.retryAfterSeconds);
 
     keyStore.recordUse(decision.apiKeyId);
-    const caller = { accountId: decision.accountId, apiKeyId: decision.apiKeyId };
+    const caller = { accountId: decision.accountId, apiKeyId: decision.apiKeyId, scopes: decision.scopes };
     identities.set(request, {
       caller,
       assertion: assertions.tokenFor(caller),

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { composeServices } from '@apollo/composition';
 import { DEFAULT_PORTS, SERVICE_NAMES } from '@ots/shared/config';
+import { rootFieldScopes } from './scopes.ts';
 import { buildSchema, findBreakingChanges, lexicographicSortSchema, parse, printSchema, type GraphQLSchema } from 'graphql';
 
 /**
@@ -15,17 +16,30 @@ export const SUPERGRAPH_FILE = new URL('../supergraph.graphql', import.meta.url)
  */
 export const PUBLISHED_API_FILE = new URL('../published-api.graphql', import.meta.url);
 
-export function composeSupergraph(): { supergraphSdl: string; apiSchema: GraphQLSchema } {
+/** Each subgraph's SDL as committed. */
+export function subgraphSdl(name: (typeof SERVICE_NAMES)[number]): string {
+  return readFileSync(new URL(`../../services/${name}/schema.graphql`, import.meta.url), 'utf8');
+}
+
+/** Composes the subgraphs' SDL (as committed, unless `sdlOf` gives other text: the build checks' tests). */
+export function composeSupergraph(sdlOf = subgraphSdl): { supergraphSdl: string; apiSchema: GraphQLSchema } {
   const result = composeServices(
     SERVICE_NAMES.map((name) => ({
       name,
       // Routing URLs are the defaults; the gateway overrides them from configuration at start-up.
       url: `http://127.0.0.1:${DEFAULT_PORTS[name]}/graphql`,
-      typeDefs: parse(readFileSync(new URL(`../../services/${name}/schema.graphql`, import.meta.url), 'utf8')),
+      typeDefs: parse(sdlOf(name)),
     })),
   );
   if (result.errors) {
     throw new Error(`supergraph composition failed:\n${result.errors.map((error) => `- ${error.message}`).join('\n')}`);
+  }
+  // Contract section 5: a new operation cannot ship unprotected; `viewer` declares `@requiresScopes(scopes: [[]])`.
+  const { undeclared } = rootFieldScopes(result.supergraphSdl);
+  if (undeclared.length > 0) {
+    throw new Error(
+      `every root field must declare its scope with @requiresScopes (contract section 5); these declare none:\n${undeclared.map((field) => `- ${field}`).join('\n')}`,
+    );
   }
   return { supergraphSdl: result.supergraphSdl, apiSchema: lexicographicSortSchema(result.schema.toAPISchema().toGraphQLJSSchema()) };
 }

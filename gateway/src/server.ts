@@ -18,6 +18,7 @@ import { errorPathsPlugin, rootFieldOwners } from './error-paths.ts';
 import { queryLimitRules } from './limits.ts';
 import { operationChecksPlugin } from './operation-checks.ts';
 import { checkScalarInputs } from './scalar-check.ts';
+import { rootFieldScopes, scopeCheckPlugin, supergraphForExecution } from './scopes.ts';
 import { addGatewayTimeout } from './timeouts.ts';
 
 export type { GatewayContext } from './data-source.ts';
@@ -44,7 +45,7 @@ function createApollo(config: Config, logger: Logger, app: FastifyInstance): Apo
   const limits = config.limits;
   const supergraphSdl = readFileSync(SUPERGRAPH_PATH, 'utf8');
   const gateway = new ApolloGateway({
-    supergraphSdl,
+    supergraphSdl: supergraphForExecution(supergraphSdl),
     buildService: ({ name }) =>
       new AuthenticatedDataSource(name, config.subgraphUrls[name as ServiceName] ?? '', limits.subgraphTimeoutMs),
     logger,
@@ -67,6 +68,7 @@ function createApollo(config: Config, logger: Logger, app: FastifyInstance): Apo
       ApolloServerPluginLandingPageDisabled(),
       errorPathsPlugin(rootFieldOwners(supergraphSdl)),
       operationChecksPlugin(),
+      scopeCheckPlugin(rootFieldScopes(supergraphSdl).required),
       requestLogPlugin(),
       {
         async requestDidStart() {

@@ -1,6 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ASSERTION_HEADER, signAssertion } from '@ots/shared/assertion';
+import { API_KEY_SCOPES } from '@ots/shared/scopes';
 import { SERVICE_NAMES } from '@ots/shared/config';
 import { applyFillRoute } from '@ots/shared/fill-application';
 import { newId } from '@ots/shared/ids';
@@ -38,7 +39,7 @@ function expectRefused(result: HttpResult) {
   expect(JSON.stringify(result.body)).not.toContain(t.alice.accountId);
 }
 
-const identity = () => ({ accountId: t.alice.accountId, apiKeyId: t.alice.apiKeyId });
+const identity = () => ({ accountId: t.alice.accountId, apiKeyId: t.alice.apiKeyId, scopes: [...API_KEY_SCOPES] });
 
 describe.each(DOORS)('$door, reached directly', ({ url, body, answer }) => {
   it('refuses a request without an assertion', async () => {

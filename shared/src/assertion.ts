@@ -6,11 +6,14 @@ export const ASSERTION_HEADER = 'x-gateway-assertion';
 export interface CallerIdentity {
   accountId: string;
   apiKeyId: string;
+  /** The key's scopes (contract section 5): each subgraph checks its root fields against them again. */
+  scopes: readonly string[];
 }
 
 interface Claims {
   acc: string;
   key: string;
+  scp: string[];
   iat: number;
   exp: number;
 }
@@ -26,7 +29,7 @@ const SKEW_SECONDS = 5;
  */
 export function signAssertion(privateKey: KeyObject, identity: CallerIdentity, ttlSeconds: number, now = Date.now()): string {
   const iat = Math.floor(now / 1000);
-  const claims: Claims = { acc: identity.accountId, key: identity.apiKeyId, iat, exp: iat + ttlSeconds };
+  const claims: Claims = { acc: identity.accountId, key: identity.apiKeyId, scp: [...identity.scopes], iat, exp: iat + ttlSeconds };
   const payload = Buffer.from(JSON.stringify(claims), 'utf8').toString('base64url');
   const signature = sign(null, Buffer.from(`${VERSION}.${payload}`), privateKey).toString('base64url');
   return `${VERSION}.${payload}.${signature}`;
@@ -55,6 +58,8 @@ export function verifyAssertion(publicKey: KeyObject, token: string | undefined,
   if (
     typeof claims.acc !== 'string' ||
     typeof claims.key !== 'string' ||
+    !Array.isArray(claims.scp) ||
+    !claims.scp.every((scope) => typeof scope === 'string') ||
     typeof claims.iat !== 'number' ||
     typeof claims.exp !== 'number' ||
     claims.exp + SKEW_SECONDS < nowSeconds ||
@@ -62,7 +67,7 @@ export function verifyAssertion(publicKey: KeyObject, token: string | undefined,
   ) {
     return undefined;
   }
-  return { accountId: claims.acc, apiKeyId: claims.key };
+  return { accountId: claims.acc, apiKeyId: claims.key, scopes: claims.scp };
 }
 
 const MAX_CACHED = 10_000;
@@ -80,7 +85,8 @@ export class AssertionIssuer {
   ) {}
 
   tokenFor(identity: CallerIdentity, now = Date.now()): string {
-    const cacheKey = `${identity.accountId}:${identity.apiKeyId}`;
+    // A change of the key's scopes gets a new token at once.
+    const cacheKey = `${identity.accountId}:${identity.apiKeyId}:${identity.scopes.join(' ')}`;
     const cached = this.issued.get(cacheKey);
     if (cached && cached.renewAt > now) return cached.token;
     const token = signAssertion(this.privateKey, identity, this.ttlSeconds, now);

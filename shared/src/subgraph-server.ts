@@ -6,13 +6,14 @@ import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginInlineTraceDi
 import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastify';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { GraphQLError, parse, type DocumentNode, type GraphQLFormattedError } from 'graphql';
+import { defaultFieldResolver, GraphQLError, parse, type DocumentNode, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
 import type { z } from 'zod';
 import { ASSERTION_HEADER, AssertionVerifier, type CallerIdentity } from './assertion.ts';
 import type { Config } from './config.ts';
 import { CLIENT_SAFE_CODES, isDependencyOutage, MASKED_MESSAGE, TEMPORARILY_UNAVAILABLE_MESSAGE } from './errors.ts';
 import { discardRestOfBody, serverTimeouts } from './http-edge.ts';
 import type { Logger } from './logger.ts';
+import { missingScope, rootFieldScopes, scopeSet, type ScopeRequirement } from './scopes.ts';
 import { refuseIllFormedStrings } from './string-inputs.ts';
 import type { SubgraphRouteContract } from './subgraph-client.ts';
 import { observeCaller, observeContext, observeRequests, requestLogPlugin } from './request-log.ts';
@@ -105,7 +106,11 @@ export function maskErrors(log: Logger) {
     if (typeof code === 'string' && CLIENT_SAFE_CODES.has(code)) {
       const { extensions, ...rest } = formatted;
       const argumentName = extensions?.argumentName;
-      return { ...rest, extensions: { code, ...(typeof argumentName === 'string' ? { argumentName } : {}) } };
+      const requiredScope = extensions?.requiredScope;
+      return {
+        ...rest,
+        extensions: { code, ...(typeof argumentName === 'string' ? { argumentName } : {}), ...(typeof requiredScope === 'string' ? { requiredScope } : {}) },
+      };
     }
     const original = unwrapResolverError(error);
     if (isDependencyOutage(original)) {
@@ -119,6 +124,30 @@ export function maskErrors(log: Logger) {
       extensions: { code: 'INTERNAL_SERVER_ERROR' },
     };
   };
+}
+
+/**
+ * The subgraph's own check of scopes (contract section 5), behind the gateway's: each root field
+ * declared with `@requiresScopes` refuses a caller whose assertion lacks the scope, so a copied
+ * assertion of a read-only key places no order even sent straight to a subgraph. Federation's
+ * `_entities` is left alone: the gateway resolves nested fields of a root field it allowed through it.
+ */
+export function requireScopes(schema: GraphQLSchema, typeDefs: DocumentNode): GraphQLSchema {
+  const { required } = rootFieldScopes(typeDefs);
+  const undeclared: ScopeRequirement = [['read']];
+  for (const type of [schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()]) {
+    for (const field of Object.values(type?.getFields() ?? {})) {
+      if (field.name.startsWith('_')) continue;
+      const requirement = required.get(`${type!.name}.${field.name}`) ?? undeclared;
+      const resolve = field.resolve ?? defaultFieldResolver;
+      field.resolve = (source, args, context: BaseContext, info) => {
+        const missing = missingScope(scopeSet(context.caller.scopes), requirement);
+        if (missing !== undefined) throw new GraphQLError(`This API key lacks the scope ${missing}`, { extensions: { code: 'FORBIDDEN', requiredScope: missing } });
+        return resolve(source, args, context, info);
+      };
+    }
+  }
+  return schema;
 }
 
 export interface HttpAppOptions {
@@ -231,7 +260,7 @@ export async function startSubgraphServer<Context extends BaseContext>(options: 
     operationRoutes: callerRoutes.map((route) => route.contract.path),
   });
   const apollo = new ApolloServer<Context>({
-    schema: refuseIllFormedStrings(buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers }])),
+    schema: requireScopes(refuseIllFormedStrings(buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers }])), options.typeDefs),
     formatError: maskErrors(logger),
     includeStacktraceInErrorResponses: false,
     // The process's own signal handler drains and stops every server in order.

@@ -4,7 +4,7 @@ import { AssertionIssuer, AssertionVerifier, signAssertion, verifyAssertion } fr
 
 const gateway = generateKeyPairSync('ed25519');
 const stranger = generateKeyPairSync('ed25519');
-const identity = { accountId: '01a2002f-5e6c-707d-8b35-116f38247cd4', apiKeyId: '01a2002f-5e6c-707d-8b35-116f38247cd5' };
+const identity = { accountId: '01a2002f-5e6c-707d-8b35-116f38247cd4', apiKeyId: '01a2002f-5e6c-707d-8b35-116f38247cd5', scopes: ['read', 'orders:write'] };
 const NOW = Date.UTC(2026, 10, 21, 14, 0, 0);
 
 /** A token with any claims, properly signed by `privateKey`: for claims the real signer never writes. */
@@ -70,9 +70,17 @@ describe('gateway assertion', () => {
     expect(verifyAssertion(gateway.publicKey, signedToken({ acc: identity.accountId, iat, exp: iat + 60 }), NOW)).toBeUndefined();
     expect(verifyAssertion(gateway.publicKey, signedToken({ acc: 1, key: 'k', iat, exp: iat + 60 }), NOW)).toBeUndefined();
     expect(verifyAssertion(gateway.publicKey, signedToken({ acc: 'a', key: 'k', iat: String(iat), exp: iat + 60 }), NOW)).toBeUndefined();
-    expect(verifyAssertion(gateway.publicKey, signedToken({ acc: 'a', key: 'k', iat }), NOW)).toBeUndefined();
+    expect(verifyAssertion(gateway.publicKey, signedToken({ acc: 'a', key: 'k', scp: ['read'], iat }), NOW)).toBeUndefined();
+    // Without scopes a token asserts nothing a subgraph could check: refused, never read as "every scope".
+    expect(verifyAssertion(gateway.publicKey, signedToken({ acc: 'a', key: 'k', iat, exp: iat + 60 }), NOW)).toBeUndefined();
+    expect(verifyAssertion(gateway.publicKey, signedToken({ acc: 'a', key: 'k', scp: 'read', iat, exp: iat + 60 }), NOW)).toBeUndefined();
+    expect(verifyAssertion(gateway.publicKey, signedToken({ acc: 'a', key: 'k', scp: [1], iat, exp: iat + 60 }), NOW)).toBeUndefined();
     // The same helper with complete claims does verify: the refusals above are about the claims.
-    expect(verifyAssertion(gateway.publicKey, signedToken({ acc: 'a', key: 'k', iat, exp: iat + 60 }), NOW)).toEqual({ accountId: 'a', apiKeyId: 'k' });
+    expect(verifyAssertion(gateway.publicKey, signedToken({ acc: 'a', key: 'k', scp: ['read'], iat, exp: iat + 60 }), NOW)).toEqual({
+      accountId: 'a',
+      apiKeyId: 'k',
+      scopes: ['read'],
+    });
   });
 });
 
@@ -88,11 +96,14 @@ describe('AssertionIssuer (the gateway reuses a token per caller)', () => {
 
   it('never hands one caller the token of another', () => {
     const issuer = new AssertionIssuer(gateway.privateKey, 60);
-    const other = { accountId: 'other-account', apiKeyId: identity.apiKeyId };
-    const otherKey = { accountId: identity.accountId, apiKeyId: 'other-key' };
+    const other = { ...identity, accountId: 'other-account' };
+    const otherKey = { ...identity, apiKeyId: 'other-key' };
+    // A key whose scopes were narrowed gets a token with the narrower scopes at once.
+    const narrowed = { ...identity, scopes: ['read'] };
     expect(verifyAssertion(gateway.publicKey, issuer.tokenFor(identity, NOW), NOW)).toEqual(identity);
     expect(verifyAssertion(gateway.publicKey, issuer.tokenFor(other, NOW), NOW)).toEqual(other);
     expect(verifyAssertion(gateway.publicKey, issuer.tokenFor(otherKey, NOW), NOW)).toEqual(otherKey);
+    expect(verifyAssertion(gateway.publicKey, issuer.tokenFor(narrowed, NOW), NOW)).toEqual(narrowed);
   });
 
   it('a reused token is always still valid when handed out', () => {

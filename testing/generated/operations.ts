@@ -28,6 +28,20 @@ export type ApiKeyEnvironment =
   | 'LIVE'
   | 'SANDBOX';
 
+/**
+ * What a key may do (the console and the CLI spell them read, orders:write, fills:write,
+ * strategies:write, webhooks:write). Each root field needs one: READ every query but viewer and the
+ * events subscription, ORDERS_WRITE the order mutations, FILLS_WRITE recordFill, STRATEGIES_WRITE the
+ * strategy mutations, WEBHOOKS_WRITE the webhook endpoint mutations and redeliverEvent. A root field
+ * outside the key's scopes is refused with FORBIDDEN naming the requiredScope, and nothing runs.
+ */
+export type ApiKeyScope =
+  | 'FILLS_WRITE'
+  | 'ORDERS_WRITE'
+  | 'READ'
+  | 'STRATEGIES_WRITE'
+  | 'WEBHOOKS_WRITE';
+
 /** Every filter is optional; those given are combined with AND. */
 export type CancelOrderSubmissionsFilter = {
   side?: InputMaybe<OrderSide>;

@@ -3,26 +3,32 @@ import { databaseUrlOf, loadConfigOrExit } from '@ots/shared/config';
 import { ensureDevDatabase } from '@ots/shared/dev-database';
 import { receiveId } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
-import { DEFAULT_ROLL_GRACE_MS, nameProblem, parseDuration } from './domain.ts';
+import { API_KEY_SCOPES, DEFAULT_ROLL_GRACE_MS, nameProblem, parseDuration } from './domain.ts';
 import { openKeyStore } from './key-store.ts';
 import * as keys from './operations.ts';
 import { KeyManagementError, MAX_ACCOUNT_NAME_LENGTH, type KeyManagement } from './operations.ts';
 import type { ApiKeyRow } from './repository.ts';
-import { inviteOwner, resetOwnerPassword, type ConsoleDeps } from './console/operations.ts';
+import { inviteOwner, listOwners, resetOwnerPassword, type ConsoleDeps } from './console/operations.ts';
 
 /** The operator CLI of contract section 5: `npm run admin -- <command> [--json]`. */
 const USAGE = `usage: npm run admin -- <command> [--json]
   account create --name NAME
+  account list
   account disable-api ACCOUNT_ID
   account enable-api ACCOUNT_ID
-  key create --account ACCOUNT_ID [--name LABEL] [--expires-in DURATION]
+  key create --account ACCOUNT_ID [--name LABEL] [--expires-in DURATION] [--scopes LIST] [--allow-cidr LIST]
   key list --account ACCOUNT_ID
+  key update KEY_ID [--scopes LIST] [--allow-cidr LIST | --allow-any]
   key revoke KEY_ID
-  key roll KEY_ID [--grace DURATION]
+  key roll KEY_ID [--grace DURATION] [--scopes LIST] [--allow-cidr LIST | --allow-any]
   key events --account ACCOUNT_ID
   owner invite --account ACCOUNT_ID --email EMAIL
+  owner list --account ACCOUNT_ID
   owner reset-password OWNER_ID
-DURATION is a whole number and a unit: 30s, 15m, 12h, 90d.`;
+DURATION is a whole number and a unit: 30s, 15m, 12h, 90d.
+--scopes is a comma-separated list of ${API_KEY_SCOPES.join(', ')} (default: every scope).
+--allow-cidr is a comma-separated list of IPv4 and IPv6 addresses or CIDRs, e.g. 203.0.113.0/24,2001:db8::/48
+(default: any address); --allow-any lifts the restriction.`;
 
 class UsageError extends Error {}
 
@@ -30,9 +36,10 @@ interface Parsed {
   words: string[];
   options: Map<string, string>;
   json: boolean;
+  allowAny: boolean;
 }
 
-const VALUE_OPTIONS = ['--name', '--account', '--expires-in', '--grace', '--email'];
+const VALUE_OPTIONS = ['--name', '--account', '--expires-in', '--grace', '--email', '--scopes', '--allow-cidr'];
 
 /**
  * `node:util`'s parseArgs splits the arguments (`--name=x` and `--name x` alike); it runs non-strict
@@ -44,6 +51,7 @@ function parseArguments(argv: string[]): Parsed {
     options: {
       ...Object.fromEntries(VALUE_OPTIONS.map((name) => [name.slice(2), { type: 'string' as const }])),
       json: { type: 'boolean' },
+      'allow-any': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     allowPositionals: true,
@@ -53,6 +61,7 @@ function parseArguments(argv: string[]): Parsed {
   const words: string[] = [];
   const options = new Map<string, string>();
   let json = false;
+  let allowAny = false;
   for (const token of tokens) {
     if (token.kind === 'positional') words.push(token.value);
     else if (token.kind === 'option-terminator') throw new UsageError('unknown option --');
@@ -60,6 +69,9 @@ function parseArguments(argv: string[]): Parsed {
     else if (token.name === 'json') {
       if (token.value !== undefined) throw new UsageError('--json takes no value');
       json = true;
+    } else if (token.name === 'allow-any') {
+      if (token.value !== undefined) throw new UsageError('--allow-any takes no value');
+      allowAny = true;
     } else {
       const name = token.rawName;
       if (!VALUE_OPTIONS.includes(name)) throw new UsageError(`unknown option ${name}`);
@@ -69,11 +81,12 @@ function parseArguments(argv: string[]): Parsed {
       options.set(name, value);
     }
   }
-  return { words, options, json };
+  return { words, options, json, allowAny };
 }
 
 function allowOnly(parsed: Parsed, allowed: string[], positionals: number): void {
   for (const name of parsed.options.keys()) if (!allowed.includes(name)) throw new UsageError(`${name} does not apply to ${parsed.words.slice(0, 2).join(' ')}`);
+  if (parsed.allowAny && !allowed.includes('--allow-any')) throw new UsageError(`--allow-any does not apply to ${parsed.words.slice(0, 2).join(' ')}`);
   if (parsed.words.length - 2 > positionals) throw new UsageError(`unexpected argument ${parsed.words[2 + positionals]}`);
 }
 
@@ -115,7 +128,24 @@ function accountName(parsed: Parsed): string {
   return name;
 }
 
-function keyView(key: ApiKeyRow) {
+const list = (text: string) => text.split(',').map((entry) => entry.trim());
+
+/**
+ * `--scopes` and `--allow-cidr`/`--allow-any` as the use-case takes them: absent keeps what the key
+ * has (or, for `key create`, every scope and any address). The use-case checks the values, so the
+ * console and the CLI refuse the same things in the same words.
+ */
+function permissions(parsed: Parsed): keys.KeyPermissionsInput {
+  const scopes = parsed.options.get('--scopes');
+  const cidrs = parsed.options.get('--allow-cidr');
+  if (cidrs !== undefined && parsed.allowAny) throw new UsageError('give --allow-cidr or --allow-any, not both');
+  return {
+    scopes: scopes === undefined ? undefined : list(scopes),
+    allowedCidrs: parsed.allowAny ? [] : cidrs === undefined ? undefined : list(cidrs),
+  };
+}
+
+function keyView(key: ApiKeyRow, replaces: ApiKeyRow | undefined) {
   return {
     id: key.id,
     name: key.name,
@@ -125,7 +155,46 @@ function keyView(key: ApiKeyRow) {
     expiresAt: key.expires_at?.toISOString() ?? null,
     lastUsedAt: key.last_used_at?.toISOString() ?? null,
     revokedAt: key.revoked_at?.toISOString() ?? null,
+    scopes: key.scopes,
+    allowedCidrs: key.allowed_cidrs,
+    replacesKeyId: replaces?.id ?? null,
+    replacedByKeyId: key.replaced_by_key_id,
   };
+}
+
+/** One line per key: what it is, what it may do, from where, and its place in a roll. */
+function keyLine(key: ReturnType<typeof keyView>, prefixes: Map<string, string>): string {
+  return [
+    key.id,
+    key.displayPrefix,
+    key.name ?? '',
+    `created ${key.createdAt}`,
+    key.revokedAt ? `revoked ${key.revokedAt}` : '',
+    key.expiresAt ? `expires ${key.expiresAt}` : '',
+    `scopes ${key.scopes.length === API_KEY_SCOPES.length ? 'all' : key.scopes.join(',')}`,
+    `from ${key.allowedCidrs.length === 0 ? 'anywhere' : key.allowedCidrs.join(',')}`,
+    key.replacesKeyId ? `replaces ${prefixes.get(key.replacesKeyId) ?? key.replacesKeyId}` : '',
+    key.replacedByKeyId ? `replaced by ${prefixes.get(key.replacedByKeyId) ?? key.replacedByKeyId}` : '',
+  ]
+    .filter((part) => part !== '')
+    .join('  ');
+}
+
+/** Who acted: an owner in the console, the operator's CLI, or, for a refused address, the client that used the key. */
+function actorOf(event: { type: string; ownerEmail: string | null }): string {
+  if (event.ownerEmail) return event.ownerEmail;
+  return event.type === 'key.refused_address' ? 'API client' : 'operator (CLI)';
+}
+
+function detailOf(detail: Record<string, unknown> | null): string {
+  if (!detail) return '';
+  const scopes = detail.scopes;
+  const cidrs = detail.allowedCidrs;
+  const parts = [];
+  if (Array.isArray(scopes)) parts.push(`scopes ${scopes.join(',')}`);
+  if (Array.isArray(cidrs)) parts.push(`from ${cidrs.length === 0 ? 'anywhere' : cidrs.join(',')}`);
+  if (typeof detail.replacedByDisplayPrefix === 'string') parts.push(`replaced by ${detail.replacedByDisplayPrefix}`);
+  return parts.join('; ');
 }
 
 type Command = (parsed: Parsed, management: KeyManagement, owners: ConsoleDeps) => Promise<{ json: Record<string, unknown>; text: string }>;
@@ -137,6 +206,22 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
     run: async (p, m) => {
       const account = await keys.createAccount(m, accountName(p));
       return { json: { accountId: account.id }, text: `created account ${account.id} (${account.name})` };
+    },
+  },
+  'account list': {
+    check: (p) => (allowOnly(p, [], 0), undefined),
+    run: async (_p, m) => {
+      const accounts = (await keys.listAccounts(m)).map((account) => ({
+        accountId: account.id,
+        name: account.name,
+        apiAccessEnabled: account.api_access_enabled,
+        createdAt: account.created_at.toISOString(),
+      }));
+      const text =
+        accounts.length === 0
+          ? 'no accounts'
+          : accounts.map((a) => `${a.accountId}  ${a.name}  created ${a.createdAt}${a.apiAccessEnabled ? '' : '  API access disabled'}`).join('\n');
+      return { json: { accounts }, text };
     },
   },
   'account disable-api': {
@@ -154,24 +239,49 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
     },
   },
   'key create': {
-    check: (p) => (allowOnly(p, ['--account', '--name', '--expires-in'], 0), required(p, '--account'), label(p), duration(p, '--expires-in'), undefined),
+    check: (p) => (
+      allowOnly(p, ['--account', '--name', '--expires-in', '--scopes', '--allow-cidr'], 0),
+      required(p, '--account'),
+      label(p),
+      duration(p, '--expires-in'),
+      permissions(p),
+      undefined
+    ),
     run: async (p, m) => {
       const { key, apiKey } = await keys.createKey(m, receiveId(required(p, '--account')), {
         name: label(p),
         expiresInMs: duration(p, '--expires-in') ?? null,
+        ...permissions(p),
       });
       return {
-        json: { keyId: key.id, apiKey },
-        text: `created key ${key.id}${key.expires_at ? `, expires ${key.expires_at.toISOString()}` : ''}\n${apiKey}\nThis is the only time the key is shown; store it in a secret manager.`,
+        json: { keyId: key.id, apiKey, scopes: key.scopes, allowedCidrs: key.allowed_cidrs },
+        text: `created key ${key.id}${key.expires_at ? `, expires ${key.expires_at.toISOString()}` : ''} (scopes ${key.scopes.join(',')}; from ${key.allowed_cidrs.length === 0 ? 'anywhere' : key.allowed_cidrs.join(',')})\n${apiKey}\nThis is the only time the key is shown; store it in a secret manager.`,
       };
     },
   },
   'key list': {
     check: (p) => (allowOnly(p, ['--account'], 0), required(p, '--account'), undefined),
     run: async (p, m) => {
-      const list = (await keys.listKeys(m, receiveId(required(p, '--account')))).map(keyView);
-      const text = list.length === 0 ? 'no keys' : list.map((k) => `${k.id}  ${k.displayPrefix}  ${k.name ?? ''}  created ${k.createdAt}${k.revokedAt ? `  revoked ${k.revokedAt}` : ''}${k.expiresAt ? `  expires ${k.expiresAt}` : ''}`).join('\n');
-      return { json: { keys: list }, text };
+      const rows = await keys.listKeys(m, receiveId(required(p, '--account')));
+      const replaced = new Map(rows.filter((k) => k.replaced_by_key_id).map((k) => [k.replaced_by_key_id!, k]));
+      const list = rows.map((k) => keyView(k, replaced.get(k.id)));
+      const prefixes = new Map(rows.map((k) => [k.id, k.display_prefix]));
+      return { json: { keys: list }, text: list.length === 0 ? 'no keys' : list.map((k) => keyLine(k, prefixes)).join('\n') };
+    },
+  },
+  'key update': {
+    check: (p) => {
+      allowOnly(p, ['--scopes', '--allow-cidr', '--allow-any'], 1);
+      positional(p, 'KEY_ID');
+      const change = permissions(p);
+      if (change.scopes === undefined && change.allowedCidrs === undefined) throw new UsageError('key update needs --scopes, --allow-cidr or --allow-any');
+    },
+    run: async (p, m) => {
+      const { keyId, key } = await keys.updateKey(m, receiveId(positional(p, 'KEY_ID')), permissions(p));
+      return {
+        json: { keyId, scopes: key.scopes, allowedCidrs: key.allowed_cidrs },
+        text: `key ${keyId} (${key.display_prefix}) now has scopes ${key.scopes.join(',')}; from ${key.allowed_cidrs.length === 0 ? 'anywhere' : key.allowed_cidrs.join(',')}`,
+      };
     },
   },
   'key revoke': {
@@ -187,13 +297,24 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
     },
   },
   'key roll': {
-    check: (p) => (allowOnly(p, ['--grace'], 1), positional(p, 'KEY_ID'), duration(p, '--grace'), undefined),
+    check: (p) => (allowOnly(p, ['--grace', '--scopes', '--allow-cidr', '--allow-any'], 1), positional(p, 'KEY_ID'), duration(p, '--grace'), permissions(p), undefined),
     run: async (p, m) => {
-      const result = await keys.rollKey(m, receiveId(positional(p, 'KEY_ID')), duration(p, '--grace') ?? DEFAULT_ROLL_GRACE_MS);
+      const result = await keys.rollKey(m, receiveId(positional(p, 'KEY_ID')), duration(p, '--grace') ?? DEFAULT_ROLL_GRACE_MS, { permissions: permissions(p) });
       const previousExpiresAt = result.previousExpiresAt.toISOString();
       return {
-        json: { keyId: result.keyId, apiKey: result.apiKey, previousKeyId: result.previousKeyId, previousExpiresAt },
-        text: `created key ${result.keyId}\n${result.apiKey}\nkey ${result.previousKeyId} stops working at ${previousExpiresAt}`,
+        json: {
+          keyId: result.keyId,
+          apiKey: result.apiKey,
+          previousKeyId: result.previousKeyId,
+          previousExpiresAt,
+          scopes: result.key.scopes,
+          allowedCidrs: result.key.allowed_cidrs,
+        },
+        text: [
+          `created key ${result.keyId} (${result.key.display_prefix}), which replaces key ${result.previousKeyId} (${result.previousKey.display_prefix})`,
+          result.apiKey,
+          `key ${result.previousKeyId} (${result.previousKey.display_prefix}) keeps working until ${previousExpiresAt}, then stops`,
+        ].join('\n'),
       };
     },
   },
@@ -205,7 +326,7 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
         events.length === 0
           ? 'no events'
           : events
-              .map((e) => [e.occurredAt, e.type, e.keyDisplayPrefix ?? '', e.ownerEmail ?? 'operator (CLI)', e.clientAddress ?? '', e.userAgent ?? ''].join('  ').trimEnd())
+              .map((e) => [e.occurredAt, e.type, e.keyDisplayPrefix ?? '', actorOf(e), e.clientAddress ?? '', e.userAgent ?? '', detailOf(e.detail)].join('  ').trimEnd())
               .join('\n');
       return { json: { events }, text };
     },
@@ -218,6 +339,14 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
         json: invited,
         text: `invited owner ${invited.ownerId}; this one-time link sets their password (valid 24 hours):\n${invited.setPasswordUrl}`,
       };
+    },
+  },
+  'owner list': {
+    check: (p) => (allowOnly(p, ['--account'], 0), required(p, '--account'), undefined),
+    run: async (p, _m, owners) => {
+      const list = await listOwners(owners, receiveId(required(p, '--account')));
+      const text = list.length === 0 ? 'no owners' : list.map((o) => `${o.ownerId}  ${o.email}  created ${o.createdAt}  ${o.passwordSet ? 'password set' : 'password not set'}`).join('\n');
+      return { json: { owners: list }, text };
     },
   },
   'owner reset-password': {

@@ -1,4 +1,6 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import ipaddr from 'ipaddr.js';
+import { API_KEY_SCOPES, isApiKeyScope, type ApiKeyScope } from '@ots/shared/scopes';
 
 export const LIVE_PREFIX = 'svc_live_';
 
@@ -95,21 +97,108 @@ export interface KeyRecord {
   expiresAt: number | null;
   revokedAt: number | null;
   apiAccessEnabled: boolean;
+  scopes: string[];
+  /** Normalised CIDRs (`10.0.0.0/8`, `2001:db8::/32`); empty for any address. */
+  allowedCidrs: string[];
 }
 
 export type KeyDecision =
-  | { kind: 'authenticated'; accountId: string; apiKeyId: string }
+  | { kind: 'authenticated'; accountId: string; apiKeyId: string; scopes: readonly string[] }
   | { kind: 'invalid' }
+  /** A live key used from outside its allowed addresses: answered as an invalid key, logged as a refusal. */
+  | { kind: 'address-refused'; accountId: string; apiKeyId: string }
   | { kind: 'access-disabled' };
 
-/** Contract section 5: unknown, revoked and expired keys are invalid (401); a disabled account is 403. */
-export function decideKey(record: KeyRecord | null, now: number): KeyDecision {
+/**
+ * Contract section 5: unknown, revoked and expired keys are invalid (401), as is a key used from
+ * outside its allowed addresses; a disabled account is 403. The address is checked before the
+ * account's access, so a prober from elsewhere learns nothing about the account.
+ */
+export function decideKey(record: KeyRecord | null, now: number, clientAddress?: string): KeyDecision {
   if (!record) return { kind: 'invalid' };
   // Revocation is always immediate; comparing its time with this clock would let a clock behind the database's accept a revoked key.
   if (record.revokedAt !== null) return { kind: 'invalid' };
   if (record.expiresAt !== null && record.expiresAt <= now) return { kind: 'invalid' };
+  if (record.allowedCidrs.length > 0 && (clientAddress === undefined || !addressAllowed(record.allowedCidrs, clientAddress))) {
+    return { kind: 'address-refused', accountId: record.accountId, apiKeyId: record.keyId };
+  }
   if (!record.apiAccessEnabled) return { kind: 'access-disabled' };
-  return { kind: 'authenticated', accountId: record.accountId, apiKeyId: record.keyId };
+  return { kind: 'authenticated', accountId: record.accountId, apiKeyId: record.keyId, scopes: record.scopes };
+}
+
+export { API_KEY_SCOPES, type ApiKeyScope };
+
+/**
+ * A scope list as the CLI and the console take it (`read,orders:write`): known names only, at least
+ * one, returned in the contract's order without repeats; a message naming the problem otherwise.
+ */
+export function parseScopes(names: readonly string[]): ApiKeyScope[] | { problem: string } {
+  const given = names.map((name) => name.trim()).filter((name) => name !== '');
+  const unknown = given.find((name) => !isApiKeyScope(name));
+  if (unknown !== undefined) return { problem: `unknown scope "${unknown}"; the scopes are ${API_KEY_SCOPES.join(', ')}` };
+  if (given.length === 0) return { problem: `a key needs at least one scope: ${API_KEY_SCOPES.join(', ')}` };
+  return API_KEY_SCOPES.filter((scope) => given.includes(scope));
+}
+
+export const MAX_ALLOWED_CIDRS = 32;
+
+/**
+ * Allowed addresses as given (`203.0.113.0/24`, `2001:db8::/48`, or a single address): each an IPv4
+ * or IPv6 CIDR whose host bits are zero, at most 32, stored in canonical form without repeats. A
+ * single address stands for its /32 or /128.
+ */
+export function parseCidrs(entries: readonly string[]): string[] | { problem: string } {
+  const given = entries.map((entry) => entry.trim()).filter((entry) => entry !== '');
+  const cidrs: string[] = [];
+  for (const entry of given) {
+    const cidr = canonicalCidr(entry);
+    if (cidr === undefined) return { problem: `"${entry}" is not an IPv4 or IPv6 address or CIDR (e.g. 203.0.113.0/24, 2001:db8::/48)` };
+    if (typeof cidr === 'object') return cidr;
+    if (!cidrs.includes(cidr)) cidrs.push(cidr);
+  }
+  if (cidrs.length > MAX_ALLOWED_CIDRS) return { problem: `a key may have at most ${MAX_ALLOWED_CIDRS} allowed addresses` };
+  return cidrs;
+}
+
+function canonicalCidr(entry: string): string | { problem: string } | undefined {
+  const [address = '', prefix, ...rest] = entry.split('/');
+  // ipaddr.js also takes IPv4 shorthands such as `10.1` or hexadecimal parts; only dotted quads are addresses here.
+  const ipv4 = ipaddr.IPv4.isValidFourPartDecimal(address);
+  if (rest.length > 0 || (!ipv4 && !ipaddr.IPv6.isValid(address))) return undefined;
+  if (prefix !== undefined && !/^\d{1,3}$/.test(prefix)) return undefined;
+  const bits = ipv4 ? 32 : 128;
+  const length = prefix === undefined ? bits : Number(prefix);
+  if (length > bits) return undefined;
+  const parsed = ipaddr.parse(address);
+  const network = ipv4 ? ipaddr.IPv4.networkAddressFromCIDR(`${address}/${length}`) : ipaddr.IPv6.networkAddressFromCIDR(`${address}/${length}`);
+  if (network.toString() !== parsed.toString()) return { problem: `"${entry}" has host bits set; did you mean ${network.toString()}/${length}?` };
+  return `${parsed.toString()}/${length}`;
+}
+
+const parsedCidrs = new WeakMap<readonly string[], [ipaddr.IPv4 | ipaddr.IPv6, number][]>();
+
+/** An IPv4 client seen on a dual-stack socket (`::ffff:203.0.113.7`) is the IPv4 address it carries. */
+function clientIp(clientAddress: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  if (!ipaddr.isValid(clientAddress)) return undefined;
+  const address = ipaddr.parse(clientAddress);
+  return address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress() ? (address as ipaddr.IPv6).toIPv4Address() : address;
+}
+
+/** The address as the security log shows it: `203.0.113.7` rather than its dual-stack form. */
+export function canonicalAddress(clientAddress: string): string {
+  return clientIp(clientAddress)?.toString() ?? clientAddress;
+}
+
+/** True when the address lies in one of the CIDRs. */
+export function addressAllowed(cidrs: readonly string[], clientAddress: string): boolean {
+  const address = clientIp(clientAddress);
+  if (!address) return false;
+  let ranges = parsedCidrs.get(cidrs);
+  if (!ranges) {
+    ranges = cidrs.map((cidr) => ipaddr.parseCIDR(cidr));
+    parsedCidrs.set(cidrs, ranges);
+  }
+  return ranges.some(([network, length]) => network.kind() === address.kind() && address.match(network, length));
 }
 
 /** A rolled key's predecessor stops at the end of the grace, or sooner if it was due to expire sooner. */
@@ -118,7 +207,15 @@ export function expiryAfterRoll(currentExpiry: number | null, now: number, grace
   return currentExpiry === null ? graceEnd : Math.min(currentExpiry, graceEnd);
 }
 
-export type SecurityEventType = 'key.created' | 'key.rolled' | 'key.revoked' | 'sign_in.succeeded' | 'sign_in.failed' | 'password.set';
+export type SecurityEventType =
+  | 'key.created'
+  | 'key.rolled'
+  | 'key.revoked'
+  | 'key.updated'
+  | 'key.refused_address'
+  | 'sign_in.succeeded'
+  | 'sign_in.failed'
+  | 'password.set';
 
 /** Who made a change, as the security log shows it: an owner in the console, or the operator's CLI (all null). */
 export interface Actor {

@@ -28,6 +28,14 @@ export function createKey(management: keys.KeyManagement, accountId: string, opt
   return keys.createKey(management, receiveId(accountId), options, actor);
 }
 
+export function updateKey(management: keys.KeyManagement, keyId: string, input: keys.KeyPermissionsInput, options?: keys.KeyChangeOptions) {
+  return keys.updateKey(management, receiveId(keyId), input, options);
+}
+
+export function listSecurityEvents(management: keys.KeyManagement, accountId: string) {
+  return keys.listEvents(management, receiveId(accountId));
+}
+
 export function revokeKey(management: keys.KeyManagement, keyId: string, options?: keys.KeyChangeOptions) {
   return keys.revokeKey(management, receiveId(keyId), options);
 }

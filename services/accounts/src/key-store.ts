@@ -5,8 +5,16 @@ import type { Logger } from '@ots/shared/logger';
 import { apiKeyLookups } from '@ots/shared/metrics';
 import { createRedis } from '@ots/shared/redis';
 import { SCHEMA } from '../migrations/index.ts';
-import { hashesMatch, type KeyRecord } from './domain.ts';
-import { findKeyRecordByHash, readKeyCacheGeneration, touchLastUsed, type AccountsDatabase, type AccountsDb } from './repository.ts';
+import { canonicalAddress, hashesMatch, type KeyRecord } from './domain.ts';
+import {
+  findApiKeyForLog,
+  findKeyRecordByHash,
+  insertSecurityEvent,
+  readKeyCacheGeneration,
+  touchLastUsed,
+  type AccountsDatabase,
+  type AccountsDb,
+} from './repository.ts';
 
 export interface KeyStoreOptions {
   db: AccountsDb;
@@ -32,6 +40,8 @@ type Cached = { record: KeyRecord | null; until: number };
 type Shared = { g: number; r: KeyRecord | null };
 
 const LAST_USED_INTERVAL_MS = 60_000;
+/** Contract section 5: a key refused for its address is logged at most once a minute per key and address. */
+const REFUSAL_LOG_INTERVAL_MS = 60_000;
 const LAST_USED_FLUSH_MS = 5_000;
 
 /**
@@ -49,6 +59,7 @@ export class ApiKeyStore {
   private readonly local = new Map<string, Cached>();
   private readonly inFlight = new Map<string, Promise<KeyRecord | null>>();
   private readonly lastTouched = new Map<string, number>();
+  private readonly refusalsLogged = new Map<string, number>();
   private pendingTouches = new Set<string>();
   private flushTimer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
@@ -226,6 +237,38 @@ export class ApiKeyStore {
     this.flushTimer ??= setTimeout(() => void this.flushUses(), LAST_USED_FLUSH_MS).unref();
   }
 
+  /**
+   * Writes a refusal of a live key used from outside its allowed addresses to the account's security
+   * log, at most once a minute per key and address: checked in-process first, then claimed in Redis
+   * so that several gateways write it once. A failure is logged and refuses no one.
+   */
+  async recordAddressRefusal(keyId: string, address: string, userAgent: string | null, now = Date.now()): Promise<void> {
+    const clientAddress = canonicalAddress(address);
+    const slot = `${keyId} ${clientAddress}`;
+    const last = this.refusalsLogged.get(slot);
+    if (last !== undefined && now - last < REFUSAL_LOG_INTERVAL_MS) return;
+    if (this.refusalsLogged.size >= this.localMaxEntries) this.refusalsLogged.clear();
+    this.refusalsLogged.set(slot, now);
+    try {
+      const redis = this.options.redis;
+      if (redis) {
+        const claimed = await redis.set(`${this.options.redisKeyPrefix}apikey:refusal:${slot}`, '1', 'PX', REFUSAL_LOG_INTERVAL_MS, 'NX');
+        if (claimed === null) return;
+      }
+      const key = await findApiKeyForLog(this.options.db, keyId);
+      if (!key) return;
+      await insertSecurityEvent(this.options.db, {
+        accountId: key.account_id,
+        type: 'key.refused_address',
+        occurredAt: new Date(now),
+        actor: { ownerId: null, ownerEmail: null, clientAddress, userAgent },
+        key: { id: key.id, displayPrefix: key.display_prefix },
+      });
+    } catch (error) {
+      this.options.log.warn({ err: error }, 'logging a refused key address failed');
+    }
+  }
+
   async flushUses(): Promise<void> {
     clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
@@ -255,6 +298,8 @@ function withoutHash(row: KeyRecord & { keyHash: Buffer }): KeyRecord {
     expiresAt: row.expiresAt,
     revokedAt: row.revokedAt,
     apiAccessEnabled: row.apiAccessEnabled,
+    scopes: row.scopes,
+    allowedCidrs: row.allowedCidrs,
   };
 }
 

@@ -1,6 +1,17 @@
 import type { Config } from '@ots/shared/config';
 import type { ReceivedId } from '@ots/shared/ids';
-import { displayPrefixOf, expiryAfterRoll, generateApiKey, hashApiKey, nameProblem, OPERATOR, type Actor } from './domain.ts';
+import {
+  API_KEY_SCOPES,
+  displayPrefixOf,
+  expiryAfterRoll,
+  generateApiKey,
+  hashApiKey,
+  nameProblem,
+  OPERATOR,
+  parseCidrs,
+  parseScopes,
+  type Actor,
+} from './domain.ts';
 import type { ApiKeyStore } from './key-store.ts';
 import * as repository from './repository.ts';
 import type { AccountsDb, ApiKeyRow } from './repository.ts';
@@ -66,12 +77,38 @@ export async function setApiAccess({ db, keyStore }: KeyManagement, accountId: R
   return { accountId: accountId.sent, apiAccessEnabled: enabled };
 }
 
-/** Inside a transaction: a new live key of the account, logged as created. */
+/**
+ * What a key may do and from where, as an owner or the operator gives them: scope names and CIDRs
+ * (contract section 5). Absent fields keep what the key has (or, for a new key, every scope and
+ * any address).
+ */
+export interface KeyPermissionsInput {
+  scopes?: readonly string[] | undefined;
+  allowedCidrs?: readonly string[] | undefined;
+}
+
+interface KeyPermissions {
+  scopes: string[];
+  allowedCidrs: string[];
+}
+
+/** Checks the input against the rules; a KeyManagementError naming the first problem, before anything changes. */
+export function checkPermissions(input: KeyPermissionsInput, current: KeyPermissions): KeyPermissions {
+  const scopes = input.scopes === undefined ? current.scopes : parseScopes(input.scopes);
+  if (!Array.isArray(scopes)) throw new KeyManagementError(scopes.problem);
+  const allowedCidrs = input.allowedCidrs === undefined ? current.allowedCidrs : parseCidrs(input.allowedCidrs);
+  if (!Array.isArray(allowedCidrs)) throw new KeyManagementError(allowedCidrs.problem);
+  return { scopes, allowedCidrs };
+}
+
+const FULL_ACCESS: KeyPermissions = { scopes: [...API_KEY_SCOPES], allowedCidrs: [] };
+
+/** Inside a transaction: a new live key of the account, logged as created with what it may do. */
 async function issueKey(
   trx: AccountsDb,
   config: KeyManagement['config'],
   accountId: string,
-  options: { name: string | null; expiresAt: Date | null },
+  options: { name: string | null; expiresAt: Date | null } & KeyPermissions,
   actor: Actor,
 ): Promise<{ key: ApiKeyRow; apiKey: string }> {
   const apiKey = generateApiKey();
@@ -81,6 +118,8 @@ async function issueKey(
     keyHash: hashApiKey(config.apiKeyHmacSecret, apiKey),
     displayPrefix: displayPrefixOf(apiKey),
     expiresAt: options.expiresAt,
+    scopes: options.scopes,
+    allowedCidrs: options.allowedCidrs,
   });
   await repository.insertSecurityEvent(trx, {
     accountId,
@@ -88,6 +127,7 @@ async function issueKey(
     occurredAt: key.created_at,
     actor,
     key: { id: key.id, displayPrefix: key.display_prefix },
+    detail: { scopes: key.scopes, allowedCidrs: key.allowed_cidrs },
   });
   return { key, apiKey };
 }
@@ -96,12 +136,55 @@ async function issueKey(
 export async function createKey(
   { db, config }: KeyManagement,
   accountId: ReceivedId,
-  options: { name?: string | null; expiresInMs?: number | null; expiresAt?: Date | null } = {},
+  options: { name?: string | null; expiresInMs?: number | null; expiresAt?: Date | null } & KeyPermissionsInput = {},
   actor: Actor = OPERATOR,
 ): Promise<{ key: ApiKeyRow; apiKey: string }> {
+  const permissions = checkPermissions(options, FULL_ACCESS);
   const account = await existingAccount(db, accountId);
   const expiresAt = options.expiresAt ?? (options.expiresInMs != null ? new Date(Date.now() + options.expiresInMs) : null);
-  return db.transaction().execute((trx) => issueKey(trx, config, account.id, { name: options.name ?? null, expiresAt }, actor));
+  return db.transaction().execute((trx) => issueKey(trx, config, account.id, { name: options.name ?? null, expiresAt, ...permissions }, actor));
+}
+
+/**
+ * Changes what a key may do and from where. Like a revocation it bumps the cache generation and
+ * drops the cached record, so every gateway applies it within the second; logged with the result.
+ */
+export async function updateKey(
+  { db, keyStore }: KeyManagement,
+  sentKeyId: ReceivedId,
+  input: KeyPermissionsInput,
+  options: KeyChangeOptions = {},
+): Promise<{ keyId: string; key: ApiKeyRow }> {
+  const { uuid: keyId, sent } = sentKeyId;
+  if (!keyId) throw new KeyManagementError(`no key ${sent}`, 'not-found');
+  const { key, keyHash, generation } = await db.transaction().execute(async (trx) => {
+    const current = await repository.lockApiKey(trx, keyId, options.accountId);
+    if (!current) throw new KeyManagementError(`no key ${sent}`, 'not-found');
+    if (current.revoked_at) throw new KeyManagementError(`key ${sent} is revoked and cannot be changed`, 'not-rollable');
+    const permissions = checkPermissions(input, { scopes: current.scopes, allowedCidrs: current.allowed_cidrs });
+    const updated = await repository.setApiKeyPermissions(trx, current.account_id, keyId, permissions);
+    await repository.insertSecurityEvent(trx, {
+      accountId: current.account_id,
+      type: 'key.updated',
+      occurredAt: new Date(),
+      actor: options.actor ?? OPERATOR,
+      key: { id: keyId, displayPrefix: current.display_prefix },
+      detail: {
+        scopes: updated.scopes,
+        allowedCidrs: updated.allowed_cidrs,
+        previousScopes: current.scopes,
+        previousAllowedCidrs: current.allowed_cidrs,
+      },
+    });
+    return { key: updated, keyHash: current.key_hash, generation: await repository.bumpKeyCacheGeneration(trx) };
+  });
+  await keyStore.invalidate([keyHash], generation);
+  return { keyId: sent, key };
+}
+
+/** Every account, for the operator's `account list`. */
+export async function listAccounts({ db }: KeyManagement) {
+  return repository.listAccounts(db);
 }
 
 /** The account's whole security log, newest first, for the CLI's `key events`. */
@@ -128,6 +211,7 @@ export function securityEventView(event: repository.SecurityEventRow) {
     clientAddress: event.client_address,
     userAgent: event.user_agent,
     keyDisplayPrefix: event.key_display_prefix,
+    detail: event.detail,
   };
 }
 
@@ -160,7 +244,12 @@ export async function revokeKey({ db, keyStore }: KeyManagement, sentKeyId: Rece
 }
 
 /** A new key of the same account; the old one works until the grace ends (0 ends it at once). */
-export async function rollKey(management: KeyManagement, sentKeyId: ReceivedId, graceMs: number, options: KeyChangeOptions = {}) {
+export async function rollKey(
+  management: KeyManagement,
+  sentKeyId: ReceivedId,
+  graceMs: number,
+  options: KeyChangeOptions & { permissions?: KeyPermissionsInput } = {},
+) {
   const { db, config, keyStore } = management;
   const { uuid: keyId, sent } = sentKeyId;
   if (!keyId) throw new KeyManagementError(`no key ${sent}`, 'not-found');
@@ -174,7 +263,9 @@ export async function rollKey(management: KeyManagement, sentKeyId: ReceivedId, 
       throw new KeyManagementError(`key ${sent} has expired and cannot be rolled`, 'not-rollable');
     }
     const previousExpiresAt = new Date(expiryAfterRoll(previous.expires_at?.getTime() ?? null, now, graceMs));
-    const issued = await issueKey(trx, config, previous.account_id, { name: previous.name, expiresAt: null }, actor);
+    // The new key does what the old one did, unless the roll narrows or widens it.
+    const permissions = checkPermissions(options.permissions ?? {}, { scopes: previous.scopes, allowedCidrs: previous.allowed_cidrs });
+    const issued = await issueKey(trx, config, previous.account_id, { name: previous.name, expiresAt: null, ...permissions }, actor);
     const previousKey = await repository.markApiKeyRolled(trx, previous.account_id, keyId, previousExpiresAt, issued.key.id);
     await repository.insertSecurityEvent(trx, {
       accountId: previous.account_id,
@@ -182,6 +273,7 @@ export async function rollKey(management: KeyManagement, sentKeyId: ReceivedId, 
       occurredAt: issued.key.created_at,
       actor,
       key: { id: keyId, displayPrefix: previous.display_prefix },
+      detail: { replacedByKeyId: issued.key.id, replacedByDisplayPrefix: issued.key.display_prefix, previousExpiresAt: previousExpiresAt.toISOString() },
     });
     return { ...issued, previousKey, previousHash: previous.key_hash, generation: await repository.bumpKeyCacheGeneration(trx) };
   });

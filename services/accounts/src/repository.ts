@@ -1,4 +1,4 @@
-import { sql, type Generated, type Kysely, type Selectable } from 'kysely';
+import { sql, type ColumnType, type Generated, type Kysely, type Selectable } from 'kysely';
 import { newId, type Uuid } from '@ots/shared/ids';
 import type { Actor, KeyRecord, SecurityEventType } from './domain.ts';
 
@@ -22,6 +22,10 @@ export interface AccountsDatabase {
     revoked_at: Date | null;
     /** Set by a roll: the key that replaced this one, which works on while this one's grace runs. */
     replaced_by_key_id: Generated<string | null>;
+    /** Scope names (`read`, `orders:write`, …). */
+    scopes: string[];
+    /** Canonical CIDRs; empty for any address. */
+    allowed_cidrs: Generated<string[]>;
   };
   key_cache_generation: {
     singleton: Generated<boolean>;
@@ -66,6 +70,8 @@ export interface AccountsDatabase {
     user_agent: string | null;
     key_id: string | null;
     key_display_prefix: string | null;
+    /** What changed (scopes and addresses after an update) or was refused (the address). */
+    detail: ColumnType<Record<string, unknown> | null, string | null | undefined, never>;
   };
   sign_in_failures: {
     id: string;
@@ -90,6 +96,8 @@ const API_KEY_COLUMNS = [
   'last_used_at',
   'revoked_at',
   'replaced_by_key_id',
+  'scopes',
+  'allowed_cidrs',
 ] as const;
 
 export async function insertAccount(db: AccountsDb, name: string): Promise<AccountRow> {
@@ -119,6 +127,8 @@ export interface NewApiKey {
   keyHash: Buffer;
   displayPrefix: string;
   expiresAt: Date | null;
+  scopes: readonly string[];
+  allowedCidrs: readonly string[];
 }
 
 export async function insertApiKey(db: AccountsDb, key: NewApiKey): Promise<ApiKeyRow> {
@@ -132,6 +142,8 @@ export async function insertApiKey(db: AccountsDb, key: NewApiKey): Promise<ApiK
       key_hash: key.keyHash,
       display_prefix: key.displayPrefix,
       expires_at: key.expiresAt,
+      scopes: [...key.scopes],
+      allowed_cidrs: [...key.allowedCidrs],
     })
     .returning(API_KEY_COLUMNS)
     .executeTakeFirstOrThrow();
@@ -187,12 +199,45 @@ export async function markApiKeyRolled(db: AccountsDb, accountId: string, keyId:
     .executeTakeFirstOrThrow();
 }
 
+/** Sets what the key may do and from where. */
+export async function setApiKeyPermissions(
+  db: AccountsDb,
+  accountId: string,
+  keyId: string,
+  permissions: { scopes: readonly string[]; allowedCidrs: readonly string[] },
+): Promise<ApiKeyRow> {
+  return db
+    .updateTable('api_keys')
+    .set({ scopes: [...permissions.scopes], allowed_cidrs: [...permissions.allowedCidrs] })
+    .where('account_id', '=', accountId)
+    .where('id', '=', keyId)
+    .returning(API_KEY_COLUMNS)
+    .executeTakeFirstOrThrow();
+}
+
+/** The key a roll replaced with this one, if any. */
+export async function findReplacedApiKey(db: AccountsDb, accountId: string, keyId: string): Promise<ApiKeyRow | undefined> {
+  return db
+    .selectFrom('api_keys')
+    .select(API_KEY_COLUMNS)
+    .where('account_id', '=', accountId)
+    .where('replaced_by_key_id', '=', keyId)
+    .executeTakeFirst();
+}
+
 export type SecurityEventRow = Selectable<AccountsDatabase['security_events']>;
 
 /** Written in the transaction of the change it records, so the log never misses one. */
 export async function insertSecurityEvent(
   db: AccountsDb,
-  event: { accountId: string; type: SecurityEventType; occurredAt: Date; actor: Actor; key?: { id: string; displayPrefix: string } },
+  event: {
+    accountId: string;
+    type: SecurityEventType;
+    occurredAt: Date;
+    actor: Actor;
+    key?: { id: string; displayPrefix: string };
+    detail?: Record<string, unknown>;
+  },
 ): Promise<void> {
   await db
     .insertInto('security_events')
@@ -207,6 +252,7 @@ export async function insertSecurityEvent(
       user_agent: event.actor.userAgent,
       key_id: event.key?.id ?? null,
       key_display_prefix: event.key?.displayPrefix ?? null,
+      detail: event.detail === undefined ? null : JSON.stringify(event.detail),
     })
     .execute();
 }
@@ -232,7 +278,7 @@ export async function findKeyRecordByHash(db: AccountsDb, keyHash: Buffer): Prom
   const row = await db
     .selectFrom('api_keys as k')
     .innerJoin('accounts as a', 'a.id', 'k.account_id')
-    .select(['k.id', 'k.account_id', 'k.key_hash', 'k.expires_at', 'k.revoked_at', 'a.api_access_enabled'])
+    .select(['k.id', 'k.account_id', 'k.key_hash', 'k.expires_at', 'k.revoked_at', 'k.scopes', 'k.allowed_cidrs', 'a.api_access_enabled'])
     .where('k.key_hash', '=', keyHash)
     .executeTakeFirst();
   if (!row) return null;
@@ -243,7 +289,19 @@ export async function findKeyRecordByHash(db: AccountsDb, keyHash: Buffer): Prom
     expiresAt: row.expires_at?.getTime() ?? null,
     revokedAt: row.revoked_at?.getTime() ?? null,
     apiAccessEnabled: row.api_access_enabled,
+    scopes: row.scopes,
+    allowedCidrs: row.allowed_cidrs,
   };
+}
+
+/** The key's account and display prefix, for logging a refusal of a key whose record the gateway holds. */
+export async function findApiKeyForLog(db: AccountsDb, keyId: string) {
+  return db.selectFrom('api_keys').select(['id', 'account_id', 'display_prefix']).where('id', '=', keyId).executeTakeFirst();
+}
+
+/** Every account, oldest first, for the operator's `account list`. */
+export async function listAccounts(db: AccountsDb): Promise<AccountRow[]> {
+  return db.selectFrom('accounts').selectAll().orderBy('created_at').orderBy('id').execute();
 }
 
 /** One statement for a batch of keys; a key touched in the last minute is left alone. */

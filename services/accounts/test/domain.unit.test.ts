@@ -10,7 +10,9 @@ import {
   hashApiKey,
   hashesMatch,
   isWellFormedApiKey,
+  parseCidrs,
   parseDuration,
+  parseScopes,
   type KeyRecord,
 } from '../src/domain.ts';
 
@@ -175,7 +177,16 @@ describe('parseDuration', () => {
 
 describe('decideKey', () => {
   const now = Date.UTC(2026, 10, 21, 14, 0, 0);
-  const live: KeyRecord = { keyId: 'key-1', accountId: 'account-1', expiresAt: null, revokedAt: null, apiAccessEnabled: true };
+  const live: KeyRecord = {
+    keyId: 'key-1',
+    accountId: 'account-1',
+    expiresAt: null,
+    revokedAt: null,
+    apiAccessEnabled: true,
+    scopes: ['read'],
+    allowedCidrs: [],
+  };
+  const fenced: KeyRecord = { ...live, allowedCidrs: ['203.0.113.0/24', '2001:db8::/32'] };
 
   it.each<[string, KeyRecord | null, ReturnType<typeof decideKey>]>([
     ['an unknown key', null, { kind: 'invalid' }],
@@ -188,10 +199,54 @@ describe('decideKey', () => {
     ['a revoked key of a disabled account', { ...live, revokedAt: now - 1, apiAccessEnabled: false }, { kind: 'invalid' }],
     ['an expired key of a disabled account', { ...live, expiresAt: now - 1, apiAccessEnabled: false }, { kind: 'invalid' }],
     ['a valid key of a disabled account', { ...live, apiAccessEnabled: false }, { kind: 'access-disabled' }],
-    ['a valid key', live, { kind: 'authenticated', accountId: 'account-1', apiKeyId: 'key-1' }],
-    ['a key expiring in 1 ms', { ...live, expiresAt: now + 1 }, { kind: 'authenticated', accountId: 'account-1', apiKeyId: 'key-1' }],
+    ['a valid key', live, { kind: 'authenticated', accountId: 'account-1', apiKeyId: 'key-1', scopes: ['read'] }],
+    ['a key expiring in 1 ms', { ...live, expiresAt: now + 1 }, { kind: 'authenticated', accountId: 'account-1', apiKeyId: 'key-1', scopes: ['read'] }],
   ])('%s', (_what, record, decision) => {
-    expect(decideKey(record, now)).toEqual(decision);
+    expect(decideKey(record, now, '198.51.100.1')).toEqual(decision);
+  });
+
+  it.each([
+    ['203.0.113.7', true],
+    ['::ffff:203.0.113.7', true],
+    ['2001:db8:1::5', true],
+    ['203.0.114.1', false],
+    ['2001:db9::1', false],
+    ['::ffff:198.51.100.1', false],
+  ])('a key with allowed addresses, used from %s: accepted %s', (address, accepted) => {
+    expect(decideKey(fenced, now, address).kind).toBe(accepted ? 'authenticated' : 'address-refused');
+  });
+
+  it('an address refusal is decided before the account\'s access, so a prober learns nothing of the account', () => {
+    expect(decideKey({ ...fenced, apiAccessEnabled: false }, now, '198.51.100.1').kind).toBe('address-refused');
+    expect(decideKey({ ...fenced, revokedAt: now - 1 }, now, '198.51.100.1').kind).toBe('invalid');
+  });
+});
+
+describe('parseScopes and parseCidrs', () => {
+  it('scopes come back in the contract\'s order, without repeats', () => {
+    expect(parseScopes(['fills:write', 'read', 'read'])).toEqual(['read', 'fills:write']);
+    expect(parseScopes(['admin'])).toEqual({ problem: expect.stringContaining('unknown scope "admin"') });
+    expect(parseScopes([])).toEqual({ problem: expect.stringContaining('at least one scope') });
+  });
+
+  it('CIDRs are stored canonical: a single address is its /32 or /128, IPv6 compressed', () => {
+    expect(parseCidrs(['203.0.113.0/24', '198.51.100.7', '2001:0db8:0000::/32', '::1'])).toEqual(['203.0.113.0/24', '198.51.100.7/32', '2001:db8::/32', '::1/128']);
+    expect(parseCidrs(['10.0.0.0/8', '10.0.0.0/8'])).toEqual(['10.0.0.0/8']);
+    expect(parseCidrs([])).toEqual([]);
+  });
+
+  it.each(['10.1', '0x0a.0.0.1', '10.0.0.0/33', '2001:db8::/129', '10.0.0.0/8/8', 'example.com', '10.0.0.0/-1', '10.0.0.0/'])('%j is refused', (entry) => {
+    expect(parseCidrs([entry])).toEqual({ problem: expect.any(String) });
+  });
+
+  it('host bits set are refused with the network meant', () => {
+    expect(parseCidrs(['10.1.2.3/8'])).toEqual({ problem: expect.stringContaining('10.0.0.0/8') });
+  });
+
+  it('at most 32', () => {
+    const many = Array.from({ length: 33 }, (_, i) => `10.0.${i}.0/24`);
+    expect(parseCidrs(many)).toEqual({ problem: expect.stringContaining('at most 32') });
+    expect(parseCidrs(many.slice(0, 32))).toHaveLength(32);
   });
 });
 

@@ -38,7 +38,8 @@ export async function sweepPendingFills(deps: SweepDeps): Promise<SweepReport> {
   for (const fill of stale) {
     const assertion = signAssertion(
       deps.assertionPrivateKey,
-      { accountId: fill.account_id, apiKeyId: fill.api_key_id },
+      // Recording a fill needed fills:write; the sweeper finishes that recording and nothing else.
+      { accountId: fill.account_id, apiKeyId: fill.api_key_id, scopes: ['fills:write'] },
       deps.config.assertionTtlSeconds,
     );
     const orders = { url: deps.config.subgraphUrls.orders, timeoutMs: deps.config.limits.subgraphTimeoutMs, assertion, requestId };

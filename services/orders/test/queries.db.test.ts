@@ -38,7 +38,7 @@ function counting(handle: OrdersDb): { db: OrdersDb; count: () => number } {
 
 function contextFor(accountId: string, handle: OrdersDb) {
   return ordersService.createContext(
-    { caller: { accountId, apiKeyId: newId() }, assertion: 'unused', requestId: 'test', log },
+    { caller: { accountId, apiKeyId: newId(), scopes: ['read'] }, assertion: 'unused', requestId: 'test', log },
     { service: 'orders', config: loadConfig({ NODE_ENV: 'test' }), db: handle, log },
   );
 }

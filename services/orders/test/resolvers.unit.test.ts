@@ -24,7 +24,7 @@ function edge(strategyStatus: StrategyStatus = 'PAUSED') {
   const db = new Proxy({}, { get: () => untouched('the database') }) as OrdersDb;
   const scope = { db, accountId: newId() };
   const context: OrdersContext = {
-    caller: { accountId: scope.accountId, apiKeyId: newId() },
+    caller: { accountId: scope.accountId, apiKeyId: newId(), scopes: ['read', 'orders:write'] },
     assertion: 'unused',
     requestId: 'test',
     log: createLogger('orders-test', 'silent'),

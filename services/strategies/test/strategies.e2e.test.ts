@@ -385,7 +385,7 @@ describe('Strategy entity resolution (federation)', () => {
         return daves[i % daves.length]!.id;
       });
       const context = createStrategiesContext(
-        { caller: { accountId: dave.accountId, apiKeyId: dave.apiKeyId }, assertion: '', requestId: 'batch-test', log: createLogger('test', 'silent') },
+        { caller: { accountId: dave.accountId, apiKeyId: dave.apiKeyId, scopes: ['read'] }, assertion: '', requestId: 'batch-test', log: createLogger('test', 'silent') },
         db,
       );
       const result = await execute({

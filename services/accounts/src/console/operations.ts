@@ -141,6 +141,18 @@ export async function inviteOwner(deps: ConsoleDeps, sentAccountId: ReceivedId, 
   });
 }
 
+/** The account's owners as the operator's `owner list` shows them: never a password or its hash. */
+export async function listOwners(deps: ConsoleDeps, sentAccountId: ReceivedId) {
+  const account = sentAccountId.uuid && (await accounts.findAccount(deps.db, sentAccountId.uuid));
+  if (!account) throw new KeyManagementError(`no account ${sentAccountId.sent}`, 'not-found');
+  return (await repository.listOwners(deps.db, account.id)).map((owner) => ({
+    ownerId: owner.id,
+    email: owner.email,
+    passwordSet: owner.password_hash !== null,
+    createdAt: owner.created_at.toISOString(),
+  }));
+}
+
 /**
  * `owner reset-password`: a new link, the owner's sessions ended and the old password cleared, so
  * whoever knew it (the reason for most resets) is out at once.

@@ -73,8 +73,11 @@ export function consoleApiKeyId(session: Session): string {
   return `console:${session.owner.id}`;
 }
 
+/** An owner signed in to the console manages the account's webhook endpoints and reads their deliveries. */
+const CONSOLE_SCOPES = ['read', 'webhooks:write'];
+
 async function call<Result, Variables>(link: WebhooksLink, session: Session, document: TypedDocumentNode<Result, Variables>, variables: Variables): Promise<Result> {
-  const assertion = signAssertion(link.assertionPrivateKey, { accountId: session.account.id, apiKeyId: consoleApiKeyId(session) }, link.assertionTtlSeconds);
+  const assertion = signAssertion(link.assertionPrivateKey, { accountId: session.account.id, apiKeyId: consoleApiKeyId(session), scopes: CONSOLE_SCOPES }, link.assertionTtlSeconds);
   try {
     const response = await callSubgraph({
       caller: 'console',

@@ -1,0 +1,75 @@
+import { readFileSync } from 'node:fs';
+import { parse, type OperationDefinitionNode } from 'graphql';
+import { describe, expect, it } from 'vitest';
+import { composeSupergraph, subgraphSdl } from '../src/compose.ts';
+import { keyAllows, refusedRootFields, rootFieldScopes } from '../src/scopes.ts';
+import { SUPERGRAPH_PATH } from '../src/server.ts';
+
+const supergraph = readFileSync(SUPERGRAPH_PATH, 'utf8');
+const { required } = rootFieldScopes(supergraph);
+
+function refusals(query: string, scopes: string[]) {
+  const document = parse(query);
+  const operation = document.definitions.find((d): d is OperationDefinitionNode => d.kind === 'OperationDefinition')!;
+  return refusedRootFields(required, document, operation, new Set(scopes));
+}
+
+describe('every root field declares its scope (contract section 5)', () => {
+  it('the committed supergraph declares one on every root field, as the contract\'s table assigns them', () => {
+    expect(rootFieldScopes(supergraph).undeclared).toEqual([]);
+    expect(required.get('Query.viewer')).toEqual([[]]);
+    expect(required.get('Query.listOrderSubmissions')).toEqual([['read']]);
+    expect(required.get('Mutation.submitOrder')).toEqual([['orders:write']]);
+    expect(required.get('Mutation.recordFill')).toEqual([['fills:write']]);
+    expect(required.get('Mutation.archiveStrategy')).toEqual([['strategies:write']]);
+    expect(required.get('Mutation.redeliverEvent')).toEqual([['webhooks:write']]);
+    for (const [field, requirement] of required) {
+      if (field.startsWith('Query.') && field !== 'Query.viewer') expect(requirement, field).toEqual([['read']]);
+    }
+  });
+
+  it('the build fails when a new query, mutation or subscription declares no scope', () => {
+    const withUnprotected = (name: string) => {
+      const sdl = subgraphSdl(name as 'orders');
+      return name === 'orders'
+        ? `${sdl}\nextend type Query { orderCount: Int }\nextend type Mutation { purgeOrders: Int }\ntype Subscription { orderChanged: ID }\n`
+        : sdl;
+    };
+    expect(() => composeSupergraph(withUnprotected)).toThrow(/@requiresScopes/);
+    for (const field of ['Query.orderCount', 'Mutation.purgeOrders', 'Subscription.orderChanged']) {
+      expect(() => composeSupergraph(withUnprotected)).toThrow(`- ${field}`);
+    }
+  });
+
+  it('a subscription that declares its scope composes', () => {
+    const withSubscription = (name: string) => {
+      const sdl = subgraphSdl(name as 'orders');
+      return name === 'orders' ? `${sdl}\ntype Subscription { orderChanged: ID @requiresScopes(scopes: [["read"]]) }\n` : sdl;
+    };
+    const { supergraphSdl } = composeSupergraph(withSubscription);
+    expect(rootFieldScopes(supergraphSdl).required.get('Subscription.orderChanged')).toEqual([['read']]);
+  });
+});
+
+describe('the gateway\'s check of an operation', () => {
+  it('one FORBIDDEN error per refused root field, by response key, naming the scope', () => {
+    expect(refusals('mutation { a: submitOrder(input: {}) { error { code } } recordFill(input: {}) { error { code } } }', ['read'])).toEqual([
+      { message: 'This API key lacks the scope orders:write', path: ['a'], extensions: { code: 'FORBIDDEN', requiredScope: 'orders:write' } },
+      { message: 'This API key lacks the scope fills:write', path: ['recordFill'], extensions: { code: 'FORBIDDEN', requiredScope: 'fills:write' } },
+    ]);
+  });
+
+  it('viewer and introspection need no scope; fragments at the root are seen', () => {
+    expect(refusals('{ viewer { account { id } } __typename __schema { queryType { name } } }', ['fills:write'])).toEqual([]);
+    expect(refusals('query { ...F } fragment F on Query { listFills { nodes { id } } }', ['fills:write'])).toEqual([
+      expect.objectContaining({ path: ['listFills'], extensions: { code: 'FORBIDDEN', requiredScope: 'read' } }),
+    ]);
+  });
+
+  it('keyAllows answers for one field, for the event streams', () => {
+    expect(keyAllows(['read'], 'Query.listEvents')).toBe(true);
+    expect(keyAllows(['orders:write'], 'Query.listEvents')).toBe(false);
+    expect(keyAllows(['read'], 'Subscription.nothingDeclared')).toBe(false);
+    expect(keyAllows(['read'], 'Subscription.events', new Map([['Subscription.events', [['read']]]]))).toBe(true);
+  });
+});
