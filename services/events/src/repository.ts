@@ -134,6 +134,8 @@ export interface EventListQuery {
   occurredAfter: Date | undefined;
   after: FeedPosition | undefined;
   limit: number;
+  /** Bounds the page by a horizon read before (commit-order.ts `readFeedHorizon`). */
+  horizon?: string;
 }
 
 /** Oldest first in commit order (shared/src/commit-order.ts): a reader paging forward misses nothing committed late. */
@@ -142,7 +144,7 @@ export async function listEvents(db: EventsDb, accountId: string, query: EventLi
   let select = db.selectFrom('events').selectAll().where('account_id', '=', accountId).where('occurred_at', '>=', retained());
   if (query.types) select = select.where('type', 'in', query.types);
   if (query.occurredAfter) select = select.where('occurred_at', '>', query.occurredAfter);
-  return inCommitOrder(select, { after: query.after, limit: query.limit }).execute();
+  return inCommitOrder(select, { after: query.after, limit: query.limit, horizon: query.horizon }).execute();
 }
 
 /** Retention: deletes up to `batch` events older than `cutoff` (their messages and attempts go with them). */
