@@ -17,6 +17,7 @@ import { errorPathsPlugin, rootFieldOwners } from './error-paths.ts';
 import { queryLimitRules } from './limits.ts';
 import { checkScalarInputs } from './scalar-check.ts';
 import { addGatewayTimeout } from './timeouts.ts';
+import { registerStreams } from './streams/index.ts';
 
 export type { GatewayContext } from './data-source.ts';
 
@@ -107,6 +108,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
   });
   addGatewayTimeout(app, config.limits.gatewayTimeoutMs);
   await registerGraphqlRoute(app, apollo, authentication);
+  await registerStreams(app, { config, authentication, keyStore, logger });
   addHealthRoutes(app, options.isReady);
   await registerConsole(app, { config, keyStore, now: options.consoleClock });
 

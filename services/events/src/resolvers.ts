@@ -1,12 +1,11 @@
 import { GraphQLError, GraphQLScalarType } from 'graphql';
-import { badUserInput, type Result } from '@ots/shared/errors';
+import type { Result } from '@ots/shared/errors';
 import { parseUuid, receiveId, type ReceivedId, type Uuid } from '@ots/shared/ids';
-import { isEventType } from '@ots/shared/outbox';
 import { decodeKeysetCursor, encodeKeysetCursor, pageSize, toConnection } from '@ots/shared/pagination';
 import { readFeed } from './feed.ts';
 import { DateTimeScalar } from '@ots/shared/scalars';
 import type { EventsContext } from './context.ts';
-import { DEFAULT_GRACE_SECONDS } from './domain.ts';
+import { DEFAULT_GRACE_SECONDS, eventTypesOf } from './domain.ts';
 import type { MutationDisableWebhookEndpointArgs, Resolvers } from './generated/resolvers-types.ts';
 import {
   createEndpoint,
@@ -60,13 +59,6 @@ const secretPayload = (result: Result<{ endpoint: EndpointRow; signingSecret: st
 function endpointMutation(run: (context: OperationContext, id: ReceivedId) => Promise<Result<EndpointRow>>) {
   return async (_: unknown, { id }: MutationDisableWebhookEndpointArgs, context: EventsContext) =>
     endpointPayload(await run(operationContext(context), receiveId(id)));
-}
-
-/** A type filter of known event types; an unknown name is a BAD_USER_INPUT rather than an empty feed. */
-export function eventTypesOf(types: readonly string[] | null | undefined): readonly string[] | undefined {
-  const unknown = types?.find((type) => !isEventType(type));
-  if (unknown !== undefined) throw badUserInput(`filter.types holds an unknown event type: ${JSON.stringify(unknown)}`, 'filter');
-  return types ?? undefined;
 }
 
 export const resolvers: Resolvers = {

@@ -10,6 +10,9 @@ import type { EventsDatabase } from './repository.ts';
 import { createEventsContext, type EventsContext } from './context.ts';
 import { EventCursors } from './cursors.ts';
 import { resolvers } from './resolvers.ts';
+import { streamFeed } from './feed.ts';
+import { eventFeedRoute } from '@ots/shared/event-feed';
+import { callerRoute } from '@ots/shared/subgraph-server';
 
 export interface EventsServiceOptions {
   /** The retry schedule's time; tests pass one they advance. */
@@ -34,6 +37,7 @@ export function createEventsService(options: EventsServiceOptions = {}): Service
     migrations,
     typeDefs: loadTypeDefs(new URL('../schema.graphql', import.meta.url)),
     resolvers,
+    callerRoutes: [callerRoute<EventsContext, typeof eventFeedRoute>(eventFeedRoute, streamFeed)],
     createContext: (base, runtime) =>
       createEventsContext(base, {
         db: runtime.db,
