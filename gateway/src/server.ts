@@ -18,6 +18,7 @@ import { queryLimitRules } from './limits.ts';
 import { checkScalarInputs } from './scalar-check.ts';
 import { addGatewayTimeout } from './timeouts.ts';
 import { registerStreams } from './streams/index.ts';
+import { refuseSubscriptionsPlugin } from './streams/graphql-route.ts';
 
 export type { GatewayContext } from './data-source.ts';
 
@@ -63,6 +64,7 @@ function createApollo(config: Config, logger: Logger, app: FastifyInstance): Apo
       fastifyApolloDrainPlugin(app),
       ApolloServerPluginLandingPageDisabled(),
       errorPathsPlugin(rootFieldOwners(supergraphSdl)),
+      refuseSubscriptionsPlugin(),
       requestLogPlugin(),
       {
         async requestDidStart() {

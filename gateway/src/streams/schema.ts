@@ -62,7 +62,10 @@ export function prepareSubscription(schema: GraphQLSchema, limits: Limits, reque
     return { ok: false, errors: [error instanceof GraphQLError ? error : new GraphQLError('The document could not be parsed')] };
   }
   const errors = validate(schema, document, [...specifiedRules, ...queryLimitRules(limits)]);
-  if (errors.length > 0) return { ok: false, errors: [...errors] };
+  if (errors.length > 0) {
+    // The code POST /graphql gives the same mistakes; a limit rule's own code is kept.
+    return { ok: false, errors: errors.map((error) => (error.extensions.code ? error : new GraphQLError(error.message, { nodes: error.nodes, extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }))) };
+  }
   const operationName = typeof request.operationName === 'string' ? request.operationName : undefined;
   const operation = getOperationAST(document, operationName);
   if (!operation) {
