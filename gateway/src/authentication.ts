@@ -13,18 +13,47 @@ import { variantABody } from './unauthenticated.ts';
 const INVALID_KEY = { detail: 'Invalid or expired API key' };
 const ACCESS_DISABLED = { detail: 'API access is not enabled for this account' };
 
-function tooManyRequests(reply: FastifyReply, retryAfterSeconds: number) {
-  return reply
-    .code(429)
-    .header('Retry-After', String(Math.max(1, retryAfterSeconds)))
-    .send({ detail: 'Too many requests' });
+function tooManyRequests(retryAfterSeconds: number, headers: Record<string, string> = {}): KeyAuthorisation {
+  return { kind: 'refused', status: 429, headers: { ...headers, 'Retry-After': String(Math.max(1, retryAfterSeconds)) }, body: { detail: 'Too many requests' } };
 }
+
+/** Where a key was presented from: the client's address and scheme, and the connection whose close abandons the look-up. */
+export interface ClientConnection {
+  address: string;
+  protocol: string;
+  userAgent?: string;
+  connection: NodeJS.EventEmitter;
+}
+
+/** A key `authenticate` or `authoriseKey` let through: enough to check it again later, and when it expires. */
+export interface AuthorisedKey {
+  apiKeyId: string;
+  keyHash: Buffer;
+  expiresAt: number | null;
+  /** The client address the key was presented from, checked again against the key's allowed addresses. */
+  address: string;
+}
+
+/** Section 5's verdict on a presented key, answered the same on /graphql and the streams. */
+export type KeyAuthorisation =
+  | { kind: 'refused'; status: 400 | 401 | 403 | 429; headers: Record<string, string>; body: { detail: string } }
+  /** The client left while its look-up waited: nothing to answer. */
+  | { kind: 'abandoned' }
+  | { kind: 'authorised'; headers: Record<string, string>; identity: GatewayContext; key: AuthorisedKey };
 
 export interface Authentication {
   /** A Fastify preHandler: answers the request itself unless the caller holds a live key. */
   authenticate: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>;
   /** The context of a request that `authenticate` let through. */
   identityOf: (request: FastifyRequest) => GatewayContext | undefined;
+  /** The key of a request that `authenticate` let through, for what outlives the request (a stream). */
+  keyOf: (request: FastifyRequest) => AuthorisedKey | undefined;
+  /** Section 5 for a presented key (not empty), then the per-key rate limit: what /graphql and the streams both apply. */
+  authoriseKey: (apiKey: string, client: ClientConnection) => Promise<KeyAuthorisation>;
+  /** What section 5 says of a key authorised earlier, as the key cache knows it now (revoked, expired, access disabled). */
+  keyStatus: (key: AuthorisedKey) => Promise<'authenticated' | 'invalid' | 'access-disabled' | 'read-revoked'>;
+  /** A fresh signed assertion for a caller authorised earlier (assertions are short-lived; a stream outlives one). */
+  assertionFor: (caller: GatewayContext['caller']) => string;
 }
 
 /**
@@ -45,6 +74,7 @@ export function createAuthentication(config: Config, keyStore: ApiKeyStore, redi
   if (!config.assertionPrivateKey) throw new Error('the gateway needs ASSERTION_PRIVATE_KEY to sign assertions');
   const assertions = new AssertionIssuer(config.assertionPrivateKey, config.assertionTtlSeconds);
   const identities = new WeakMap<FastifyRequest, GatewayContext>();
+  const keys = new WeakMap<FastifyRequest, AuthorisedKey>();
 
   const authenticate = async (request: FastifyRequest, reply: FastifyReply) => {
     if (Array.isArray(request.body)) {
@@ -74,26 +104,34 @@ export function createAuthentication(config: Config, keyStore: ApiKeyStore, redi
         return reply.code(400).send({ data: null, errors: [{ message, extensions: { code } }] });
       }
     }
-    if (config.production && !config.tls && request.protocol !== 'https') {
-      return reply.code(400).send({ detail: 'API keys are accepted over HTTPS only' });
-    }
+    const decision = await authoriseKey(apiKey, { address: request.ip, protocol: request.protocol, userAgent: request.headers['user-agent'], connection: reply.raw });
+    if (decision.kind === 'abandoned') return reply;
+    reply.headers(decision.headers);
+    if (decision.kind === 'refused') return reply.code(decision.status).send(decision.body);
+    identities.set(request, { ...decision.identity, requestId: String(request.id) });
+    keys.set(request, decision.key);
+    return undefined;
+  };
 
-    const address = request.ip;
-    const refuse = (status: 401 | 403) => {
-      const limited = failedAuthLimiter.take(address);
-      if (!limited.allowed) return tooManyRequests(reply, limited.retryAfterSeconds);
-      if (status === 403) return reply.code(403).send(ACCESS_DISABLED);
-      return reply.code(401).header('WWW-Authenticate', 'ApiKey header="X-API-Key"').send(INVALID_KEY);
+  const authoriseKey = async (apiKey: string, client: ClientConnection): Promise<KeyAuthorisation> => {
+    if (config.production && !config.tls && client.protocol !== 'https') {
+      return { kind: 'refused', status: 400, headers: {}, body: { detail: 'API keys are accepted over HTTPS only' } };
+    }
+    const refuse = (status: 401 | 403): KeyAuthorisation => {
+      const limited = failedAuthLimiter.take(client.address);
+      if (!limited.allowed) return tooManyRequests(limited.retryAfterSeconds);
+      if (status === 403) return { kind: 'refused', status, headers: {}, body: ACCESS_DISABLED };
+      return { kind: 'refused', status, headers: { 'WWW-Authenticate': 'ApiKey header="X-API-Key"' }, body: INVALID_KEY };
     };
     if (!isWellFormedApiKey(apiKey)) return refuse(401);
 
     // Every well-formed key is looked up, whatever its address did before (failed-auth.ts says why).
-    const record = await keyLookups.lookup(hashApiKey(config.apiKeyHmacSecret, apiKey), address, reply);
-    if (record === undefined) return reply;
-    const decision = decideKey(record, Date.now(), address);
+    const keyHash = hashApiKey(config.apiKeyHmacSecret, apiKey);
+    const record = await keyLookups.lookup(keyHash, client.address, client.connection);
+    if (record === undefined) return { kind: 'abandoned' };
+    const decision = decideKey(record, Date.now(), client.address);
     if (decision.kind === 'address-refused') {
-      const agent = request.headers['user-agent'];
-      void keyStore.recordAddressRefusal(decision.apiKeyId, address, typeof agent === 'string' ? agent.slice(0, 512) : null);
+      void keyStore.recordAddressRefusal(decision.apiKeyId, client.address, client.userAgent?.slice(0, 512) ?? null);
       // Answered exactly as an invalid key: a prober learns nothing of the key or its account.
       return refuse(401);
     }
@@ -101,19 +139,25 @@ export function createAuthentication(config: Config, keyStore: ApiKeyStore, redi
     if (decision.kind === 'access-disabled') return refuse(403);
 
     const rate = await keyLimiter.take(decision.apiKeyId);
-    reply.headers(keyLimiter.headers(rate));
-    if (!rate.allowed) return tooManyRequests(reply, rate.retryAfterSeconds);
+    const headers = keyLimiter.headers(rate);
+    if (!rate.allowed) return tooManyRequests(rate.retryAfterSeconds, headers);
 
     keyStore.recordUse(decision.apiKeyId);
     const caller = { accountId: decision.accountId, apiKeyId: decision.apiKeyId, scopes: decision.scopes };
-    identities.set(request, {
-      caller,
-      assertion: assertions.tokenFor(caller),
-      requestId: String(request.id),
-      unavailableServices: new Set(),
-    });
-    return undefined;
+    return {
+      kind: 'authorised',
+      headers,
+      key: { apiKeyId: decision.apiKeyId, keyHash, expiresAt: record!.expiresAt, address: client.address },
+      identity: { caller, assertion: assertions.tokenFor(caller), requestId: '', unavailableServices: new Set() },
+    };
   };
 
-  return { authenticate, identityOf: (request) => identities.get(request) };
+  const keyStatus = async (key: AuthorisedKey) => {
+    const decision = decideKey(await keyStore.lookup(key.keyHash), Date.now(), key.address);
+    if (decision.kind === 'address-refused') return 'invalid';
+    if (decision.kind === 'authenticated' && !decision.scopes.includes('read')) return 'read-revoked';
+    return decision.kind;
+  };
+
+  return { authenticate, identityOf: (request) => identities.get(request), keyOf: (request) => keys.get(request), authoriseKey, keyStatus, assertionFor: (caller) => assertions.tokenFor(caller) };
 }

@@ -1,4 +1,3 @@
-import type { FastifyReply } from 'fastify';
 import type { KeyRecord, ApiKeyStore } from '@ots/accounts';
 
 /**
@@ -74,12 +73,12 @@ export class KeyLookups {
    * The key's record, null for no such key; undefined when the request timed out or its client left
    * while it waited for a slot (the reply is then sent, or the socket gone).
    */
-  async lookup(keyHash: Buffer, address: string, reply: FastifyReply): Promise<KeyRecord | null | undefined> {
+  async lookup(keyHash: Buffer, address: string, connection: NodeJS.EventEmitter): Promise<KeyRecord | null | undefined> {
     const cached = await this.keyStore.lookupCached(keyHash);
     if (cached !== undefined) return cached;
     const abandoned = new AbortController();
     const abandon = () => abandoned.abort();
-    reply.raw.once('close', abandon);
+    connection.once('close', abandon);
     try {
       if (!(await this.slots.acquire(address, abandoned.signal))) return undefined;
       try {
@@ -88,7 +87,7 @@ export class KeyLookups {
         this.slots.release();
       }
     } finally {
-      reply.raw.off('close', abandon);
+      connection.off('close', abandon);
     }
   }
 }

@@ -20,6 +20,7 @@ import { operationChecksPlugin } from './operation-checks.ts';
 import { checkScalarInputs } from './scalar-check.ts';
 import { rootFieldScopes, scopeCheckPlugin, supergraphForExecution } from './scopes.ts';
 import { addGatewayTimeout } from './timeouts.ts';
+import { registerStreams } from './streams/index.ts';
 
 export type { GatewayContext } from './data-source.ts';
 
@@ -115,6 +116,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
   });
   addGatewayTimeout(app, config.limits.gatewayTimeoutMs);
   await registerGraphqlRoute(app, apollo, authentication);
+  await registerStreams(app, { config, authentication, keyStore, logger });
   addHealthRoutes(app, options.isReady);
   await registerConsole(app, { config, keyStore, now: options.consoleClock });
 

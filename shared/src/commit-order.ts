@@ -49,6 +49,11 @@ export interface FeedPage extends FeedColumns {
   after: FeedPosition | undefined;
   /** Rows to fetch (a page size plus one, to tell whether more exist). */
   limit: number;
+  /**
+   * A horizon read earlier by `readFeedHorizon`, instead of the statement's own: a reader that must
+   * name the feed's end when it finds nothing (`feedEndAt`) bounds its read by the horizon it names.
+   */
+  horizon?: string;
 }
 
 /**
@@ -63,7 +68,8 @@ export function inCommitOrder<DB, TB extends keyof DB, O>(
 ): SelectQueryBuilder<DB, TB, O> {
   const xid = sql.ref(page.xid ?? COMMIT_XID_COLUMN);
   const id = sql.ref(page.id ?? 'id');
-  let ordered = query.where(sql<boolean>`${xid} < pg_snapshot_xmin(pg_current_snapshot())`);
+  const horizon = page.horizon === undefined ? sql`pg_snapshot_xmin(pg_current_snapshot())` : sql`${page.horizon}::xid8`;
+  let ordered = query.where(sql<boolean>`${xid} < ${horizon}`);
   if (page.after) {
     ordered = ordered.where(sql<boolean>`(${xid}, ${id}) > (${page.after.xid}::xid8, ${page.after.id})`);
   }
@@ -78,6 +84,21 @@ export function positionOf(row: Record<string, unknown>, columns: FeedColumns = 
     throw new Error('a commit-ordered row must carry its xid and id as strings: select both columns');
   }
   return { xid, id: id as Uuid };
+}
+
+/**
+ * The feed's visibility horizon now: every transaction below it has ended, every one at or above it
+ * may still write. Read it, then page with it (`FeedPage.horizon`): a page that comes back empty
+ * proves that nothing below it matches, so `feedEndAt(horizon)` is a position that misses nothing.
+ */
+export async function readFeedHorizon(db: Kysely<unknown>): Promise<string> {
+  const { rows } = await sql<{ horizon: string }>`select pg_snapshot_xmin(pg_current_snapshot())::text as horizon`.execute(db);
+  return rows[0]!.horizon;
+}
+
+/** The position just before everything a transaction at or above `horizon` writes: the feed's end, as of that horizon. */
+export function feedEndAt(horizon: string): FeedPosition {
+  return { xid: horizon, id: '00000000-0000-0000-0000-000000000000' as Uuid };
 }
 
 const XID8 = /^(0|[1-9][0-9]{0,19})$/;

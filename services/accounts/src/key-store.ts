@@ -66,6 +66,7 @@ export class ApiKeyStore {
   private subscriber: Redis | undefined;
   private generation: number | undefined;
   private closed = false;
+  private readonly changeListeners = new Set<() => void>();
   private readonly localTtlMs: number;
   private readonly redisTtlSeconds: number;
   private readonly negativeTtlSeconds: number;
@@ -91,9 +92,21 @@ export class ApiKeyStore {
   /** Adopts a newer generation: everything cached under an older one is no longer trusted. */
   private adoptGeneration(generation: number): void {
     if (this.generation === undefined || generation > this.generation) {
-      if (this.generation !== undefined) this.local.clear();
+      const changed = this.generation !== undefined;
+      if (changed) this.local.clear();
       this.generation = generation;
+      if (changed) for (const listener of this.changeListeners) listener();
     }
+  }
+
+  /**
+   * Calls `listener` whenever a change to keys or accounts is seen (published or polled), after the
+   * in-process layer was cleared: what outlives a request (the gateway's event streams) checks its
+   * key again then. Returns the function that stops the calls.
+   */
+  onChange(listener: () => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
   }
 
   private async refreshGeneration(): Promise<void> {

@@ -1,5 +1,6 @@
 import { sql, type Generated, type Kysely, type Selectable } from 'kysely';
 import { inCommitOrder, type FeedPosition } from '@ots/shared/commit-order';
+import { EVENTS_WAKE_CHANNEL, WAKE_EVERYONE } from '@ots/shared/event-feed';
 import { newId, type Uuid } from '@ots/shared/ids';
 import { inKeysetOrder, type KeysetPosition } from '@ots/shared/pagination';
 import { RETENTION_MS } from './domain.ts';
@@ -95,7 +96,7 @@ export interface Ingested {
  * never built into objects and written out again here.
  */
 export async function ingestEvents(db: EventsDb, batchJson: string, now: Date): Promise<Ingested> {
-  const { rows } = await sql<{ accepted: number; queued: number }>`
+  const { rows } = await sql<{ accepted: number; queued: number; woken: number }>`
     with inserted as (
       insert into events.events (id, account_id, type, occurred_at, data)
       select e.id, e."accountId", e.type, e."occurredAt", e.data
@@ -110,9 +111,17 @@ export async function ingestEvents(db: EventsDb, batchJson: string, now: Date): 
       where e.status = 'ENABLED' and (cardinality(e.event_types) = 0 or i.type = any(e.event_types))
       on conflict do nothing
       returning 1
+    ), accounts as (
+      select string_agg(distinct account_id::text, ',') as ids from inserted
+    ), woken as (
+      -- Delivered when the ingest commits: the gateways' streams of these accounts look again.
+      select pg_notify(${EVENTS_WAKE_CHANNEL}, case when length(ids) < 7900 then ids else ${WAKE_EVERYONE} end)
+      from accounts where ids is not null
     )
-    select (select count(*) from inserted)::int as accepted, (select count(*) from queued)::int as queued`.execute(db);
-  return rows[0]!;
+    select (select count(*) from inserted)::int as accepted, (select count(*) from queued)::int as queued,
+      (select count(*) from woken)::int as woken`.execute(db);
+  const { accepted, queued } = rows[0]!;
+  return { accepted, queued };
 }
 
 /** Reads show 30 days exactly; the hourly clean-up deletes what is older. */
@@ -134,6 +143,8 @@ export interface EventListQuery {
   occurredAfter: Date | undefined;
   after: FeedPosition | undefined;
   limit: number;
+  /** Bounds the page by a horizon read before (commit-order.ts `readFeedHorizon`). */
+  horizon?: string;
 }
 
 /** Oldest first in commit order (shared/src/commit-order.ts): a reader paging forward misses nothing committed late. */
@@ -142,7 +153,18 @@ export async function listEvents(db: EventsDb, accountId: string, query: EventLi
   let select = db.selectFrom('events').selectAll().where('account_id', '=', accountId).where('occurred_at', '>=', retained());
   if (query.types) select = select.where('type', 'in', query.types);
   if (query.occurredAfter) select = select.where('occurred_at', '>', query.occurredAfter);
-  return inCommitOrder(select, { after: query.after, limit: query.limit }).execute();
+  return inCommitOrder(select, { after: query.after, limit: query.limit, horizon: query.horizon }).execute();
+}
+
+/** How many of the account's events lie beyond `query.after` in the feed, counted up to `query.limit`. */
+export async function countEventsAfter(db: EventsDb, accountId: string, query: EventListQuery): Promise<number> {
+  if (query.types?.length === 0) return 0;
+  let select = db.selectFrom('events').select(['id', 'commit_xid']).where('account_id', '=', accountId).where('occurred_at', '>=', retained());
+  if (query.types) select = select.where('type', 'in', query.types);
+  if (query.occurredAfter) select = select.where('occurred_at', '>', query.occurredAfter);
+  const page = inCommitOrder(select, { after: query.after, limit: query.limit }).as('beyond');
+  const row = await db.selectFrom(page).select((eb) => eb.fn.countAll<string>().as('count')).executeTakeFirstOrThrow();
+  return Number(row.count);
 }
 
 /** Retention: deletes up to `batch` events older than `cutoff` (their messages and attempts go with them). */

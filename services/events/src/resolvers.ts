@@ -1,12 +1,11 @@
 import { GraphQLError, GraphQLScalarType } from 'graphql';
-import { decodeFeedCursor, encodeFeedCursor, positionOf } from '@ots/shared/commit-order';
-import { badUserInput, type Result } from '@ots/shared/errors';
+import type { Result } from '@ots/shared/errors';
 import { parseUuid, receiveId, type ReceivedId, type Uuid } from '@ots/shared/ids';
-import { isEventType } from '@ots/shared/outbox';
 import { decodeKeysetCursor, encodeKeysetCursor, pageSize, toConnection } from '@ots/shared/pagination';
+import { readFeed } from './feed.ts';
 import { DateTimeScalar } from '@ots/shared/scalars';
 import type { EventsContext } from './context.ts';
-import { DEFAULT_GRACE_SECONDS } from './domain.ts';
+import { DEFAULT_GRACE_SECONDS, eventTypesOf } from './domain.ts';
 import type { MutationDisableWebhookEndpointArgs, Resolvers } from './generated/resolvers-types.ts';
 import {
   createEndpoint,
@@ -18,7 +17,7 @@ import {
   updateEndpointSettings,
   type OperationContext,
 } from './operations.ts';
-import { listAttempts, listEndpoints, listEvents, type AttemptRow, type EndpointRow, type EventRow } from './repository.ts';
+import { listAttempts, listEndpoints, type AttemptRow, type EndpointRow } from './repository.ts';
 
 /** Output only: an event's data, already an object. */
 const JSONScalar = new GraphQLScalarType({
@@ -33,12 +32,7 @@ const JSONScalar = new GraphQLScalarType({
   },
 });
 
-const EVENT_FEED = 'events:commit_order';
 const DELIVERY_ORDERING = 'deliveries:attempted_at_desc';
-
-function eventCursor(row: EventRow): string {
-  return encodeFeedCursor(EVENT_FEED, positionOf(row));
-}
 
 function deliveryCursor(row: AttemptRow): string {
   return encodeKeysetCursor(DELIVERY_ORDERING, { at: row.attempted_at, id: row.id });
@@ -71,18 +65,20 @@ export const resolvers: Resolvers = {
   DateTime: DateTimeScalar,
   JSON: JSONScalar,
   Query: {
-    listEvents: async (_, args, { db, caller }) => {
-      const size = pageSize(args.first);
-      const types = args.filter?.types ?? undefined;
-      const unknown = types?.find((type) => !isEventType(type));
-      if (unknown !== undefined) throw badUserInput(`filter.types holds an unknown event type: ${JSON.stringify(unknown)}`, 'filter');
-      const rows = await listEvents(db, caller.accountId, {
-        types,
+    listEvents: async (_, args, { db, caller, cursors }) => {
+      const page = await readFeed(db, cursors, {
+        accountId: caller.accountId,
+        after: args.after,
+        start: 'oldest',
+        types: eventTypesOf(args.filter?.types),
         occurredAfter: args.filter?.occurredAfter ?? undefined,
-        after: decodeFeedCursor(EVENT_FEED, args.after),
-        limit: size + 1,
+        size: pageSize(args.first),
       });
-      return toConnection(rows, size, eventCursor);
+      return {
+        nodes: page.edges.map((edge) => edge.node),
+        edges: page.edges,
+        pageInfo: { hasNextPage: page.hasNextPage, endCursor: page.endCursor },
+      };
     },
     event: (_, { id }, context) => loadById(context.eventById, id),
     listWebhookEndpoints: (_, __, { db, caller }) => listEndpoints(db, caller.accountId),

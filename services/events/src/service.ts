@@ -8,7 +8,11 @@ import { startDispatcher, startRetentionCleanup, systemClock, type Clock } from 
 import { registerIngestRoute } from './ingest.ts';
 import type { EventsDatabase } from './repository.ts';
 import { createEventsContext, type EventsContext } from './context.ts';
+import { EventCursors } from './cursors.ts';
 import { resolvers } from './resolvers.ts';
+import { streamFeed } from './feed.ts';
+import { eventFeedRoute } from '@ots/shared/event-feed';
+import { callerRoute } from '@ots/shared/subgraph-server';
 
 export interface EventsServiceOptions {
   /** The retry schedule's time; tests pass one they advance. */
@@ -21,14 +25,27 @@ export function createEventsService(options: EventsServiceOptions = {}): Service
   const random = options.random ?? Math.random;
   // The ingest route wakes the dispatcher of the same running service.
   const dispatchers = new WeakMap<ServiceRuntime<EventsDatabase>, BackgroundLoop>();
+  const cursors = new WeakMap<ServiceRuntime<EventsDatabase>, EventCursors>();
+  const cursorsOf = (runtime: ServiceRuntime<EventsDatabase>) => {
+    let known = cursors.get(runtime);
+    if (!known) cursors.set(runtime, (known = new EventCursors(requireSecretKey(runtime.config))));
+    return known;
+  };
   return {
     name: 'events',
     schema: SCHEMA,
     migrations,
     typeDefs: loadTypeDefs(new URL('../schema.graphql', import.meta.url)),
     resolvers,
-    createContext: (base, { db, config }) =>
-      createEventsContext(base, { db, production: config.production, secretKey: requireSecretKey(config), now: () => clock.now() }),
+    callerRoutes: [callerRoute<EventsContext, typeof eventFeedRoute>(eventFeedRoute, streamFeed)],
+    createContext: (base, runtime) =>
+      createEventsContext(base, {
+        db: runtime.db,
+        production: runtime.config.production,
+        secretKey: requireSecretKey(runtime.config),
+        cursors: cursorsOf(runtime),
+        now: () => clock.now(),
+      }),
     startBackground: (runtime) => {
       const secretKey = requireSecretKey(runtime.config);
       const deps = { db: runtime.db, log: runtime.log, production: runtime.config.production, clock, random, secretKey };

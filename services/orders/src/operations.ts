@@ -6,6 +6,8 @@ import { notFoundInAccount } from '@ots/shared/messages';
 import { loaderOfGroups } from '@ots/shared/loaders';
 import type { EventType } from '@ots/shared/outbox';
 import { toConnection, type Connection } from '@ots/shared/pagination';
+import { encodeFeedCursor, feedEndAt, readFeedHorizon } from '@ots/shared/commit-order';
+import type { Kysely } from 'kysely';
 import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
 import {
   averageFillPrice,
@@ -451,7 +453,16 @@ function connectionOf(rows: readonly OrderRow[], request: ListRequest): Connecti
 
 export async function listOrderSubmissions({ db, accountId }: OrdersScope, request: ListRequest): Promise<Connection<OrderRow>> {
   const page = pageOf(request);
-  return connectionOf(page ? await repository.listOrders(db, accountId, page) : [], request);
+  const position = request.position;
+  if (position.orderBy !== 'UPDATED_AT_ASC') return connectionOf(page ? await repository.listOrders(db, accountId, page) : [], request);
+  // The incremental sync keeps its place (contract section 4): an empty page answers the position it
+  // was asked from; asked from nowhere, the horizon its rows were bounded by, behind which nothing
+  // matching can still appear.
+  const horizon = position.after ? undefined : await readFeedHorizon(db as unknown as Kysely<unknown>);
+  const rows = page ? await repository.listOrders(db, accountId, { ...page, ...(horizon === undefined ? {} : { horizon }) }) : [];
+  const connection = connectionOf(rows, request);
+  const stayed = position.after ?? feedEndAt(horizon!);
+  return { ...connection, pageInfo: { ...connection.pageInfo, endCursor: connection.pageInfo.endCursor ?? encodeFeedCursor('UPDATED_AT_ASC', stayed) } };
 }
 
 /**

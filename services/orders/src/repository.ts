@@ -463,6 +463,8 @@ export type OrderPage = ListPosition & {
   filter: OrderFilter;
   /** Rows to fetch: the page size plus one, which only says whether more exist. */
   limit: number;
+  /** UPDATED_AT_ASC: a horizon read before the page (commit-order.ts `readFeedHorizon`). */
+  horizon?: string;
 };
 
 function filtered(query: OrdersQuery, accountId: string, page: OrderPage): OrdersQuery {
@@ -476,7 +478,7 @@ function filtered(query: OrdersQuery, accountId: string, page: OrderPage): Order
   if (filter.submittedAfter) scoped = scoped.where('submitted_at', '>', filter.submittedAfter);
   if (filter.submittedBefore) scoped = scoped.where('submitted_at', '<', filter.submittedBefore);
   if (filter.updatedAfter) scoped = scoped.where('updated_at', '>', filter.updatedAfter);
-  if (page.orderBy === 'UPDATED_AT_ASC') return inCommitOrder(scoped, { after: page.after, limit: page.limit });
+  if (page.orderBy === 'UPDATED_AT_ASC') return inCommitOrder(scoped, { after: page.after, limit: page.limit, horizon: page.horizon });
   return inKeysetOrder(scoped, { time: 'submitted_at', after: page.after, limit: page.limit });
 }
 

@@ -77,6 +77,13 @@ export type EventFilter = {
   types?: InputMaybe<Array<Scalars['String']['input']>>;
 };
 
+/** One event of the stream, with the cursor to resume after it (also its SSE id). */
+export type EventStreamItem = {
+  __typename?: 'EventStreamItem';
+  cursor: Scalars['String']['output'];
+  event: Event;
+};
+
 export type Mutation = {
   __typename?: 'Mutation';
   /**
@@ -201,6 +208,24 @@ export type RotateWebhookSigningSecretPayload = {
   /** whsec_…: the new secret, shown once. */
   signingSecret?: Maybe<Scalars['String']['output']>;
   webhookEndpoint?: Maybe<WebhookEndpoint>;
+};
+
+export type Subscription = {
+  __typename?: 'Subscription';
+  /**
+   * The account's events as they commit, oldest first, from after (a listEvents cursor or an item's
+   * cursor; absent: from now): what is already committed, then live, with no gap and no repeat. Served
+   * by the gateway over GraphQL over SSE (POST /graphql/stream) and GraphQL over WebSocket
+   * (/graphql/ws), not over POST /graphql. A consumer more than 1,000 events behind is ended with
+   * SLOW_CONSUMER and the last delivered cursor, to resume from.
+   */
+  events: EventStreamItem;
+};
+
+
+export type SubscriptionEventsArgs = {
+  after?: InputMaybe<Scalars['String']['input']>;
+  filter?: InputMaybe<EventFilter>;
 };
 
 export type UpdateWebhookEndpointInput = {
@@ -357,6 +382,7 @@ export type ResolversTypes = {
   EventConnection: ResolverTypeWrapper<Omit<EventConnection, 'edges' | 'nodes'> & { edges: Array<ResolversTypes['EventEdge']>, nodes: Array<ResolversTypes['Event']> }>;
   EventEdge: ResolverTypeWrapper<Omit<EventEdge, 'node'> & { node: ResolversTypes['Event'] }>;
   EventFilter: EventFilter;
+  EventStreamItem: ResolverTypeWrapper<Omit<EventStreamItem, 'event'> & { event: ResolversTypes['Event'] }>;
   JSON: ResolverTypeWrapper<Scalars['JSON']['output']>;
   Mutation: ResolverTypeWrapper<Record<PropertyKey, never>>;
   Int: ResolverTypeWrapper<Scalars['Int']['output']>;
@@ -366,6 +392,7 @@ export type ResolversTypes = {
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
   RedeliverEventPayload: ResolverTypeWrapper<Omit<RedeliverEventPayload, 'event'> & { event?: Maybe<ResolversTypes['Event']> }>;
   RotateWebhookSigningSecretPayload: ResolverTypeWrapper<Omit<RotateWebhookSigningSecretPayload, 'webhookEndpoint'> & { webhookEndpoint?: Maybe<ResolversTypes['WebhookEndpoint']> }>;
+  Subscription: ResolverTypeWrapper<Record<PropertyKey, never>>;
   UpdateWebhookEndpointInput: UpdateWebhookEndpointInput;
   WebhookDelivery: ResolverTypeWrapper<AttemptRow>;
   WebhookDeliveryConnection: ResolverTypeWrapper<Omit<WebhookDeliveryConnection, 'edges' | 'nodes'> & { edges: Array<ResolversTypes['WebhookDeliveryEdge']>, nodes: Array<ResolversTypes['WebhookDelivery']> }>;
@@ -386,6 +413,7 @@ export type ResolversParentTypes = {
   EventConnection: Omit<EventConnection, 'edges' | 'nodes'> & { edges: Array<ResolversParentTypes['EventEdge']>, nodes: Array<ResolversParentTypes['Event']> };
   EventEdge: Omit<EventEdge, 'node'> & { node: ResolversParentTypes['Event'] };
   EventFilter: EventFilter;
+  EventStreamItem: Omit<EventStreamItem, 'event'> & { event: ResolversParentTypes['Event'] };
   JSON: Scalars['JSON']['output'];
   Mutation: Record<PropertyKey, never>;
   Int: Scalars['Int']['output'];
@@ -395,6 +423,7 @@ export type ResolversParentTypes = {
   Query: Record<PropertyKey, never>;
   RedeliverEventPayload: Omit<RedeliverEventPayload, 'event'> & { event?: Maybe<ResolversParentTypes['Event']> };
   RotateWebhookSigningSecretPayload: Omit<RotateWebhookSigningSecretPayload, 'webhookEndpoint'> & { webhookEndpoint?: Maybe<ResolversParentTypes['WebhookEndpoint']> };
+  Subscription: Record<PropertyKey, never>;
   UpdateWebhookEndpointInput: UpdateWebhookEndpointInput;
   WebhookDelivery: AttemptRow;
   WebhookDeliveryConnection: Omit<WebhookDeliveryConnection, 'edges' | 'nodes'> & { edges: Array<ResolversParentTypes['WebhookDeliveryEdge']>, nodes: Array<ResolversParentTypes['WebhookDelivery']> };
@@ -429,6 +458,11 @@ export type EventConnectionResolvers<ContextType = EventsContext, ParentType ext
 export type EventEdgeResolvers<ContextType = EventsContext, ParentType extends ResolversParentTypes['EventEdge'] = ResolversParentTypes['EventEdge']> = {
   cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   node?: Resolver<ResolversTypes['Event'], ParentType, ContextType>;
+};
+
+export type EventStreamItemResolvers<ContextType = EventsContext, ParentType extends ResolversParentTypes['EventStreamItem'] = ResolversParentTypes['EventStreamItem']> = {
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  event?: Resolver<ResolversTypes['Event'], ParentType, ContextType>;
 };
 
 export interface JsonScalarConfig extends GraphQLScalarTypeConfig<ResolversTypes['JSON'], any> {
@@ -472,6 +506,10 @@ export type RotateWebhookSigningSecretPayloadResolvers<ContextType = EventsConte
   error?: Resolver<Maybe<ResolversTypes['PayloadError']>, ParentType, ContextType>;
   signingSecret?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
   webhookEndpoint?: Resolver<Maybe<ResolversTypes['WebhookEndpoint']>, ParentType, ContextType>;
+};
+
+export type SubscriptionResolvers<ContextType = EventsContext, ParentType extends ResolversParentTypes['Subscription'] = ResolversParentTypes['Subscription']> = {
+  events?: SubscriptionResolver<ResolversTypes['EventStreamItem'], "events", ParentType, ContextType, Partial<SubscriptionEventsArgs>>;
 };
 
 export type WebhookDeliveryResolvers<ContextType = EventsContext, ParentType extends ResolversParentTypes['WebhookDelivery'] = ResolversParentTypes['WebhookDelivery']> = {
@@ -519,6 +557,7 @@ export type Resolvers<ContextType = EventsContext> = {
   Event?: EventResolvers<ContextType>;
   EventConnection?: EventConnectionResolvers<ContextType>;
   EventEdge?: EventEdgeResolvers<ContextType>;
+  EventStreamItem?: EventStreamItemResolvers<ContextType>;
   JSON?: GraphQLScalarType;
   Mutation?: MutationResolvers<ContextType>;
   PageInfo?: PageInfoResolvers<ContextType>;
@@ -526,6 +565,7 @@ export type Resolvers<ContextType = EventsContext> = {
   Query?: QueryResolvers<ContextType>;
   RedeliverEventPayload?: RedeliverEventPayloadResolvers<ContextType>;
   RotateWebhookSigningSecretPayload?: RotateWebhookSigningSecretPayloadResolvers<ContextType>;
+  Subscription?: SubscriptionResolvers<ContextType>;
   WebhookDelivery?: WebhookDeliveryResolvers<ContextType>;
   WebhookDeliveryConnection?: WebhookDeliveryConnectionResolvers<ContextType>;
   WebhookDeliveryEdge?: WebhookDeliveryEdgeResolvers<ContextType>;

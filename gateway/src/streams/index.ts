@@ -1,0 +1,113 @@
+import type { FastifyInstance } from 'fastify';
+import { GraphQLError } from 'graphql';
+import type { ApiKeyStore } from '@ots/accounts';
+import type { Config } from '@ots/shared/config';
+import { eventFeedRoute, type EventFeedInput } from '@ots/shared/event-feed';
+import { FeedWakeups } from '@ots/shared/feed-wakeups';
+import type { Logger } from '@ots/shared/logger';
+import { callSubgraphRoute } from '@ots/shared/subgraph-client';
+import type { AuthorisedKey, Authentication } from '../authentication.ts';
+import type { GatewayContext } from '../data-source.ts';
+import { DEFAULT_STREAM_LIMITS, EventStream, missingReadScope, type EndReason } from './event-stream.ts';
+import { StreamRegistry } from './registry.ts';
+import { streamSchema, type EventsArgs } from './schema.ts';
+import { registerSseRoute } from './sse.ts';
+import { attachWebSocketServer } from './ws.ts';
+
+export interface StreamDeps {
+  config: Config;
+  authentication: Authentication;
+  keyStore: ApiKeyStore;
+  logger: Logger;
+  limits?: Partial<typeof DEFAULT_STREAM_LIMITS>;
+}
+
+/** What both transports need to open a stream for an authorised caller. */
+export interface StreamServices {
+  config: Config;
+  authentication: Authentication;
+  registry: StreamRegistry;
+  limits: typeof DEFAULT_STREAM_LIMITS;
+  schema: ReturnType<typeof streamSchema>;
+  logger: Logger;
+  /** Opens a stream for the caller, or throws FORBIDDEN without the `read` scope, TOO_MANY_STREAMS when its key holds `perKey` already. */
+  openStream(caller: GatewayContext['caller'], key: AuthorisedKey, args: EventsArgs, transport: StreamTransport): EventStream;
+}
+
+export interface StreamTransport {
+  /** A resume point sent by the transport itself (SSE's Last-Event-ID), over the operation's `after`. */
+  resumeFrom?: string | undefined;
+  hasRoom(stream: EventStream): boolean;
+  onEnd(reason: EndReason): void;
+}
+
+export function tooManyStreams(perKey: number): GraphQLError {
+  return new GraphQLError(`At most ${perKey} open streams per API key: close one first`, { extensions: { code: 'TOO_MANY_STREAMS', http: { status: 429 } } });
+}
+
+/**
+ * GraphQL subscriptions at the gateway's origin (contract sections 4 and 6): `POST /graphql/stream`
+ * (graphql-sse, distinct connections) and `/graphql/ws` (graphql-transport-ws), both authenticated
+ * as /graphql is. Streams read the events subgraph's feed through its route on the caller's behalf,
+ * woken by the events service's notifications; they end when their key stops being valid (checked
+ * whenever the key cache sees a change) and, cleanly, when the gateway stops.
+ */
+export async function registerStreams(app: FastifyInstance, deps: StreamDeps): Promise<void> {
+  const { config, authentication, logger } = deps;
+  const limits = { ...DEFAULT_STREAM_LIMITS, ...deps.limits };
+  if (!config.databaseUrl) throw new Error('the gateway needs DATABASE_URL to follow event wake-ups');
+  const wakeups = new FeedWakeups(config.databaseUrl, logger);
+  wakeups.start();
+  const registry = new StreamRegistry(limits.perKey, authentication.keyStatus);
+  const stopFollowingKeys = deps.keyStore.onChange(() => registry.keysChanged());
+  const eventsUrl = config.subgraphUrls.events;
+
+  const readFeed = (caller: GatewayContext['caller'], input: EventFeedInput) =>
+    callSubgraphRoute({
+      route: eventFeedRoute,
+      subgraphUrl: eventsUrl,
+      input,
+      caller: 'gateway',
+      subgraph: 'events',
+      assertion: authentication.assertionFor(caller),
+      requestId: 'event-stream',
+      timeoutMs: config.limits.subgraphTimeoutMs,
+    });
+
+  const services: StreamServices = {
+    config,
+    authentication,
+    registry,
+    limits,
+    schema: streamSchema(),
+    logger,
+    openStream: (caller, key, args, transport) => {
+      if (!caller.scopes.includes('read')) throw missingReadScope();
+      const stream: EventStream = new EventStream({
+        accountId: caller.accountId,
+        after: transport.resumeFrom ?? args.after ?? null,
+        filter: { types: args.filter?.types ?? null, occurredAfter: args.filter?.occurredAfter ?? null },
+        readFeed: (input) => readFeed(caller, input),
+        subscribeWakeups: (accountId, wake) => wakeups.subscribe(accountId, wake),
+        limits,
+        hasRoom: () => transport.hasRoom(stream),
+        onEnd: (reason) => transport.onEnd(reason),
+        onClosed: () => registry.close(stream, key.apiKeyId),
+      });
+      if (!registry.open(stream, key)) throw tooManyStreams(limits.perKey);
+      return stream;
+    },
+  };
+
+  await registerSseRoute(app, services);
+  const webSockets = attachWebSocketServer(app, services);
+
+  // Before Fastify waits for open requests: every stream ends now, so that its client reconnects elsewhere.
+  app.addHook('preClose', async () => {
+    stopFollowingKeys();
+    registry.endAll('shutdown');
+    await webSockets.close();
+    await wakeups.close();
+    await registry.drained();
+  });
+}

@@ -1,0 +1,78 @@
+import { readFileSync } from 'node:fs';
+import { buildSchema, getOperationAST, GraphQLError, parse, specifiedRules, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
+import type { Limits } from '@ots/shared/config';
+import { queryLimitRules } from '../limits.ts';
+import type { EventStream, StreamMessage } from './event-stream.ts';
+
+/**
+ * @apollo/gateway executes no subscriptions, so the gateway serves the one the API has itself: the
+ * published schema (what clients see, composed from the subgraphs), with `Subscription.events`
+ * wired to a stream of the events subgraph's feed. Queries and mutations stay on POST /graphql.
+ */
+
+const PUBLISHED_API = new URL('../../published-api.graphql', import.meta.url);
+
+export interface EventsArgs {
+  after?: string | null;
+  filter?: { types?: string[] | null; occurredAfter?: string | null } | null;
+}
+
+/** What the transport hands execution: how to open the stream for the operation's arguments. */
+export type StreamContext = {
+  openStream(args: EventsArgs): EventStream;
+};
+
+export function streamSchema(): GraphQLSchema {
+  const schema = buildSchema(readFileSync(PUBLISHED_API, 'utf8'));
+  const events = schema.getSubscriptionType()?.getFields().events;
+  if (!events) throw new Error('the published API has no Subscription.events: run npm run compose');
+  events.subscribe = (_root: unknown, args: EventsArgs, context: StreamContext) => context.openStream(args).messages();
+  events.resolve = (message: StreamMessage) => {
+    if ('end' in message) throw message.end;
+    return message;
+  };
+  return schema;
+}
+
+export interface StreamRequest {
+  query?: unknown;
+  variables?: unknown;
+  operationName?: unknown;
+}
+
+export type PreparedSubscription =
+  | { ok: true; document: DocumentNode; operationName: string | undefined; variables: Record<string, unknown> | undefined }
+  | { ok: false; errors: GraphQLError[] };
+
+const badRequest = (message: string) => ({ ok: false as const, errors: [new GraphQLError(message, { extensions: { code: 'BAD_REQUEST' } })] });
+
+/** Parses and validates under the same limits as POST /graphql; only a subscription is served here. */
+export function prepareSubscription(schema: GraphQLSchema, limits: Limits, request: StreamRequest): PreparedSubscription {
+  if (typeof request.query !== 'string' || request.query.trim() === '') return badRequest('The body must be a JSON object with a string member "query"');
+  if (request.operationName !== undefined && request.operationName !== null && typeof request.operationName !== 'string') {
+    return badRequest('operationName must be a string');
+  }
+  if (request.variables !== undefined && request.variables !== null && (typeof request.variables !== 'object' || Array.isArray(request.variables))) {
+    return badRequest('variables must be a JSON object');
+  }
+  let document: DocumentNode;
+  try {
+    document = parse(request.query, { maxTokens: limits.tokens });
+  } catch (error) {
+    return { ok: false, errors: [error instanceof GraphQLError ? error : new GraphQLError('The document could not be parsed')] };
+  }
+  const errors = validate(schema, document, [...specifiedRules, ...queryLimitRules(limits)]);
+  if (errors.length > 0) {
+    // The code POST /graphql gives the same mistakes; a limit rule's own code is kept.
+    return { ok: false, errors: errors.map((error) => (error.extensions.code ? error : new GraphQLError(error.message, { nodes: error.nodes, extensions: { code: 'GRAPHQL_VALIDATION_FAILED' } }))) };
+  }
+  const operationName = typeof request.operationName === 'string' ? request.operationName : undefined;
+  const operation = getOperationAST(document, operationName);
+  if (!operation) {
+    return badRequest(operationName ? `The document defines no operation named ${operationName}` : 'The document holds several operations: name one in operationName');
+  }
+  if (operation.operation !== 'subscription') {
+    return badRequest('Only subscriptions are served on the streams: send queries and mutations to POST /graphql');
+  }
+  return { ok: true, document, operationName, variables: (request.variables ?? undefined) as Record<string, unknown> | undefined };
+}

@@ -1,0 +1,309 @@
+import net from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { revokeKey } from '@ots/accounts';
+import { createClient as createSseClient } from 'graphql-sse';
+import { createClient as createWsClient, type Client as WsClient } from 'graphql-ws';
+import WebSocket from 'ws';
+import { useStack } from '../../testing/fixture.ts';
+import { EVENTS_SUBSCRIPTION, RawSseStream, ingestEvents, streamUrls, type StreamedEvent } from '../../testing/streams.ts';
+
+const t = useStack({ redis: 'direct', env: { OUTBOX_RELAY_INTERVAL_MS: '20', RATE_LIMIT_PER_SECOND: '1000', RATE_LIMIT_BURST: '1000' }, accounts: ['alice', 'bob'] });
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+const urls = () => streamUrls(t.stack.gatewayUrl);
+
+function rawStream(): RawSseStream {
+  const stream = new RawSseStream();
+  cleanups.push(() => stream.close());
+  return stream;
+}
+
+function wsClient(apiKey: string | undefined, options: { viaHeader?: boolean } = {}): WsClient & { closed: Promise<{ code: number; reason: string }> } {
+  let closed!: (event: { code: number; reason: string }) => void;
+  const closedPromise = new Promise<{ code: number; reason: string }>((resolve) => (closed = resolve));
+  const headers = options.viaHeader && apiKey ? { 'x-api-key': apiKey } : {};
+  const client = createWsClient({
+    url: urls().ws,
+    webSocketImpl: class extends WebSocket {
+      constructor(address: string, protocols?: string | string[]) {
+        super(address, protocols, { headers });
+      }
+    },
+    connectionParams: options.viaHeader || !apiKey ? undefined : { 'X-API-Key': apiKey },
+    retryAttempts: 0,
+    lazy: false,
+    onNonLazyError: () => undefined,
+    on: { closed: (event) => closed(event as { code: number; reason: string }) },
+  });
+  cleanups.push(() => client.dispose());
+  return Object.assign(client, { closed: closedPromise });
+}
+
+/** The feed's end now, for a stream that starts from it (listEvents' endCursor after reading everything). */
+async function endCursor(client: typeof t.alice): Promise<string> {
+  let after: string | null = null;
+  for (;;) {
+    const page = await client.listEvents({ first: 200, after });
+    after = page.pageInfo.endCursor!;
+    if (!page.pageInfo.hasNextPage) return after;
+  }
+}
+
+/** Every event id of the feed after `start`, in feed order, read with listEvents. */
+async function feedIds(client: typeof t.alice, start: string): Promise<string[]> {
+  const ids: string[] = [];
+  let after = start;
+  for (;;) {
+    const page = await client.listEvents({ first: 200, after });
+    ids.push(...page.nodes.map((node) => node.id));
+    after = page.pageInfo.endCursor!;
+    if (!page.pageInfo.hasNextPage) return ids;
+  }
+}
+
+describe('the events subscription over SSE (graphql-sse client)', () => {
+  it('streams new events in commit order, each with its cursor as the SSE id', async () => {
+    const client = await t.newAccount('Sse');
+    const after = await endCursor(client);
+    const sse = createSseClient({ url: urls().sse, headers: { 'x-api-key': client.apiKey }, retryAttempts: 0 });
+    cleanups.push(() => sse.dispose());
+    const received: StreamedEvent[] = [];
+    const iterator = sse.iterate<{ events: StreamedEvent }>({ query: EVENTS_SUBSCRIPTION, variables: { after } });
+    cleanups.push(() => iterator.return?.());
+    const reading = (async () => {
+      for await (const result of iterator) {
+        received.push(result.data!.events);
+        if (received.length === 3) return;
+      }
+    })();
+    for (const name of ['One', 'Two', 'Three']) await client.createdStrategy(name);
+    await reading;
+    expect(received.map((item) => item.event.data.name)).toEqual(['One', 'Two', 'Three']);
+    const feed = await client.listEvents({ first: 10, after });
+    expect(received.map((item) => item.event.id)).toEqual(feed.nodes.map((node) => node.id));
+    expect(received.map((item) => item.cursor)).toHaveLength(3);
+  });
+});
+
+describe('the events subscription over WebSocket (graphql-ws client)', () => {
+  it('streams new events with the key in connection_init, and closes 4401 without a key', async () => {
+    const client = await t.newAccount('Ws');
+    const ws = wsClient(client.apiKey);
+    const received: StreamedEvent[] = [];
+    const iterator = ws.iterate<{ events: StreamedEvent }>({ query: EVENTS_SUBSCRIPTION, variables: { after: await endCursor(client) } });
+    const reading = (async () => {
+      for await (const result of iterator) {
+        received.push(result.data!.events);
+        if (received.length === 2) return;
+      }
+    })();
+    await client.createdStrategy('Alpha');
+    await client.createdStrategy('Beta');
+    await reading;
+    expect(received.map((item) => item.event.data.name)).toEqual(['Alpha', 'Beta']);
+
+    const anonymous = wsClient(undefined);
+    expect(await anonymous.closed).toMatchObject({ code: 4401, reason: 'Invalid or expired API key' });
+  });
+});
+
+describe("Apollo Client's subscription link (GraphQLWsLink)", () => {
+  it('receives the events through an ApolloClient subscribe', async () => {
+    const { ApolloClient, InMemoryCache, gql } = await import('@apollo/client');
+    const { GraphQLWsLink } = await import('@apollo/client/link/subscriptions');
+    const client = await t.newAccount('Apollo');
+    const ws = wsClient(client.apiKey);
+    const apollo = new ApolloClient({ link: new GraphQLWsLink(ws), cache: new InMemoryCache() });
+    const received: string[] = [];
+    const done = new Promise<void>((resolve, reject) => {
+      const subscription = apollo
+        .subscribe<{ events: StreamedEvent }>({ query: gql(EVENTS_SUBSCRIPTION), variables: { after: null } })
+        .subscribe({
+          next: (result) => {
+            received.push(String(result.data!.events.event.data.name));
+            if (received.length === 2) {
+              subscription.unsubscribe();
+              resolve();
+            }
+          },
+          error: reject,
+        });
+    });
+    // From now (no after): wait until the stream is open before writing.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await client.createdStrategy('Link 1');
+    await client.createdStrategy('Link 2');
+    await done;
+    expect(received).toEqual(['Link 1', 'Link 2']);
+  });
+});
+
+describe('resuming', () => {
+  it('after a disconnect mid-burst, Last-Event-ID resumes with every event exactly once, in feed order', async () => {
+    const client = await t.newAccount('Resume');
+    const start = await endCursor(client);
+    const written = await ingestEvents(t.stack.config, client.accountId, 600, 'resume');
+    const first = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION, { after: start });
+    expect(first.status).toBe(200);
+    await first.waitFor(() => first.items.length >= 150);
+    first.close();
+    const seen = first.items.map((item) => item.data!.events);
+    const lastId = first.messages.filter((message) => message.event === 'next').at(-1)!.id!;
+    expect(lastId).toBe(seen.at(-1)!.cursor);
+
+    // The reconnect sends the original body (after: start) and Last-Event-ID, which wins.
+    const second = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION, { after: start }, { 'last-event-id': lastId });
+    await second.waitFor(() => seen.length + second.items.length >= 600);
+    const all = [...seen, ...second.items.map((item) => item.data!.events)];
+    // Feed order (commit order, then id within a commit) is the stream's order.
+    expect(all.map((item) => item.event.id)).toEqual(await feedIds(client, start));
+    expect(new Set(all.map((item) => item.event.id))).toEqual(new Set(written));
+  });
+
+  it('replays what is committed, then goes live, under concurrent writes: nothing missed, nothing twice', async () => {
+    const client = await t.newAccount('Replay');
+    const start = await endCursor(client);
+    let writing = true;
+    const written: string[] = [];
+    const writer = (async () => {
+      for (let round = 0; round < 30; round += 1) {
+        written.push(...(await ingestEvents(t.stack.config, client.accountId, 20, `r${round}`)));
+        if (round % 5 === 0) await client.createdStrategy(`Live ${round}`);
+      }
+      writing = false;
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const stream = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION, { after: start });
+    await writer;
+    await expect.poll(async () => (await feedIds(client, start)).length).toBe(written.length + 6);
+    const expected = await feedIds(client, start);
+    await stream.waitFor(() => stream.items.length >= expected.length);
+    expect(writing).toBe(false);
+    expect(stream.items.map((item) => item.data!.events.event.id)).toEqual(expected);
+  });
+});
+
+describe('isolation and limits', () => {
+  it("never sends another account's events", async () => {
+    const bob = await t.newAccount('Bob stream');
+    const alice = await t.newAccount('Alice stream');
+    const stream = await rawStream().open(urls().sse, bob.apiKey, EVENTS_SUBSCRIPTION, { after: await endCursor(bob) });
+    await ingestEvents(t.stack.config, alice.accountId, 50, 'alice');
+    await alice.createdStrategy('Alice own');
+    await bob.createdStrategy('Bob own');
+    await stream.waitFor(() => stream.items.length >= 1);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(stream.items.map((item) => item.data!.events.event.data.name)).toEqual(['Bob own']);
+
+    // Another account's cursor is refused, not read.
+    const aliceCursor = await endCursor(alice);
+    const refused = await rawStream().open(urls().sse, bob.apiKey, EVENTS_SUBSCRIPTION, { after: aliceCursor });
+    await refused.waitFor(() => refused.items.length >= 1);
+    expect(refused.items[0]!.errors![0]!.extensions!.code).toBe('BAD_USER_INPUT');
+  });
+
+  it('refuses the 11th open stream of a key with 429, over SSE and over WebSocket', async () => {
+    const client = await t.newAccount('Eleven');
+    const streams = await Promise.all(Array.from({ length: 10 }, () => rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION)));
+    expect(streams.map((stream) => stream.status)).toEqual(Array(10).fill(200));
+    const eleventh = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION);
+    expect(eleventh.status).toBe(429);
+    expect(eleventh.headers!.get('retry-after')).toBe('1');
+
+    const ws = wsClient(client.apiKey, { viaHeader: true });
+    await expect(ws.iterate({ query: EVENTS_SUBSCRIPTION }).next()).rejects.toSatisfy((errors: { extensions?: { code?: string } }[]) =>
+      errors[0]?.extensions?.code === 'TOO_MANY_STREAMS',
+    );
+
+    // Closing one frees its place.
+    streams[0]!.close();
+    await expect.poll(async () => (await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION)).status).toBe(200);
+  });
+
+  it('answers authentication failures before the stream opens, as /graphql does', async () => {
+    const bad = await rawStream().open(urls().sse, 'svc_live_not-a-key', EVENTS_SUBSCRIPTION);
+    expect(bad.status).toBe(401);
+    expect(JSON.parse(bad.body)).toEqual({ detail: 'Invalid or expired API key' });
+    const query = await rawStream().open(urls().sse, t.alice.apiKey, '{ viewer { __typename } }');
+    expect(query.status).toBe(400);
+    expect(JSON.parse(query.body).errors[0].extensions.code).toBe('BAD_REQUEST');
+  });
+
+  it('refuses a subscription on POST /graphql with BAD_REQUEST naming the stream endpoints', async () => {
+    const answer = await t.stack.graphql(t.alice.apiKey, EVENTS_SUBSCRIPTION);
+    expect(answer.status).toBe(400);
+    expect(answer.body.errors[0].extensions.code).toBe('BAD_REQUEST');
+    expect(answer.body.errors[0].message).toContain('/graphql/stream');
+    expect(answer.body.errors[0].message).toContain('/graphql/ws');
+  });
+});
+
+describe('ending streams', () => {
+  it("ends a revoked key's streams within the second: an UNAUTHENTICATED error over SSE, close 4401 over WebSocket", async () => {
+    const client = await t.newAccount('Revoked');
+    const sse = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION);
+    const ws = wsClient(client.apiKey, { viaHeader: true });
+    const wsEnded = ws.iterate({ query: EVENTS_SUBSCRIPTION }).next().catch((error: unknown) => error);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await revokeKey(t.stack.management, client.apiKeyId);
+    await sse.waitFor(() => sse.items.length >= 1, 3_000);
+    expect(sse.items[0]!.errors![0]!.extensions!.code).toBe('UNAUTHENTICATED');
+    await sse.done;
+    expect((await ws.closed).code).toBe(4401);
+    await wsEnded;
+  });
+
+  it('ends a consumer more than 1,000 events behind with SLOW_CONSUMER and its last cursor, from which it resumes', async () => {
+    const client = await t.newAccount('Slow');
+    const start = await endCursor(client);
+    const stalled = await stalledSseStream(client.apiKey, { after: start });
+    const written: string[] = [];
+    // The sockets' buffers take the first few hundred kilobytes (a client that does not read keeps its
+    // window small); what lies beyond them is what the consumer is behind by.
+    for (let round = 0; round < 3; round += 1) written.push(...(await ingestEvents(t.stack.config, client.accountId, 1000, 'x'.repeat(3000))));
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const received = await stalled.readAll();
+    const last = received.items.at(-1)!;
+    expect(last.errors?.[0]?.extensions?.code).toBe('SLOW_CONSUMER');
+    const cursor = last.errors![0]!.extensions!.cursor as string;
+    const delivered = received.items.slice(0, -1).map((item) => item.data!.events);
+    expect(cursor).toBe(delivered.at(-1)!.cursor);
+    expect(written.length - delivered.length).toBeGreaterThan(1000);
+
+    const resumed = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION, { after: cursor });
+    await resumed.waitFor(() => delivered.length + resumed.items.length >= written.length, 60_000);
+    const all = [...delivered, ...resumed.items.map((item) => item.data!.events)].map((item) => item.event.id);
+    expect(all).toEqual(await feedIds(client, start));
+    expect(new Set(all)).toEqual(new Set(written));
+  }, 120_000);
+});
+
+/** An SSE request whose client stops reading at once: the server sees its buffers fill, as with a consumer that cannot keep up. */
+async function stalledSseStream(apiKey: string, variables: Record<string, unknown>) {
+  const url = new URL(urls().sse);
+  const socket = net.connect(Number(url.port), url.hostname);
+  await new Promise((resolve) => socket.once('connect', resolve));
+  const body = JSON.stringify({ query: EVENTS_SUBSCRIPTION, variables });
+  socket.write(
+    `POST ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\naccept: text/event-stream\r\nx-api-key: ${apiKey}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+  const chunks: Buffer[] = [];
+  // A 'data' listener would start the flow again: added first, then paused.
+  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+  socket.pause();
+  const finished = new Promise<void>((resolve) => socket.once('end', resolve));
+  cleanups.push(() => socket.destroy());
+  return {
+    readAll: async () => {
+      socket.resume();
+      await Promise.race([finished, new Promise((resolve) => setTimeout(resolve, 30_000))]);
+      const text = Buffer.concat(chunks).toString('utf8');
+      const items = [...text.matchAll(/event: next\ndata: (.*)\n\n/g)].map((match) => JSON.parse(match[1]!));
+      return { items } as { items: { data?: { events: StreamedEvent }; errors?: { extensions?: Record<string, unknown> }[] }[] };
+    },
+  };
+}

@@ -1,0 +1,90 @@
+import { feedEndAt, positionOf, readFeedHorizon } from '@ots/shared/commit-order';
+import { GraphQLError } from 'graphql';
+import type { Kysely } from 'kysely';
+import type { z } from 'zod';
+import { badUserInput } from '@ots/shared/errors';
+import type { EventFeedAnswer, eventFeedRoute } from '@ots/shared/event-feed';
+import type { EventsContext } from './context.ts';
+import type { EventCursors } from './cursors.ts';
+import { countEventsAfter, listEvents, type EventRow, type EventsDb } from './repository.ts';
+import { eventTypesOf } from './domain.ts';
+
+/**
+ * The feed as `listEvents` and the gateway's streams read it: oldest first in commit order, from a
+ * cursor, and always with a place to continue from. A forward feed keeps its place (contract
+ * section 4): an empty page answers the position it was asked from, or, asked from nowhere, the
+ * feed's current end, so a client that always stores `endCursor` never re-reads from the start.
+ */
+
+export interface FeedRequest {
+  accountId: string;
+  /** A cursor this account was given; absent: from `start`. */
+  after: string | null | undefined;
+  /** Where a request without `after` starts: the oldest kept event (`listEvents`) or now (a stream). */
+  start: 'oldest' | 'now';
+  types: readonly string[] | undefined;
+  occurredAfter: Date | undefined;
+  size: number;
+}
+
+export interface FeedPage {
+  edges: { cursor: string; node: EventRow }[];
+  hasNextPage: boolean;
+  endCursor: string;
+}
+
+export async function readFeed(db: EventsDb, cursors: EventCursors, request: FeedRequest): Promise<FeedPage> {
+  const after = cursors.decode(request.accountId, request.after);
+  const query = { types: request.types, occurredAfter: request.occurredAfter, limit: request.size + 1 };
+  if (after) return page(await listEvents(db, request.accountId, { ...query, after }), request, cursors, request.after!);
+  // From nowhere, the page is bounded by a horizon read first: if it finds nothing (or the stream
+  // starts now), that horizon is a position behind which nothing matching can ever appear.
+  const horizon = await readFeedHorizon(db as unknown as Kysely<unknown>);
+  const end = cursors.encode(request.accountId, feedEndAt(horizon));
+  if (request.start === 'now') return { edges: [], hasNextPage: false, endCursor: end };
+  return page(await listEvents(db, request.accountId, { ...query, after: undefined, horizon }), request, cursors, end);
+}
+
+function page(rows: readonly EventRow[], request: FeedRequest, cursors: EventCursors, whenEmpty: string): FeedPage {
+  const edges = rows.slice(0, request.size).map((node) => ({ cursor: cursors.encode(request.accountId, positionOf(node)), node }));
+  return { edges, hasNextPage: rows.length > request.size, endCursor: edges.at(-1)?.cursor ?? whenEmpty };
+}
+
+/**
+ * The gateway's streams read the feed through this route (shared/src/event-feed.ts): the same page
+ * as `listEvents`, from now when no cursor is given, and, for a stream whose consumer lags, how many
+ * events lie beyond what it delivered.
+ */
+export async function streamFeed(input: z.output<typeof eventFeedRoute.input>, context: EventsContext): Promise<EventFeedAnswer> {
+  const accountId = context.caller.accountId;
+  try {
+    const types = eventTypesOf(input.types);
+    const occurredAfter = input.occurredAfter === null ? undefined : parseOccurredAfter(input.occurredAfter);
+    if (input.limit === 0) {
+      const after = context.cursors.decode(accountId, input.after);
+      const beyond = after ? await countEventsAfter(context.db, accountId, { types, occurredAfter, after, limit: input.countUpTo }) : 0;
+      return { items: [], endCursor: input.after ?? '', hasMore: beyond > 0, beyond };
+    }
+    const page = await readFeed(context.db, context.cursors, { accountId, after: input.after, start: 'now', types, occurredAfter, size: input.limit });
+    return {
+      items: page.edges.map(({ cursor, node }) => ({
+        cursor,
+        event: { id: node.id, type: node.type, occurredAt: node.occurred_at.toISOString(), data: node.data as Record<string, unknown> },
+      })),
+      endCursor: page.endCursor,
+      hasMore: page.hasNextPage,
+      beyond: null,
+    };
+  } catch (error) {
+    if (error instanceof GraphQLError && error.extensions.code === 'BAD_USER_INPUT') {
+      return { error: { code: 'BAD_USER_INPUT', message: error.message } };
+    }
+    throw error;
+  }
+}
+
+function parseOccurredAfter(value: string): Date {
+  const parsed = new Date(value);
+  if (Number.isNaN(parsed.getTime())) throw badUserInput('filter.occurredAfter must be an ISO-8601 instant', 'filter');
+  return parsed;
+}

@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest';
+import { useStack } from '../../../testing/fixture.ts';
+
+const t = useStack({ redis: 'none', env: { OUTBOX_RELAY_INTERVAL_MS: '50' }, accounts: ['alice', 'bob'] });
+
+const EVENTS = `query ($after: String) { listEvents(first: 3, after: $after) { nodes { id } pageInfo { hasNextPage endCursor } } }`;
+const SYNC = `query ($after: String) {
+  listOrderSubmissions(orderBy: UPDATED_AT_ASC, first: 3, after: $after) { nodes { id status } pageInfo { hasNextPage endCursor } }
+}`;
+
+describe('the naive polling loop (after = pageInfo.endCursor, always)', () => {
+  it('on listEvents reads every event once, and an empty poll keeps its place instead of going back to the start', async () => {
+    const client = await t.newAccount('Poller');
+    let after: string | null = null;
+    const seen: string[] = [];
+    const poll = async () => {
+      const { listEvents } = await client.data(EVENTS, { after });
+      expect(listEvents.pageInfo.endCursor, 'a forward feed never answers a null endCursor').toEqual(expect.any(String));
+      after = listEvents.pageInfo.endCursor;
+      seen.push(...listEvents.nodes.map((node: { id: string }) => node.id));
+      return listEvents.nodes.length;
+    };
+
+    // An account with no events at all: the first poll already names a place.
+    expect(await poll()).toBe(0);
+    for (const name of ['A', 'B', 'C', 'D', 'E']) await client.createdStrategy(name);
+    await expect.poll(async () => (await poll(), seen.length)).toBe(5);
+    // Quiet polls: nothing is read again.
+    for (let i = 0; i < 3; i += 1) expect(await poll()).toBe(0);
+    await client.createdStrategy('F');
+    await expect.poll(async () => (await poll(), seen.length)).toBe(6);
+    expect(await poll()).toBe(0);
+    expect(new Set(seen).size).toBe(6);
+    expect(seen).toEqual((await client.listEvents({ first: 200 })).nodes.map((node) => node.id));
+  });
+
+  it('on the UPDATED_AT_ASC sync reads every change once, and an empty poll keeps its place', async () => {
+    const client = await t.newAccount('Syncer');
+    let after: string | null = null;
+    const seen: string[] = [];
+    const poll = async () => {
+      const { listOrderSubmissions } = await client.data(SYNC, { after });
+      expect(listOrderSubmissions.pageInfo.endCursor).toEqual(expect.any(String));
+      after = listOrderSubmissions.pageInfo.endCursor;
+      seen.push(...listOrderSubmissions.nodes.map((node: { id: string; status: string }) => `${node.id}:${node.status}`));
+      return listOrderSubmissions.nodes.length;
+    };
+    expect(await poll()).toBe(0);
+    const orders = [await client.submittedOrder(), await client.submittedOrder(), await client.submittedOrder(), await client.submittedOrder()];
+    await expect.poll(async () => (await poll(), seen.length)).toBe(4);
+    expect(await poll()).toBe(0);
+    expect(await poll()).toBe(0);
+    await client.cancelOrder(orders[1]!.id);
+    await expect.poll(async () => (await poll(), seen.length)).toBe(5);
+    expect(seen.at(-1)).toBe(`${orders[1]!.id}:CANCELLED`);
+    expect(await poll()).toBe(0);
+    expect(seen).toHaveLength(5);
+  });
+});
+
+describe('event cursors', () => {
+  it('are opaque: nothing of the feed position reads in the clear, and another account cannot use one', async () => {
+    await t.alice.createdStrategy('Opaque');
+    const [event] = await t.alice.waitForEvents(1);
+    const page = await t.alice.listEvents({ first: 1 });
+    const cursor = page.edges[0]!.cursor;
+    expect(page.nodes[0]!.id).toBe(event!.id);
+    const decoded = Buffer.from(cursor, 'base64url');
+    expect(decoded.toString('latin1')).not.toContain(event!.id.slice(0, 8));
+    expect(decoded.toString('latin1')).not.toMatch(/[0-9]{3}/);
+    expect(cursor).not.toMatch(/=|\+|\//);
+
+    const foreign = await t.stack.graphql(t.bob.apiKey, EVENTS, { after: cursor });
+    expect(foreign.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    const edited = cursor.slice(0, 20) + (cursor[20] === 'A' ? 'B' : 'A') + cursor.slice(21);
+    const refused = await t.stack.graphql(t.alice.apiKey, EVENTS, { after: edited });
+    expect(refused.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+    // The same position stays usable: paging from the cursor continues after the event.
+    const next = await t.stack.graphql(t.alice.apiKey, EVENTS, { after: cursor });
+    expect(next.body.data.listEvents.nodes.map((node: { id: string }) => node.id)).not.toContain(event!.id);
+  });
+});

@@ -1,0 +1,49 @@
+import { z } from 'zod';
+import type { SubgraphRouteContract } from './subgraph-client.ts';
+
+/**
+ * How the gateway's event streams read the events subgraph's feed (contract section 6, push side):
+ * the feed is the source of truth, read through this route on the caller's behalf; a wake-up on
+ * `EVENTS_WAKE_CHANNEL` only says "look again", so a lost one delays and never loses.
+ */
+
+/** Postgres NOTIFY channel: the events service notifies it when an ingest commits, with the accounts it concerns. */
+export const EVENTS_WAKE_CHANNEL = 'ots_events_committed';
+
+/** The payload when the accounts do not fit in one notification (8,000 bytes): every stream looks again. */
+export const WAKE_EVERYONE = '*';
+
+const feedInput = z.object({
+  /** A cursor of this account's feed (listEvents or a stream item); null: from the feed's end now. */
+  after: z.string().max(200).nullable(),
+  types: z.array(z.string()).max(20).nullable(),
+  occurredAfter: z.string().max(40).nullable(),
+  /** Events to read; 0 asks only how many lie beyond `after`, counted up to `countUpTo`. */
+  limit: z.number().int().min(0).max(500),
+  countUpTo: z.number().int().min(0).max(10_000).default(0),
+});
+
+const feedEvent = z.object({ id: z.string(), type: z.string(), occurredAt: z.string(), data: z.record(z.string(), z.unknown()) });
+
+const feedAnswer = z.union([
+  z.object({
+    items: z.array(z.object({ cursor: z.string(), event: feedEvent })),
+    /** Where to read on from: the last item's cursor, or where the read started (never null). */
+    endCursor: z.string(),
+    hasMore: z.boolean(),
+    /** Events beyond `after` when `countUpTo` was asked, at most `countUpTo`. */
+    beyond: z.number().int().nullable(),
+  }),
+  /** A cursor or filter the feed refuses: the client's mistake, answered as a GraphQL error. */
+  z.object({ error: z.object({ code: z.string(), message: z.string() }) }),
+]);
+
+export const eventFeedRoute = {
+  path: '/internal/event-feed',
+  input: feedInput,
+  answer: feedAnswer,
+} satisfies SubgraphRouteContract;
+
+export type EventFeedInput = z.input<typeof feedInput>;
+export type EventFeedAnswer = z.output<typeof feedAnswer>;
+export type FeedEvent = z.output<typeof feedEvent>;

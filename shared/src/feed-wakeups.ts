@@ -1,0 +1,87 @@
+import pg from 'pg';
+import { EVENTS_WAKE_CHANNEL, WAKE_EVERYONE } from './event-feed.ts';
+import type { Logger } from './logger.ts';
+
+const RECONNECT_MS = 1_000;
+
+/**
+ * The gateway side of the events' wake-ups: one Postgres connection LISTENs on the channel the
+ * events service notifies when an ingest commits, and wakes the streams of the accounts named.
+ * A notification only says "look again": while the connection is down, or when one is lost, the
+ * streams' own periodic look finds the events a little later, never not at all. After each
+ * (re)connection every stream looks again, for what committed while no one listened.
+ */
+export class FeedWakeups {
+  private readonly listeners = new Map<string, Set<() => void>>();
+  private client: pg.Client | undefined;
+  private reconnect: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly databaseUrl: string,
+    private readonly log: Logger,
+  ) {}
+
+  start(): void {
+    void this.connect();
+  }
+
+  /** Calls `wake` whenever events of the account may have committed; returns the function that stops it. */
+  subscribe(accountId: string, wake: () => void): () => void {
+    let set = this.listeners.get(accountId);
+    if (!set) this.listeners.set(accountId, (set = new Set()));
+    set.add(wake);
+    return () => {
+      set.delete(wake);
+      if (set.size === 0 && this.listeners.get(accountId) === set) this.listeners.delete(accountId);
+    };
+  }
+
+  private wake(payload: string): void {
+    if (payload === WAKE_EVERYONE) return this.wakeEveryone();
+    for (const accountId of payload.split(',')) for (const wake of this.listeners.get(accountId) ?? []) wake();
+  }
+
+  private wakeEveryone(): void {
+    for (const set of this.listeners.values()) for (const wake of set) wake();
+  }
+
+  private async connect(): Promise<void> {
+    if (this.closed) return;
+    const client = new pg.Client({ connectionString: this.databaseUrl, application_name: 'gateway-event-wakeups' });
+    const retry = () => {
+      if (this.client === client) this.client = undefined;
+      client.removeAllListeners();
+      client.on('error', () => undefined);
+      void client.end().catch(() => undefined);
+      if (!this.closed && !this.reconnect) this.reconnect = setTimeout(() => ((this.reconnect = undefined), void this.connect()), RECONNECT_MS).unref();
+    };
+    client.on('error', (error) => {
+      this.log.warn({ err: error }, 'event wake-ups: connection lost; streams look again on their own meanwhile');
+      retry();
+    });
+    client.on('end', retry);
+    client.on('notification', (message) => this.wake(message.payload ?? WAKE_EVERYONE));
+    try {
+      await client.connect();
+      await client.query(`listen ${EVENTS_WAKE_CHANNEL}`);
+      this.client = client;
+      this.wakeEveryone();
+    } catch (error) {
+      this.log.warn({ err: error }, 'event wake-ups: cannot listen; streams look again on their own meanwhile');
+      retry();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.reconnect);
+    const client = this.client;
+    this.client = undefined;
+    if (client) {
+      client.removeAllListeners();
+      client.on('error', () => undefined);
+      await client.end().catch(() => undefined);
+    }
+  }
+}
