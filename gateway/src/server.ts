@@ -7,13 +7,15 @@ import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { GraphQLError } from 'graphql';
 import type { Config, ServiceName } from '@ots/shared/config';
+import type { BackgroundLoop } from '@ots/shared/background';
 import { createLogger, type Logger } from '@ots/shared/logger';
 import { addHealthRoutes, createHttpApp, maskErrors, REQUEST_ID_HEADER, type RunningServer } from '@ots/shared/subgraph-server';
 import { observeContext, requestLogPlugin } from '@ots/shared/request-log';
-import { registerConsole, type ApiKeyStore } from '@ots/accounts';
+import { IdempotencyStore, registerConsole, type ApiKeyStore } from '@ots/accounts';
 import { createAuthentication, type Authentication } from './authentication.ts';
 import { AuthenticatedDataSource, type GatewayContext } from './data-source.ts';
 import { errorPathsPlugin, rootFieldOwners } from './error-paths.ts';
+import { registerIdempotency } from './idempotency.ts';
 import { queryLimitRules } from './limits.ts';
 import { checkScalarInputs } from './scalar-check.ts';
 import { addGatewayTimeout } from './timeouts.ts';
@@ -77,9 +79,10 @@ function createApollo(config: Config, logger: Logger, app: FastifyInstance): Apo
 }
 
 /** POST /graphql: authenticated first, then answered by Apollo with the caller in its context. */
-async function registerGraphqlRoute(app: FastifyInstance, apollo: ApolloServer<GatewayContext>, authentication: Authentication) {
+async function registerGraphqlRoute(app: FastifyInstance, apollo: ApolloServer<GatewayContext>, authentication: Authentication, onRoutes: (routes: FastifyInstance) => void) {
   await app.register(async (graphqlRoutes) => {
     graphqlRoutes.addHook('preHandler', authentication.authenticate);
+    onRoutes(graphqlRoutes);
     await graphqlRoutes.register(fastifyApollo(apollo), {
       method: ['POST'],
       path: '/graphql',
@@ -106,7 +109,10 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
     reply.header(REQUEST_ID_HEADER, String(request.id));
   });
   addGatewayTimeout(app, config.limits.gatewayTimeoutMs);
-  await registerGraphqlRoute(app, apollo, authentication);
+  let idempotencyPurge: BackgroundLoop | undefined;
+  await registerGraphqlRoute(app, apollo, authentication, (routes) => {
+    idempotencyPurge = registerIdempotency(routes, new IdempotencyStore(keyStore.db), authentication.identityOf, logger);
+  });
   addHealthRoutes(app, options.isReady);
   await registerConsole(app, { config, keyStore, now: options.consoleClock });
 
@@ -121,6 +127,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
     app,
     close: async () => {
       await app.close();
+      await idempotencyPurge?.stop();
       await apollo.stop();
     },
   };

@@ -3,6 +3,7 @@ import * as accountsAndKeys from './001_accounts_and_keys.ts';
 import * as keyCacheGeneration from './002_key_cache_generation.ts';
 import * as ownersAndSessions from './003_owners_and_sessions.ts';
 import * as securityLog from './004_security_log.ts';
+import * as idempotencyKeys from './006_idempotency_keys.ts';
 
 export const SCHEMA = 'accounts';
 
@@ -12,4 +13,5 @@ export const migrations: Record<string, Migration> = {
   '002_key_cache_generation': keyCacheGeneration,
   '003_owners_and_sessions': ownersAndSessions,
   '004_security_log': securityLog,
+  '006_idempotency_keys': idempotencyKeys,
 };
