@@ -10,7 +10,7 @@ export default defineConfig({
     alias: [{ find: /^graphql$/, replacement: require.resolve('graphql') }],
   },
   test: {
-    include: ['shared/test/**/*.test.ts', 'gateway/test/**/*.test.ts', 'services/*/test/**/*.test.ts', 'console/test/**/*.test.ts'],
+    include: ['shared/test/**/*.test.ts', 'gateway/test/**/*.test.ts', 'services/*/test/**/*.test.ts', 'console/test/**/*.test.ts', 'clients/*/test/**/*.test.ts', 'examples/test/**/*.test.ts'],
     globalSetup: ['shared/src/testing/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
