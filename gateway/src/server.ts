@@ -16,6 +16,7 @@ import { createAuthentication, type Authentication } from './authentication.ts';
 import { AuthenticatedDataSource, type GatewayContext } from './data-source.ts';
 import { errorPathsPlugin, rootFieldOwners } from './error-paths.ts';
 import { registerIdempotency } from './idempotency.ts';
+import { registerDocs } from './reference/route.ts';
 import { queryLimitRules } from './limits.ts';
 import { checkScalarInputs } from './scalar-check.ts';
 import { addGatewayTimeout } from './timeouts.ts';
@@ -114,6 +115,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
     idempotencyPurge = registerIdempotency(routes, new IdempotencyStore(keyStore.db), authentication.identityOf, logger);
   });
   addHealthRoutes(app, options.isReady);
+  registerDocs(app);
   await registerConsole(app, { config, keyStore, now: options.consoleClock });
 
   await app.listen({ port: options.port ?? config.ports.gateway, host: config.host });
