@@ -78,8 +78,8 @@ export class OtsClient {
 
   readonly orders = {
     /**
-     * Submits an order. Without a `clientOrderId` one is made for you, so a retried call, by this
-     * client or by your own code with the same input object, never submits twice.
+     * Submits an order. Without a `clientOrderId` one is made for you (`ots-<uuid>`), so the client's
+     * retries never submit twice; to retry a call yourself later, give your own `clientOrderId`.
      */
     submit: async (input: ops.SubmitOrderInput): Promise<Order> => {
       const withId = { ...input, clientOrderId: input.clientOrderId ?? `ots-${crypto.randomUUID()}` };
