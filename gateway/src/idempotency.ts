@@ -32,8 +32,10 @@ function canonical(value: unknown): unknown {
 }
 
 function requestHash(body: { query?: unknown; variables?: unknown; operationName?: unknown }): Buffer {
+  // No variables, null and {} are one request.
+  const variables = body.variables && typeof body.variables === 'object' && Object.keys(body.variables).length > 0 ? body.variables : null;
   return createHash('sha256')
-    .update(JSON.stringify(canonical([body.query, body.variables ?? null, body.operationName ?? null])))
+    .update(JSON.stringify(canonical([body.query, variables, body.operationName ?? null])))
     .digest();
 }
 

@@ -90,6 +90,18 @@ describe('Idempotency-Key', () => {
     expect(second.body).toEqual(first.body);
   });
 
+  it('treats no variables, null and {} as the same request', async () => {
+    const key = freshKey();
+    const query = `mutation { createStrategy(input: { name: "idem-empty-${key}" }) { strategy { id } } }`;
+    const headers = { 'content-type': 'application/json', 'x-api-key': t.alice.apiKey, 'idempotency-key': key };
+    const first = await t.stack.post(JSON.stringify({ query }), headers);
+    for (const variables of [null, {}]) {
+      const repeat = await t.stack.post(JSON.stringify({ query, variables }), headers);
+      expect(repeat.headers.get('idempotent-replayed')).toBe('true');
+      expect(repeat.body).toEqual(first.body);
+    }
+  });
+
   it('keeps keys per account: the same key from another account runs for that account', async () => {
     const key = freshKey();
     await send(t.alice, key, SUBMIT, { symbol: 'IDEM.E' });
