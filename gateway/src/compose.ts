@@ -1,8 +1,10 @@
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { composeServices } from '@apollo/composition';
 import { DEFAULT_PORTS, SERVICE_NAMES } from '@ots/shared/config';
 import { rootFieldScopes } from './scopes.ts';
 import { buildSchema, findBreakingChanges, lexicographicSortSchema, parse, printSchema, type GraphQLSchema } from 'graphql';
+import { renderDocs } from './reference/render.ts';
+import { DOCS_DIR, DOCS_FILES } from './reference/route.ts';
 
 /**
  * Build step: composes the subgraphs' SDL files into the supergraph the gateway loads. A
@@ -49,7 +51,7 @@ export function breakingChanges(published: string, current: GraphQLSchema): stri
   return findBreakingChanges(buildSchema(published), current).map((change) => `${change.type}: ${change.description}`);
 }
 
-/** Composes, refuses a breaking change of the published API, and writes both files. */
+/** Composes, refuses a breaking change of the published API, and writes both files and the `/docs` pages. */
 export function composeAndWrite(): void {
   const { supergraphSdl, apiSchema } = composeSupergraph();
   if (existsSync(PUBLISHED_API_FILE)) {
@@ -61,7 +63,11 @@ export function composeAndWrite(): void {
     }
   }
   writeIfChanged(SUPERGRAPH_FILE, supergraphSdl);
-  writeIfChanged(PUBLISHED_API_FILE, `${printSchema(apiSchema)}\n`);
+  const publishedSdl = `${printSchema(apiSchema)}\n`;
+  writeIfChanged(PUBLISHED_API_FILE, publishedSdl);
+  const pages = renderDocs(publishedSdl, supergraphSdl);
+  mkdirSync(DOCS_DIR, { recursive: true });
+  for (const file of DOCS_FILES) writeIfChanged(new URL(file, DOCS_DIR), pages[file]);
 }
 
 /** Replaces the file in one step, so a process starting meanwhile never reads half of it. */

@@ -7,14 +7,17 @@ import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { GraphQLError } from 'graphql';
 import type { Config, ServiceName } from '@ots/shared/config';
+import type { BackgroundLoop } from '@ots/shared/background';
 import { createLogger, type Logger } from '@ots/shared/logger';
 import { addHealthRoutes, createHttpApp, maskErrors, REQUEST_ID_HEADER, type RunningServer } from '@ots/shared/subgraph-server';
 import { observeContext, requestLogPlugin } from '@ots/shared/request-log';
-import { registerConsole, type ApiKeyStore } from '@ots/accounts';
+import { IdempotencyStore, registerConsole, type ApiKeyStore } from '@ots/accounts';
 import { connectionCap, limitConnections, openFileLimit } from './connections.ts';
 import { createAuthentication, type Authentication } from './authentication.ts';
 import { AuthenticatedDataSource, type GatewayContext } from './data-source.ts';
 import { errorPathsPlugin, rootFieldOwners } from './error-paths.ts';
+import { registerIdempotency } from './idempotency.ts';
+import { registerDocs } from './reference/route.ts';
 import { queryLimitRules } from './limits.ts';
 import { operationChecksPlugin } from './operation-checks.ts';
 import { checkScalarInputs } from './scalar-check.ts';
@@ -85,9 +88,10 @@ function createApollo(config: Config, logger: Logger, app: FastifyInstance): Apo
 }
 
 /** POST /graphql: authenticated first, then answered by Apollo with the caller in its context. */
-async function registerGraphqlRoute(app: FastifyInstance, apollo: ApolloServer<GatewayContext>, authentication: Authentication) {
+async function registerGraphqlRoute(app: FastifyInstance, apollo: ApolloServer<GatewayContext>, authentication: Authentication, onRoutes: (routes: FastifyInstance) => void) {
   await app.register(async (graphqlRoutes) => {
     graphqlRoutes.addHook('preHandler', authentication.authenticate);
+    onRoutes(graphqlRoutes);
     await graphqlRoutes.register(fastifyApollo(apollo), {
       method: ['POST'],
       path: '/graphql',
@@ -115,9 +119,13 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
     reply.header(REQUEST_ID_HEADER, String(request.id));
   });
   addGatewayTimeout(app, config.limits.gatewayTimeoutMs);
-  await registerGraphqlRoute(app, apollo, authentication);
+  let idempotencyPurge: BackgroundLoop | undefined;
+  await registerGraphqlRoute(app, apollo, authentication, (routes) => {
+    idempotencyPurge = registerIdempotency(routes, new IdempotencyStore(keyStore.db), authentication.identityOf, logger);
+  });
   await registerStreams(app, { config, authentication, keyStore, logger });
   addHealthRoutes(app, options.isReady);
+  registerDocs(app);
   await registerConsole(app, { config, keyStore, now: options.consoleClock });
 
   await app.listen({ port: options.port ?? config.ports.gateway, host: config.host });
@@ -131,6 +139,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
     app,
     close: async () => {
       await app.close();
+      await idempotencyPurge?.stop();
       await apollo.stop();
     },
   };

@@ -4,8 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
-/** The console is an application that no package imports: it declares no exports, and is left out. */
-const APPLICATIONS = new Set(['console']);
+/** The console and the examples are applications that no package imports: they declare no exports, and are left out. */
+const APPLICATIONS = new Set(['console', 'examples']);
 const workspaces: string[] = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).workspaces.filter(
   (workspace: string) => !APPLICATIONS.has(workspace),
 );
@@ -19,10 +19,12 @@ function targetsOf(exports: unknown, condition = 'default'): { condition: string
 
 /**
  * A source target names a file (or, with `*`, a folder holding .ts files) that exists; a `compiled`
- * target names the JavaScript that `npm run compile` writes beside a source that exists.
+ * target names the JavaScript that `npm run compile` writes beside a source that exists; a `dist/`
+ * target (@ots/client, built on its own) names what its build writes from a source in `src/`.
  */
 function exists(target: string, condition: string, packageDir: string): boolean {
-  const source = condition === 'compiled' ? target.replace(/\.js$/, '.ts') : target;
+  const built = target.startsWith('./dist/') ? target.replace('./dist/', './src/').replace(/\.d\.ts$|\.js$/, '.ts') : target;
+  const source = condition === 'compiled' ? built.replace(/\.js$/, '.ts') : built;
   if (!source.includes('*')) return existsSync(join(packageDir, source));
   const folder = join(packageDir, dirname(source));
   return existsSync(folder) && readdirSync(folder).some((name) => name.endsWith('.ts'));

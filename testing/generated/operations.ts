@@ -92,15 +92,21 @@ export type Liquidity =
   | 'UNKNOWN';
 
 export type OrderSide =
+  /** Buy: a fill adds to the position. */
   | 'BUY'
+  /** Sell: a fill takes from the position (below zero is a short). */
   | 'SELL';
 
 export type OrderStatus =
+  /** Final: cancelled before it filled completely (see cancelledAt). */
   | 'CANCELLED'
+  /** Final: the whole quantity is filled. */
   | 'FILLED'
+  /** Open: some of the quantity is filled. */
   | 'PARTIALLY_FILLED'
   /** Replaced by another order through replaceOrderSubmission (see `replacedBy`); final, but a late fill may still count. */
   | 'REPLACED'
+  /** Open: accepted, nothing filled yet. */
   | 'SUBMITTED';
 
 /** Every filter is optional; those given are combined with AND. */
@@ -134,9 +140,13 @@ export type OrderSubmissionOrder =
   | 'UPDATED_AT_ASC';
 
 export type OrderType =
+  /** At limitPrice or better. */
   | 'LIMIT'
+  /** At the best available price; no limitPrice or stopPrice. */
   | 'MARKET'
+  /** A MARKET order once the price reaches stopPrice. */
   | 'STOP'
+  /** A LIMIT order at limitPrice once the price reaches stopPrice. */
   | 'STOP_LIMIT';
 
 export type RecordFillInput = {
@@ -202,9 +212,13 @@ export type SubmitOrderInput = {
 };
 
 export type TimeInForce =
+  /** Good for the trading day. */
   | 'DAY'
+  /** Fill or kill: all at once, or nothing. */
   | 'FOK'
+  /** Good till cancelled. */
   | 'GTC'
+  /** Immediate or cancel: what does not fill at once is cancelled. */
   | 'IOC';
 
 export type UpdateStrategyInput = {

@@ -4,6 +4,7 @@ import * as keyCacheGeneration from './002_key_cache_generation.ts';
 import * as ownersAndSessions from './003_owners_and_sessions.ts';
 import * as securityLog from './004_security_log.ts';
 import * as keyScopesAndCidrs from './005_key_scopes_and_cidrs.ts';
+import * as idempotencyKeys from './006_idempotency_keys.ts';
 
 export const SCHEMA = 'accounts';
 
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '003_owners_and_sessions': ownersAndSessions,
   '004_security_log': securityLog,
   '005_key_scopes_and_cidrs': keyScopesAndCidrs,
+  '006_idempotency_keys': idempotencyKeys,
 };

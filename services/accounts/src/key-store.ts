@@ -81,6 +81,11 @@ export class ApiKeyStore {
     this.localMaxEntries = options.localMaxEntries ?? 50_000;
   }
 
+  /** The accounts database the keys are read from; the gateway keeps its idempotency answers there too. */
+  get db(): AccountsDb {
+    return this.options.db;
+  }
+
   private get channel(): string {
     return `${this.options.redisKeyPrefix}apikey:invalidate`;
   }

@@ -149,16 +149,32 @@ export type MutationUpdateWebhookEndpointArgs = {
   input: UpdateWebhookEndpointInput;
 };
 
+/** Where a page ends. Ask for the next one with `after: endCursor` while `hasNextPage`. */
 export type PageInfo = {
   __typename?: 'PageInfo';
+  /**
+   * The cursor of the page's last item, to pass as `after`. On the forward feeds (listEvents, and
+   * listOrderSubmissions with UPDATED_AT_ASC) it is never null: an empty page returns the position it
+   * was asked from, so always keep the last one.
+   */
   endCursor?: Maybe<Scalars['String']['output']>;
+  /** Whether a further page holds items now (a forward feed may gain more later). */
   hasNextPage: Scalars['Boolean']['output'];
 };
 
+/** Why a mutation changed nothing. Every code, with when it happens and what to do, is listed at /docs/errors.html. */
 export type PayloadError = {
   __typename?: 'PayloadError';
+  /**
+   * What went wrong, for programs: VALIDATION_FAILED, NOT_FOUND, STRATEGY_NOT_ACTIVE,
+   * DUPLICATE_CLIENT_ORDER_ID, ORDER_NOT_CANCELLABLE, ORDER_NOT_REPLACEABLE, ORDER_NOT_FILLABLE,
+   * FILL_EXCEEDS_REMAINING, DUPLICATE_EXECUTION_ID, STRATEGY_NAME_TAKEN, INVALID_STATUS_TRANSITION,
+   * WEBHOOK_ENDPOINT_LIMIT, or TEMPORARILY_UNAVAILABLE (retry: nothing changed, or the change will complete).
+   */
   code: Scalars['String']['output'];
+  /** The input field at fault (e.g. `quantity`, `limitPrice`), for VALIDATION_FAILED; otherwise null. */
   field?: Maybe<Scalars['String']['output']>;
+  /** A sentence for people; do not parse it. */
   message: Scalars['String']['output'];
 };
 

@@ -32,14 +32,21 @@ export type Scalars = {
 /** An execution of an order, as the venue reported it. */
 export type Fill = {
   __typename?: 'Fill';
+  /** When the venue executed it. */
   executedAt: Scalars['DateTime']['output'];
+  /** The venue's id of the execution, unique per account: recording it again returns this fill. */
   executionId: Scalars['String']['output'];
+  /** The venue's fee, 0 when none was given. */
   fee: Scalars['Decimal']['output'];
   id: Scalars['ID']['output'];
   liquidity: Liquidity;
+  /** The order the fill was applied to. */
   orderSubmission: OrderSubmission;
+  /** The execution price. */
   price: Scalars['Decimal']['output'];
+  /** The quantity executed. */
   quantity: Scalars['Decimal']['output'];
+  /** When the service recorded it. */
   recordedAt: Scalars['DateTime']['output'];
   /** The order's side. */
   side: OrderSide;
@@ -93,14 +100,21 @@ export type MutationRecordFillArgs = {
 };
 
 export type OrderSide =
+  /** Buy: a fill adds to the position. */
   | 'BUY'
+  /** Sell: a fill takes from the position (below zero is a short). */
   | 'SELL';
 
 export type OrderStatus =
+  /** Final: cancelled before it filled completely (see cancelledAt). */
   | 'CANCELLED'
+  /** Final: the whole quantity is filled. */
   | 'FILLED'
+  /** Open: some of the quantity is filled. */
   | 'PARTIALLY_FILLED'
+  /** Replaced by another order through replaceOrderSubmission (see `replacedBy`); final, but a late fill may still count. */
   | 'REPLACED'
+  /** Open: accepted, nothing filled yet. */
   | 'SUBMITTED';
 
 export type OrderSubmission = {
@@ -127,21 +141,41 @@ export type OrderSubmission = {
 };
 
 export type OrderType =
+  /** At limitPrice or better. */
   | 'LIMIT'
+  /** At the best available price; no limitPrice or stopPrice. */
   | 'MARKET'
+  /** A MARKET order once the price reaches stopPrice. */
   | 'STOP'
+  /** A LIMIT order at limitPrice once the price reaches stopPrice. */
   | 'STOP_LIMIT';
 
+/** Where a page ends. Ask for the next one with `after: endCursor` while `hasNextPage`. */
 export type PageInfo = {
   __typename?: 'PageInfo';
+  /**
+   * The cursor of the page's last item, to pass as `after`. On the forward feeds (listEvents, and
+   * listOrderSubmissions with UPDATED_AT_ASC) it is never null: an empty page returns the position it
+   * was asked from, so always keep the last one.
+   */
   endCursor?: Maybe<Scalars['String']['output']>;
+  /** Whether a further page holds items now (a forward feed may gain more later). */
   hasNextPage: Scalars['Boolean']['output'];
 };
 
+/** Why a mutation changed nothing. Every code, with when it happens and what to do, is listed at /docs/errors.html. */
 export type PayloadError = {
   __typename?: 'PayloadError';
+  /**
+   * What went wrong, for programs: VALIDATION_FAILED, NOT_FOUND, STRATEGY_NOT_ACTIVE,
+   * DUPLICATE_CLIENT_ORDER_ID, ORDER_NOT_CANCELLABLE, ORDER_NOT_REPLACEABLE, ORDER_NOT_FILLABLE,
+   * FILL_EXCEEDS_REMAINING, DUPLICATE_EXECUTION_ID, STRATEGY_NAME_TAKEN, INVALID_STATUS_TRANSITION,
+   * WEBHOOK_ENDPOINT_LIMIT, or TEMPORARILY_UNAVAILABLE (retry: nothing changed, or the change will complete).
+   */
   code: Scalars['String']['output'];
+  /** The input field at fault (e.g. `quantity`, `limitPrice`), for VALIDATION_FAILED; otherwise null. */
   field?: Maybe<Scalars['String']['output']>;
+  /** A sentence for people; do not parse it. */
   message: Scalars['String']['output'];
 };
 
@@ -218,9 +252,13 @@ export type Strategy = {
 };
 
 export type TimeInForce =
+  /** Good for the trading day. */
   | 'DAY'
+  /** Fill or kill: all at once, or nothing. */
   | 'FOK'
+  /** Good till cancelled. */
   | 'GTC'
+  /** Immediate or cancel: what does not fill at once is cancelled. */
   | 'IOC';
 
 

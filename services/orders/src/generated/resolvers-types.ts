@@ -99,15 +99,21 @@ export type MutationSubmitOrderArgs = {
 };
 
 export type OrderSide =
+  /** Buy: a fill adds to the position. */
   | 'BUY'
+  /** Sell: a fill takes from the position (below zero is a short). */
   | 'SELL';
 
 export type OrderStatus =
+  /** Final: cancelled before it filled completely (see cancelledAt). */
   | 'CANCELLED'
+  /** Final: the whole quantity is filled. */
   | 'FILLED'
+  /** Open: some of the quantity is filled. */
   | 'PARTIALLY_FILLED'
   /** Replaced by another order through replaceOrderSubmission (see `replacedBy`); final, but a late fill may still count. */
   | 'REPLACED'
+  /** Open: accepted, nothing filled yet. */
   | 'SUBMITTED';
 
 /**
@@ -127,8 +133,11 @@ export type OrderSubmission = {
   clientOrderId?: Maybe<Scalars['String']['output']>;
   /** Sum of the applied fills' quantities. */
   filledQuantity: Scalars['Decimal']['output'];
+  /** The service's id of the order (a time-ordered UUID). */
   id: Scalars['ID']['output'];
+  /** Set for LIMIT and STOP_LIMIT orders. */
   limitPrice?: Maybe<Scalars['Decimal']['output']>;
+  /** The quantity ordered. */
   quantity: Scalars['Decimal']['output'];
   /** quantity − filledQuantity; 0 once the order is cancelled, replaced or filled. */
   remainingQuantity: Scalars['Decimal']['output'];
@@ -139,14 +148,19 @@ export type OrderSubmission = {
   /** The order this one replaced (a cancel/replace chain, as FIX OrigClOrdID). */
   replacesOrderSubmission?: Maybe<OrderSubmission>;
   side: OrderSide;
+  /** Where the order is: SUBMITTED and PARTIALLY_FILLED are open; FILLED, CANCELLED and REPLACED are final. */
   status: OrderStatus;
+  /** Set for STOP and STOP_LIMIT orders. */
   stopPrice?: Maybe<Scalars['Decimal']['output']>;
   /** The strategy the order was submitted under; null when it has none. */
   strategy?: Maybe<Strategy>;
+  /** When the service accepted the order. */
   submittedAt: Scalars['DateTime']['output'];
+  /** The instrument, upper-cased (e.g. AAPL, BTC-USD). */
   symbol: Scalars['String']['output'];
   timeInForce: TimeInForce;
   type: OrderType;
+  /** When the order last changed (a fill, a cancel, a replace); the incremental sync follows these changes. */
   updatedAt: Scalars['DateTime']['output'];
 };
 
@@ -194,21 +208,41 @@ export type OrderSubmissionOrder =
   | 'UPDATED_AT_ASC';
 
 export type OrderType =
+  /** At limitPrice or better. */
   | 'LIMIT'
+  /** At the best available price; no limitPrice or stopPrice. */
   | 'MARKET'
+  /** A MARKET order once the price reaches stopPrice. */
   | 'STOP'
+  /** A LIMIT order at limitPrice once the price reaches stopPrice. */
   | 'STOP_LIMIT';
 
+/** Where a page ends. Ask for the next one with `after: endCursor` while `hasNextPage`. */
 export type PageInfo = {
   __typename?: 'PageInfo';
+  /**
+   * The cursor of the page's last item, to pass as `after`. On the forward feeds (listEvents, and
+   * listOrderSubmissions with UPDATED_AT_ASC) it is never null: an empty page returns the position it
+   * was asked from, so always keep the last one.
+   */
   endCursor?: Maybe<Scalars['String']['output']>;
+  /** Whether a further page holds items now (a forward feed may gain more later). */
   hasNextPage: Scalars['Boolean']['output'];
 };
 
+/** Why a mutation changed nothing. Every code, with when it happens and what to do, is listed at /docs/errors.html. */
 export type PayloadError = {
   __typename?: 'PayloadError';
+  /**
+   * What went wrong, for programs: VALIDATION_FAILED, NOT_FOUND, STRATEGY_NOT_ACTIVE,
+   * DUPLICATE_CLIENT_ORDER_ID, ORDER_NOT_CANCELLABLE, ORDER_NOT_REPLACEABLE, ORDER_NOT_FILLABLE,
+   * FILL_EXCEEDS_REMAINING, DUPLICATE_EXECUTION_ID, STRATEGY_NAME_TAKEN, INVALID_STATUS_TRANSITION,
+   * WEBHOOK_ENDPOINT_LIMIT, or TEMPORARILY_UNAVAILABLE (retry: nothing changed, or the change will complete).
+   */
   code: Scalars['String']['output'];
+  /** The input field at fault (e.g. `quantity`, `limitPrice`), for VALIDATION_FAILED; otherwise null. */
   field?: Maybe<Scalars['String']['output']>;
+  /** A sentence for people; do not parse it. */
   message: Scalars['String']['output'];
 };
 
@@ -305,9 +339,13 @@ export type SubmitOrderPayload = {
 };
 
 export type TimeInForce =
+  /** Good for the trading day. */
   | 'DAY'
+  /** Fill or kill: all at once, or nothing. */
   | 'FOK'
+  /** Good till cancelled. */
   | 'GTC'
+  /** Immediate or cancel: what does not fill at once is cancelled. */
   | 'IOC';
 
 

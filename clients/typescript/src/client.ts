@@ -1,0 +1,182 @@
+import { OtsPayloadError } from './errors.js';
+import * as ops from './generated/operations.js';
+import type { TypedDocumentString } from './generated/operations.js';
+import { Paginated, type Connection } from './paging.js';
+import { EventStream, type EventStreamOptions } from './stream.js';
+import { Transport } from './transport.js';
+
+export interface OtsClientOptions {
+  /** An API key, `svc_live_...` (the console's Settings → API Keys, or `npm run admin -- key create`). */
+  apiKey: string;
+  /** The gateway's origin. */
+  baseUrl?: string;
+  /** How many times a failed attempt is retried (network error, timeout, 409 in progress, 429, 5xx, outage). */
+  maxNetworkRetries?: number;
+  /** How long one attempt may take. */
+  timeoutMs?: number;
+  /** A `fetch` to use instead of the global one (a proxy agent, a test double). */
+  fetch?: typeof fetch;
+}
+
+export interface ListOptions<Filter> {
+  filter?: Filter;
+  /** Start after this cursor (a `Paginated.cursor` kept from before). */
+  after?: string;
+  /** Items per request, 1 to 200. */
+  pageSize?: number;
+}
+
+type PayloadWithError = { error: { code: string; field: string | null; message: string } | null };
+
+export type Order = ops.OrderFieldsFragment;
+export type Strategy = ops.StrategyFieldsFragment;
+export type Fill = ops.FillFieldsFragment;
+export type Position = ops.PositionFieldsFragment;
+export type Event = ops.EventFieldsFragment;
+export type WebhookEndpoint = ops.WebhookEndpointFieldsFragment;
+
+/** The payload's error thrown as `OtsPayloadError`; otherwise the payload. */
+function unwrap<P extends PayloadWithError>(payload: P): P {
+  if (payload.error) throw new OtsPayloadError(payload.error);
+  return payload;
+}
+
+/**
+ * The client of the Order Trading GraphQL Service (contract section 10). Every call is typed from the
+ * published schema; every mutation is safe to retry and is retried for you; lists page by themselves.
+ */
+export class OtsClient {
+  private readonly transport: Transport;
+
+  constructor(options: OtsClientOptions) {
+    if (!options.apiKey) throw new TypeError('OtsClient needs an apiKey');
+    this.transport = new Transport({
+      apiKey: options.apiKey,
+      baseUrl: options.baseUrl ?? 'http://127.0.0.1:4000',
+      maxNetworkRetries: options.maxNetworkRetries ?? 2,
+      timeoutMs: options.timeoutMs ?? 10_000,
+      fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
+    });
+  }
+
+  private query<R, V extends object>(document: TypedDocumentString<R, V>, variables?: V): Promise<R> {
+    return this.transport.execute<R>(document.toString(), variables, 'query');
+  }
+
+  private mutate<R, V extends object>(document: TypedDocumentString<R, V>, variables: V): Promise<R> {
+    return this.transport.execute<R>(document.toString(), variables, 'mutation');
+  }
+
+  private paginate<Node, Filter>(options: ListOptions<Filter>, fetchPage: (first: number | undefined, after: string | undefined) => Promise<Connection<Node>>) {
+    return new Paginated<Node>((after) => fetchPage(options.pageSize, after), options.after);
+  }
+
+  /** The key's account and the key itself. */
+  async viewer() {
+    return (await this.query(ops.ViewerDocument)).viewer;
+  }
+
+  readonly orders = {
+    /**
+     * Submits an order. Without a `clientOrderId` one is made for you (`ots-<uuid>`), so the client's
+     * retries never submit twice; to retry a call yourself later, give your own `clientOrderId`.
+     */
+    submit: async (input: ops.SubmitOrderInput): Promise<Order> => {
+      const withId = { ...input, clientOrderId: input.clientOrderId ?? `ots-${crypto.randomUUID()}` };
+      return unwrap((await this.mutate(ops.SubmitOrderDocument, { input: withId })).submitOrder).orderSubmission!;
+    },
+    cancel: async (id: string): Promise<Order> => unwrap((await this.mutate(ops.CancelOrderDocument, { id })).cancelOrderSubmission).orderSubmission!,
+    /** Cancel/replace: returns the new order and the one it replaced. */
+    replace: async (id: string, input: ops.ReplaceOrderSubmissionInput) => {
+      const payload = unwrap((await this.mutate(ops.ReplaceOrderDocument, { id, input })).replaceOrderSubmission);
+      return { orderSubmission: payload.orderSubmission!, replacedOrderSubmission: payload.replacedOrderSubmission! };
+    },
+    /** Cancels every open order matching the filter, calling as many times as `hasMore` asks. */
+    cancelAll: async (filter?: ops.CancelOrderSubmissionsFilter) => {
+      const cancelled: Order[] = [];
+      for (;;) {
+        const payload = unwrap((await this.mutate(ops.CancelAllOrdersDocument, { filter })).cancelOrderSubmissions);
+        cancelled.push(...payload.orderSubmissions);
+        if (!payload.hasMore) return { cancelledCount: cancelled.length, orderSubmissions: cancelled };
+      }
+    },
+    /** The order, or null when it does not exist or is another account's. */
+    get: async (id: string): Promise<Order | null> => (await this.query(ops.GetOrderDocument, { id })).orderSubmission,
+    /** The account's orders, newest first unless `orderBy` says otherwise. */
+    list: (options: ListOptions<ops.OrderSubmissionFilter> & { orderBy?: ops.OrderSubmissionOrder } = {}) =>
+      this.paginate(options, async (first, after) =>
+        (await this.query(ops.ListOrdersDocument, { filter: options.filter, orderBy: options.orderBy, first, after })).listOrderSubmissions,
+      ),
+    /**
+     * The incremental sync: every order changed since `after` (or since `filter.updatedAfter`), in the
+     * order the changes were committed, none missed. Keep `cursor` and start the next sync from it.
+     */
+    sync: (options: ListOptions<ops.OrderSubmissionFilter> = {}) =>
+      this.paginate(options, async (first, after) =>
+        (await this.query(ops.ListOrdersDocument, { filter: options.filter, orderBy: 'UPDATED_AT_ASC', first, after })).listOrderSubmissions,
+      ),
+  };
+
+  readonly fills = {
+    /** Records a venue's execution; the same `executionId` again returns the recorded fill. */
+    record: async (input: ops.RecordFillInput): Promise<{ fill: Fill; orderSubmission: Order }> => {
+      const payload = unwrap((await this.mutate(ops.RecordFillDocument, { input })).recordFill);
+      return { fill: payload.fill!, orderSubmission: payload.orderSubmission! };
+    },
+    get: async (id: string): Promise<Fill | null> => (await this.query(ops.GetFillDocument, { id })).fill,
+    list: (options: ListOptions<ops.FillFilter> = {}) =>
+      this.paginate(options, async (first, after) => (await this.query(ops.ListFillsDocument, { filter: options.filter, first, after })).listFills),
+  };
+
+  readonly strategies = {
+    create: async (input: ops.CreateStrategyInput): Promise<Strategy> => unwrap((await this.mutate(ops.CreateStrategyDocument, { input })).createStrategy).strategy!,
+    update: async (id: string, input: ops.UpdateStrategyInput): Promise<Strategy> =>
+      unwrap((await this.mutate(ops.UpdateStrategyDocument, { id, input })).updateStrategy).strategy!,
+    pause: async (id: string): Promise<Strategy> => unwrap((await this.mutate(ops.PauseStrategyDocument, { id })).pauseStrategy).strategy!,
+    resume: async (id: string): Promise<Strategy> => unwrap((await this.mutate(ops.ResumeStrategyDocument, { id })).resumeStrategy).strategy!,
+    archive: async (id: string): Promise<Strategy> => unwrap((await this.mutate(ops.ArchiveStrategyDocument, { id })).archiveStrategy).strategy!,
+    get: async (id: string): Promise<Strategy | null> => (await this.query(ops.GetStrategyDocument, { id })).strategy,
+    list: (options: ListOptions<ops.StrategyFilter> = {}) =>
+      this.paginate(options, async (first, after) => (await this.query(ops.ListStrategiesDocument, { filter: options.filter, first, after })).listStrategies),
+    /** The strategy's positions by symbol; null when the strategy does not exist. */
+    positions: async (id: string): Promise<Position[] | null> => (await this.query(ops.StrategyPositionsDocument, { id })).strategy?.positions ?? null,
+  };
+
+  readonly events = {
+    /** The account's events of the last 30 days, oldest first; page on from a kept `cursor` to miss none. */
+    list: (options: ListOptions<ops.EventFilter> = {}) =>
+      this.paginate(options, async (first, after) => (await this.query(ops.ListEventsDocument, { filter: options.filter, first, after })).listEvents),
+    get: async (id: string): Promise<Event | null> => (await this.query(ops.GetEventDocument, { id })).event,
+    /**
+     * The events as they happen (GraphQL over SSE), from `after` (a kept cursor) or from now. It
+     * reconnects with back-off and resumes after the last event it handed out, so each event comes
+     * once, in order, across disconnects; `cursor` is the position to keep.
+     */
+    stream: (options: EventStreamOptions = {}) => new EventStream(this.transport, options),
+  };
+
+  readonly webhooks = {
+    /** Creates an endpoint; `signingSecret` is shown this once: keep it for `verifyWebhook`. */
+    create: async (input: ops.CreateWebhookEndpointInput) => {
+      const payload = unwrap((await this.mutate(ops.CreateWebhookEndpointDocument, { input })).createWebhookEndpoint);
+      return { webhookEndpoint: payload.webhookEndpoint!, signingSecret: payload.signingSecret! };
+    },
+    update: async (id: string, input: ops.UpdateWebhookEndpointInput): Promise<WebhookEndpoint> =>
+      unwrap((await this.mutate(ops.UpdateWebhookEndpointDocument, { id, input })).updateWebhookEndpoint).webhookEndpoint!,
+    disable: async (id: string): Promise<WebhookEndpoint> =>
+      unwrap((await this.mutate(ops.DisableWebhookEndpointDocument, { id })).disableWebhookEndpoint).webhookEndpoint!,
+    enable: async (id: string): Promise<WebhookEndpoint> =>
+      unwrap((await this.mutate(ops.EnableWebhookEndpointDocument, { id })).enableWebhookEndpoint).webhookEndpoint!,
+    delete: async (id: string): Promise<WebhookEndpoint> =>
+      unwrap((await this.mutate(ops.DeleteWebhookEndpointDocument, { id })).deleteWebhookEndpoint).webhookEndpoint!,
+    /** A new signing secret; the old one keeps signing for `graceSeconds` (default a day). */
+    rotateSecret: async (id: string, graceSeconds?: number) => {
+      const payload = unwrap((await this.mutate(ops.RotateWebhookSigningSecretDocument, { id, graceSeconds })).rotateWebhookSigningSecret);
+      return { webhookEndpoint: payload.webhookEndpoint!, signingSecret: payload.signingSecret! };
+    },
+    list: async (): Promise<WebhookEndpoint[]> => (await this.query(ops.ListWebhookEndpointsDocument)).listWebhookEndpoints,
+    get: async (id: string): Promise<WebhookEndpoint | null> => (await this.query(ops.GetWebhookEndpointDocument, { id })).webhookEndpoint,
+    redeliver: async (endpointId: string, eventId: string): Promise<Event> =>
+      unwrap((await this.mutate(ops.RedeliverEventDocument, { endpointId, eventId })).redeliverEvent).event!,
+  };
+}

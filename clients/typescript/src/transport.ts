@@ -1,0 +1,161 @@
+import {
+  OtsApiError,
+  OtsAuthenticationError,
+  OtsConnectionError,
+  OtsError,
+  OtsPayloadError,
+  OtsPermissionError,
+  OtsRateLimitError,
+  OtsRequestError,
+} from './errors.js';
+
+type PayloadErrorShape = { code: string; field?: string | null; message: string };
+
+export interface TransportOptions {
+  apiKey: string;
+  baseUrl: string;
+  maxNetworkRetries: number;
+  timeoutMs: number;
+  fetch: typeof fetch;
+}
+
+interface GraphqlError {
+  message: string;
+  path?: (string | number)[];
+  extensions?: { code?: string; requiredScope?: string };
+}
+
+interface GraphqlResponse {
+  data?: Record<string, unknown> | null;
+  errors?: GraphqlError[];
+  detail?: string;
+}
+
+/** The first and the longest pause between attempts, before jitter. */
+const INITIAL_DELAY_MS = 500;
+const MAX_DELAY_MS = 8_000;
+const REQUEST_ERROR_CODES = new Set(['BAD_USER_INPUT', 'BAD_REQUEST', 'GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED']);
+
+/** Exponential back-off with jitter: between half and all of 0.5 s, 1 s, 2 s, ... up to 8 s. */
+export function backoffMs(attempt: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(MAX_DELAY_MS, INITIAL_DELAY_MS * 2 ** attempt);
+  return ceiling / 2 + random() * (ceiling / 2);
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Thrown inside an attempt: `retryable` failures are tried again while attempts remain. */
+class AttemptFailure {
+  constructor(
+    readonly error: OtsError,
+    readonly retryable: boolean,
+    readonly minimumDelayMs = 0,
+  ) {}
+}
+
+export function retryAfterSeconds(response: Pick<Response, 'headers'>): number {
+  const header = response.headers.get('retry-after');
+  const seconds = header === null ? NaN : Number(header);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds;
+  const date = header === null ? NaN : Date.parse(header);
+  return Number.isFinite(date) ? Math.max(0, (date - Date.now()) / 1000) : 1;
+}
+
+/** A payload error of `TEMPORARILY_UNAVAILABLE` on any root field: nothing changed, or it will complete; a retry is safe. */
+function unavailablePayload(data: Record<string, unknown> | null | undefined): PayloadErrorShape | undefined {
+  for (const value of Object.values(data ?? {})) {
+    const error = typeof value === 'object' && value !== null ? (value as { error?: PayloadErrorShape | null }).error : undefined;
+    if (error?.code === 'TEMPORARILY_UNAVAILABLE') return error;
+  }
+  return undefined;
+}
+
+/**
+ * Sends one GraphQL operation, with the retries of contract section 10: a network error, a timeout,
+ * 409 (the same call still in progress), 429 (after `Retry-After`), 5xx and TEMPORARILY_UNAVAILABLE are
+ * tried again up to `maxNetworkRetries` times. A mutation carries one `Idempotency-Key` on every attempt,
+ * so a retry whose first attempt did run is answered with that attempt's answer and runs nothing again.
+ */
+export class Transport {
+  constructor(private readonly options: TransportOptions) {}
+
+  get graphqlUrl(): string {
+    return new URL('/graphql', this.options.baseUrl).toString();
+  }
+
+  /** The GraphQL-over-SSE endpoint of the event stream. */
+  get streamUrl(): string {
+    return new URL('/graphql/stream', this.options.baseUrl).toString();
+  }
+
+  get apiKey(): string {
+    return this.options.apiKey;
+  }
+
+  get fetch(): typeof fetch {
+    return this.options.fetch;
+  }
+
+  async execute<Result>(query: string, variables: object | undefined, kind: 'query' | 'mutation'): Promise<Result> {
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json', 'x-api-key': this.options.apiKey };
+    if (kind === 'mutation') headers['idempotency-key'] = crypto.randomUUID();
+    const body = JSON.stringify({ query, variables: variables ?? {} });
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return (await this.attempt(headers, body)) as Result;
+      } catch (failure) {
+        if (!(failure instanceof AttemptFailure)) throw failure;
+        if (!failure.retryable || attempt >= this.options.maxNetworkRetries) throw failure.error;
+        await sleep(Math.max(failure.minimumDelayMs, backoffMs(attempt)));
+      }
+    }
+  }
+
+  private async attempt(headers: Record<string, string>, body: string): Promise<Record<string, unknown>> {
+    let response: Response;
+    let parsed: GraphqlResponse | undefined;
+    try {
+      response = await this.options.fetch(this.graphqlUrl, { method: 'POST', headers, body, signal: AbortSignal.timeout(this.options.timeoutMs) });
+      const text = await response.text();
+      try {
+        parsed = JSON.parse(text) as GraphqlResponse;
+      } catch {
+        parsed = undefined;
+      }
+    } catch (error) {
+      const timedOut = error instanceof DOMException && error.name === 'TimeoutError';
+      throw new AttemptFailure(new OtsConnectionError(timedOut ? `No answer within ${this.options.timeoutMs} ms` : 'The service could not be reached', { cause: error }), true);
+    }
+    const requestId = response.headers.get('x-request-id') ?? undefined;
+    const status = response.status;
+    const detail = parsed?.detail ?? parsed?.errors?.[0]?.message ?? `HTTP ${status}`;
+    const context = { status, requestId, code: parsed?.errors?.[0]?.extensions?.code };
+
+    if (status === 429) {
+      const seconds = retryAfterSeconds(response);
+      // A little jitter on top of Retry-After, so a burst held back together does not return together.
+      throw new AttemptFailure(new OtsRateLimitError(detail, { ...context, retryAfterSeconds: seconds }), true, seconds * 1000 + Math.random() * 250);
+    }
+    if (status === 401) throw new AttemptFailure(new OtsAuthenticationError(detail, context), false);
+    if (status === 403) throw new AttemptFailure(new OtsPermissionError(detail, context), false);
+    if (status === 409) throw new AttemptFailure(new OtsApiError(detail, context), true);
+    if (status >= 500) throw new AttemptFailure(new OtsApiError(detail, context), true);
+    if (status >= 400) throw new AttemptFailure(new OtsRequestError(detail, context), false);
+    if (!parsed) throw new AttemptFailure(new OtsApiError('The answer was not JSON', context), true);
+
+    const first = parsed.errors?.[0];
+    if (first) {
+      const code = first.extensions?.code;
+      const error = { ...context, code };
+      if (code === 'UNAUTHENTICATED') throw new AttemptFailure(new OtsAuthenticationError(first.message, error), false);
+      if (code === 'FORBIDDEN') {
+        throw new AttemptFailure(new OtsPermissionError(first.message, { ...error, requiredScope: first.extensions?.requiredScope }), false);
+      }
+      if (code !== undefined && REQUEST_ERROR_CODES.has(code)) throw new AttemptFailure(new OtsRequestError(first.message, error), false);
+      throw new AttemptFailure(new OtsApiError(first.message, error), code === 'TEMPORARILY_UNAVAILABLE');
+    }
+    const unavailable = unavailablePayload(parsed.data);
+    if (unavailable) throw new AttemptFailure(new OtsPayloadError(unavailable, requestId), true);
+    return parsed.data ?? {};
+  }
+}

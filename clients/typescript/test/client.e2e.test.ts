@@ -1,0 +1,143 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setApiAccess } from '@ots/accounts';
+import { useStack } from '../../../testing/fixture.ts';
+import { FaultProxy, type ForwardedRequest } from '../../../testing/fault-proxy.ts';
+import { Receiver } from '../../../testing/webhook-receiver.ts';
+import {
+  OtsAuthenticationError,
+  OtsClient,
+  OtsPayloadError,
+  OtsPermissionError,
+  OtsRequestError,
+  verifyWebhook,
+} from '../src/index.ts';
+
+/**
+ * The SDK against the real stack, through a relay that loses answers (contract section 10): a retried
+ * call never creates twice, lists page by themselves, and every failure is one of the error classes.
+ */
+const t = useStack({ env: { RATE_LIMIT_PER_SECOND: '10', RATE_LIMIT_BURST: '10' }, accounts: [] });
+let proxy: FaultProxy;
+
+beforeAll(async () => {
+  proxy = await new FaultProxy(new URL(t.stack.gatewayUrl)).start();
+});
+afterAll(async () => {
+  await proxy?.close();
+});
+
+async function newClient(options: { maxNetworkRetries?: number } = {}) {
+  const { apiKey, accountId } = await t.stack.createAccountWithKey();
+  return { client: new OtsClient({ apiKey, baseUrl: proxy.origin, ...options }), apiKey, accountId };
+}
+
+const mutation = (field: string) => (request: ForwardedRequest) => request.body.includes(field);
+
+describe('a call whose answer is lost', () => {
+  it('is retried and submits one order, even without a clientOrderId', async () => {
+    const { client } = await newClient();
+    proxy.dropNextResponses(1, mutation('submitOrder'));
+    const dropped = proxy.droppedResponses;
+    const order = await client.orders.submit({ symbol: 'LOST', side: 'BUY', type: 'MARKET', quantity: '3' });
+    expect(proxy.droppedResponses).toBe(dropped + 1);
+    expect(order.clientOrderId).toMatch(/^ots-/);
+    const orders = await client.orders.list({ filter: { symbol: 'LOST' } }).toArray();
+    expect(orders.map((o) => o.id)).toEqual([order.id]);
+  });
+
+  it('is retried and creates one strategy', async () => {
+    const { client } = await newClient();
+    proxy.dropNextResponses(2, mutation('createStrategy'));
+    const strategy = await client.strategies.create({ name: 'Lost answers' });
+    expect(strategy.name).toBe('Lost answers');
+    expect((await client.strategies.list().toArray()).map((s) => s.id)).toEqual([strategy.id]);
+  });
+
+  it('is retried and creates one webhook endpoint, whose secret comes back with the replayed answer', async () => {
+    const { client } = await newClient();
+    proxy.dropNextResponses(1, mutation('createWebhookEndpoint'));
+    const created = await client.webhooks.create({ url: 'http://127.0.0.1:9/hooks', description: 'lost answer' });
+    expect(created.signingSecret).toMatch(/^whsec_/);
+    expect((await client.webhooks.list()).map((endpoint) => endpoint.id)).toEqual([created.webhookEndpoint.id]);
+  });
+
+  it('sends the same Idempotency-Key on every attempt of one call, and a new one for the next call', async () => {
+    const { client } = await newClient();
+    const from = proxy.requests.length;
+    proxy.dropNextResponses(1, mutation('createStrategy'));
+    await client.strategies.create({ name: 'Keyed once' });
+    await client.strategies.create({ name: 'Keyed twice' });
+    const keys = proxy.requests.slice(from).map((request) => request.headers['idempotency-key']);
+    expect(keys).toHaveLength(3);
+    expect(keys[0]).toBe(keys[1]);
+    expect(keys[2]).not.toBe(keys[0]);
+  });
+
+  it('gives up with OtsConnectionError once its retries are spent', async () => {
+    const { client } = await newClient({ maxNetworkRetries: 1 });
+    proxy.dropNextResponses(2, mutation('createStrategy'));
+    await expect(client.strategies.create({ name: 'Never answered' })).rejects.toMatchObject({ name: 'OtsConnectionError' });
+  });
+});
+
+describe('the rate limit', () => {
+  it('is honoured: a burst over it completes by waiting as Retry-After says', async () => {
+    const { client } = await newClient({ maxNetworkRetries: 6 });
+    const from = proxy.statuses.length;
+    const viewers = await Promise.all(Array.from({ length: 25 }, () => client.viewer()));
+    expect(viewers).toHaveLength(25);
+    expect(proxy.statuses.slice(from)).toContain(429);
+  });
+});
+
+describe('paging', () => {
+  it('iterates every page by itself, and a sync resumes from its cursor', async () => {
+    const { client } = await newClient();
+    for (let i = 0; i < 5; i += 1) await client.orders.submit({ symbol: 'PAGE', side: 'SELL', type: 'LIMIT', limitPrice: '10', quantity: String(i + 1) });
+    expect((await client.orders.list({ pageSize: 2 }).toArray()).map((o) => o.quantity)).toEqual(['5', '4', '3', '2', '1']);
+
+    const sync = client.orders.sync({ pageSize: 2 });
+    const seen = await sync.toArray();
+    expect(seen).toHaveLength(5);
+    const cancelled = await client.orders.cancel(seen[0]!.id);
+    await expect.poll(async () => (await client.orders.sync({ after: sync.cursor }).toArray()).map((o) => [o.id, o.status])).toEqual([[cancelled.id, 'CANCELLED']]);
+  });
+});
+
+describe('errors', () => {
+  it('throws a payload error as OtsPayloadError with its code', async () => {
+    const { client } = await newClient();
+    const failure = await client.orders.cancel('00000000-0000-4000-8000-000000000000').catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(OtsPayloadError);
+    expect(failure).toMatchObject({ code: 'NOT_FOUND' });
+    const invalid = await client.orders.submit({ symbol: 'X', side: 'BUY', type: 'MARKET', quantity: '0' }).catch((error: unknown) => error);
+    expect(invalid).toMatchObject({ code: 'VALIDATION_FAILED', field: 'quantity' });
+  });
+
+  it('throws OtsRequestError for an argument out of range, OtsAuthenticationError for a bad key, OtsPermissionError without API access', async () => {
+    const { client, accountId } = await newClient();
+    await expect(client.orders.list({ pageSize: 500 }).toArray()).rejects.toBeInstanceOf(OtsRequestError);
+    const stranger = new OtsClient({ apiKey: 'svc_live_notakey', baseUrl: proxy.origin });
+    await expect(stranger.viewer()).rejects.toBeInstanceOf(OtsAuthenticationError);
+    await setApiAccess(t.stack.management, accountId, false);
+    await expect(client.viewer()).rejects.toBeInstanceOf(OtsPermissionError);
+  });
+});
+
+describe('verifyWebhook', () => {
+  it('returns the event of a genuine delivery and refuses a tampered one', async () => {
+    const { client } = await newClient();
+    const receiver = await new Receiver().start();
+    try {
+      const { signingSecret } = await client.webhooks.create({ url: receiver.url, eventTypes: ['strategy.created'] });
+      const strategy = await client.strategies.create({ name: 'Signed' });
+      await expect.poll(() => receiver.received.length).toBeGreaterThan(0);
+      const delivery = receiver.received[0]!;
+      const event = verifyWebhook(signingSecret, delivery.body, delivery.headers);
+      expect(event).toMatchObject({ type: 'strategy.created', data: { id: strategy.id } });
+      expect(() => verifyWebhook(signingSecret, delivery.body.replace('Signed', 'Forged'), delivery.headers)).toThrow(OtsRequestError);
+    } finally {
+      await receiver.close();
+    }
+  });
+});

@@ -1,0 +1,146 @@
+import type { PayloadErrorCode } from '@ots/shared/errors';
+
+export interface ErrorCodeDoc {
+  /** Where the code appears: a mutation payload's `error.code`, a top-level error's `extensions.code`, or an HTTP status. */
+  where: 'payload' | 'top-level' | 'http';
+  when: string;
+  todo: string;
+}
+
+/** Every payload error code (the type makes a missing one a compile error), with when it happens and what to do. */
+export const PAYLOAD_ERROR_CODES: Record<PayloadErrorCode, ErrorCodeDoc> = {
+  VALIDATION_FAILED: {
+    where: 'payload',
+    when: 'A well-formed value breaks a rule: a zero quantity, a limit price on a MARKET order, a symbol of bad characters, a name too long. `field` names the input (e.g. `quantity`).',
+    todo: 'Fix the named field; retrying the same input gives the same answer.',
+  },
+  NOT_FOUND: {
+    where: 'payload',
+    when: 'The id does not exist, or belongs to another account (the two are indistinguishable).',
+    todo: 'Check the id and that the key is of the account that owns it.',
+  },
+  STRATEGY_NOT_ACTIVE: {
+    where: 'payload',
+    when: 'An order names a strategy that is PAUSED or ARCHIVED.',
+    todo: 'Resume the strategy (resumeStrategy) or submit under an ACTIVE one.',
+  },
+  DUPLICATE_CLIENT_ORDER_ID: {
+    where: 'payload',
+    when: 'The account already used this clientOrderId for an order with different fields. (The same fields again return the existing order, without error: that is a safe retry.)',
+    todo: 'Use a new clientOrderId for a new order; look the old one up with listOrderSubmissions(filter: {clientOrderId}).',
+  },
+  ORDER_NOT_CANCELLABLE: {
+    where: 'payload',
+    when: 'The order is FILLED or REPLACED (a CANCELLED order is returned as it is, without error).',
+    todo: 'Nothing to cancel; read the order to see its state.',
+  },
+  ORDER_NOT_REPLACEABLE: {
+    where: 'payload',
+    when: 'The order is no longer open (FILLED, CANCELLED or REPLACED), or the replacement would leave less than is already filled.',
+    todo: 'Read the order; submit a new one if you still want the position.',
+  },
+  ORDER_NOT_FILLABLE: {
+    where: 'payload',
+    when: 'recordFill names an order that is CANCELLED, REPLACED or FILLED.',
+    todo: 'Check the venue report against the order; a late fill of a replaced order belongs to the order that replaced it.',
+  },
+  FILL_EXCEEDS_REMAINING: {
+    where: 'payload',
+    when: 'The fill quantity is more than the order has left (remainingQuantity).',
+    todo: 'Check the venue report; nothing was recorded.',
+  },
+  DUPLICATE_EXECUTION_ID: {
+    where: 'payload',
+    when: 'This executionId was already recorded with different details. (The same details again return the recorded fill, applied once.)',
+    todo: 'Each venue execution has one executionId; do not reuse one for another fill.',
+  },
+  STRATEGY_NAME_TAKEN: {
+    where: 'payload',
+    when: 'Another non-archived strategy of the account has this name, whatever the case.',
+    todo: 'Choose another name, or archive the other strategy first.',
+  },
+  INVALID_STATUS_TRANSITION: {
+    where: 'payload',
+    when: 'The strategy cannot go to that status from its own (an ARCHIVED strategy is final).',
+    todo: 'Read the strategy; create a new one instead of reviving an archived one.',
+  },
+  TEMPORARILY_UNAVAILABLE: {
+    where: 'payload',
+    when: 'A service the mutation depends on did not answer. Nothing was changed, or the change will complete by itself.',
+    todo: 'Retry after a short back-off with the same clientOrderId / executionId / Idempotency-Key: a retry is always safe. @ots/client does this for you.',
+  },
+  WEBHOOK_ENDPOINT_LIMIT: {
+    where: 'payload',
+    when: 'The account already has 16 webhook endpoints.',
+    todo: 'Delete an endpoint you no longer use; one endpoint can receive every event type.',
+  },
+};
+
+/** Top-level `extensions.code` values and HTTP answers a client can meet. */
+export const OTHER_ERROR_CODES: Record<string, ErrorCodeDoc> = {
+  UNAUTHENTICATED: {
+    where: 'top-level',
+    when: 'No X-API-Key header (or an empty one): HTTP 200, `data: null` and one error per root field (Variant A).',
+    todo: 'Send the key in the X-API-Key header (not Authorization).',
+  },
+  FORBIDDEN: {
+    where: 'top-level',
+    when: 'The key lacks the scope a root field needs; `extensions.requiredScope` names it. Nothing ran.',
+    todo: 'Use a key with that scope (Settings → API Keys, or `npm run admin -- key update KEY_ID --scopes ...`).',
+  },
+  BAD_USER_INPUT: {
+    where: 'top-level',
+    when: 'A value its scalar does not accept (a Decimal that does not parse or is a JSON number, a malformed DateTime), or `first` outside 1–200. `extensions.argumentName` names the argument.',
+    todo: 'Fix the value: decimals are strings ("10.5"), instants ISO-8601 UTC.',
+  },
+  GRAPHQL_PARSE_FAILED: { where: 'top-level', when: 'The document is not valid GraphQL syntax (HTTP 400).', todo: 'Fix the document.' },
+  GRAPHQL_VALIDATION_FAILED: {
+    where: 'top-level',
+    when: 'The document does not match the schema: an unknown field, a missing argument, a wrong variable type (HTTP 400).',
+    todo: 'Check the field against the reference.',
+  },
+  BAD_REQUEST: {
+    where: 'top-level',
+    when: 'The request itself is wrong: an operationName the document does not define, two anonymous operations, a subscription sent to POST /graphql, a body without "query" (HTTP 400).',
+    todo: 'Send one operation per request; subscriptions go to /graphql/stream or /graphql/ws.',
+  },
+  QUERY_TOO_COMPLEX: {
+    where: 'top-level',
+    when: 'The document is over the depth (10), alias (15), token (2,000) or cost limit; checked before anything runs (HTTP 400).',
+    todo: 'Select less, or page with a smaller `first`.',
+  },
+  SERVICE_UNAVAILABLE: {
+    where: 'top-level',
+    when: 'The service owning these fields did not answer; the fields of the others are still in `data`.',
+    todo: 'Retry after a back-off; mutations with the same Idempotency-Key or natural id are safe to retry.',
+  },
+  GATEWAY_TIMEOUT: { where: 'top-level', when: 'No answer within the gateway timeout (10 s); HTTP 504.', todo: 'Retry after a back-off with the same Idempotency-Key.' },
+  INTERNAL_SERVER_ERROR: {
+    where: 'top-level',
+    when: 'A fault of ours. The message is masked; the response header x-request-id identifies the request in our logs.',
+    todo: 'Retry later; report the x-request-id if it persists.',
+  },
+  '401': {
+    where: 'http',
+    when: '`{"detail": "Invalid or expired API key"}`: the key is malformed, unknown, revoked, expired, or used from an address it does not allow.',
+    todo: 'Create or roll a key; check its allowed addresses.',
+  },
+  '403': { where: 'http', when: '`{"detail": "API access is not enabled for this account"}`.', todo: 'An owner enables API access for the account.' },
+  '409': {
+    where: 'http',
+    when: '`{"detail": "A request with this Idempotency-Key is in progress"}`: the first request with this key has not answered yet.',
+    todo: 'Retry after a short back-off; you will get its answer.',
+  },
+  '413': { where: 'http', when: 'The body is over 100 KiB.', todo: 'Send less per request.' },
+  '415': { where: 'http', when: 'The body is not `application/json`.', todo: 'Send `content-type: application/json`.' },
+  '422': {
+    where: 'http',
+    when: '`{"detail": "Idempotency-Key was used with a different request"}`: the key was used in the last 24 hours with another body.',
+    todo: 'Make a new key for each distinct call; reuse a key only to retry the same call.',
+  },
+  '429': {
+    where: 'http',
+    when: 'Over the key rate limit (50 requests/s, bursts of 100), or too many failed authentications from the address. `Retry-After` says how many seconds to wait; `RateLimit` and `RateLimit-Policy` on every answer show where you stand.',
+    todo: 'Wait Retry-After seconds, then retry. @ots/client does this for you.',
+  },
+};

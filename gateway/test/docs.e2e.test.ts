@@ -1,0 +1,69 @@
+import { readFileSync } from 'node:fs';
+import { buildSchema, isObjectType, parse, validate } from 'graphql';
+import { describe, expect, it } from 'vitest';
+import { CLIENT_SAFE_CODES } from '@ots/shared/errors';
+import { useStack } from '../../testing/fixture.ts';
+import { PUBLISHED_API_FILE } from '../src/compose.ts';
+import { OTHER_ERROR_CODES, PAYLOAD_ERROR_CODES } from '../src/reference/error-codes.ts';
+import { exampleOperation, renderDocs, scopesOf } from '../src/reference/render.ts';
+
+/** Contract section 10: the reference at /docs, generated from the published schema, with no key and nothing from elsewhere. */
+const t = useStack({ accounts: [] });
+const publishedSdl = readFileSync(PUBLISHED_API_FILE, 'utf8');
+const schema = buildSchema(publishedSdl);
+
+const get = async (path: string) => {
+  const response = await fetch(new URL(path, t.stack.gatewayUrl), { redirect: 'follow' });
+  return { status: response.status, headers: response.headers, text: await response.text() };
+};
+
+describe('/docs', () => {
+  it('serves the guide, the reference and the error codes without a key, loading nothing from elsewhere', async () => {
+    for (const path of ['/docs', '/docs/reference.html', '/docs/errors.html']) {
+      const page = await get(path);
+      expect(page.status, path).toBe(200);
+      expect(page.headers.get('content-type')).toContain('text/html');
+      expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
+      expect(page.text).not.toMatch(/<script|<link|src="http|href="http/);
+    }
+    expect((await get('/docs/nothing.html')).status).toBe(404);
+  });
+
+  it('documents every operation, type and field of the published schema, with its description', async () => {
+    const reference = (await get('/docs/reference.html')).text;
+    for (const type of Object.values(schema.getTypeMap()).filter((type) => !type.name.startsWith('__'))) {
+      if (['Query', 'Mutation', 'Subscription'].includes(type.name) && isObjectType(type)) {
+        for (const field of Object.values(type.getFields())) expect(reference, field.name).toContain(`id="op-${field.name}"`);
+      } else {
+        expect(reference, type.name).toContain(`id="type-${type.name}"`);
+      }
+    }
+    expect(reference).toContain('at most 500 per call');
+  });
+
+  it('gives an example per operation that the schema accepts', () => {
+    for (const root of ['Query', 'Mutation', 'Subscription']) {
+      const type = schema.getType(root);
+      if (!type || !isObjectType(type)) continue;
+      for (const field of Object.values(type.getFields())) {
+        const errors = validate(schema, parse(exampleOperation(root, field)));
+        expect(errors.map((error) => error.message), `${root}.${field.name}`).toEqual([]);
+      }
+    }
+  });
+
+  it('names the scope of each root field that declares one', () => {
+    const supergraph = `type Mutation { submitOrder(input: ID): ID @join__field(graph: ORDERS) @requiresScopes(scopes: [["orders:write"]]) }`;
+    expect(scopesOf(supergraph).get('Mutation.submitOrder')).toEqual(['orders:write']);
+    const pages = renderDocs(publishedSdl, supergraph);
+    expect(pages['reference.html']).toMatch(/id="op-submitOrder">[\s\S]*?Scope: <code>orders:write<\/code>/);
+  });
+
+  it('lists every payload error code and every top-level code a client may see', async () => {
+    const errors = (await get('/docs/errors.html')).text;
+    for (const code of [...Object.keys(PAYLOAD_ERROR_CODES), ...CLIENT_SAFE_CODES].filter((code) => !code.startsWith('PERSISTED_QUERY') && code !== 'OPERATION_RESOLUTION_FAILURE')) {
+      expect(errors, code).toContain(`id="error-${code}"`);
+    }
+    expect(Object.keys(OTHER_ERROR_CODES)).toEqual(expect.arrayContaining(['401', '403', '409', '422', '429']));
+  });
+});

@@ -1,0 +1,137 @@
+import type { Kysely } from 'kysely';
+import type { AccountsDb } from './repository.ts';
+
+type IdempotencyDatabase = {
+  idempotency_keys: {
+    account_id: string;
+    key: string;
+    request_hash: Buffer;
+    created_at: Date;
+    locked_until: Date;
+    response_status: number | null;
+    response_content_type: string | null;
+    response_body: string | null;
+  };
+};
+
+export interface StoredAnswer {
+  status: number;
+  contentType: string;
+  body: string;
+}
+
+export type IdempotencyClaim =
+  | { kind: 'claimed' }
+  | { kind: 'replay'; answer: StoredAnswer }
+  | { kind: 'different-request' }
+  | { kind: 'in-progress' };
+
+export interface IdempotencyStoreOptions {
+  /** How long a key and its answer are kept: 24 hours (contract section 4). */
+  retentionMs?: number;
+  /**
+   * How long a claim without an answer counts as in progress. Past it, the gateway that claimed the
+   * key has answered or died (its own timeout is far shorter), so the same request may run again.
+   */
+  leaseMs?: number;
+}
+
+/**
+ * `Idempotency-Key` answers, per account, in the accounts schema: Postgres makes them durable across
+ * restarts and shared by every gateway replica, and the primary key makes a claim atomic, so of two
+ * concurrent requests with one key exactly one runs.
+ */
+export class IdempotencyStore {
+  private readonly db: Kysely<IdempotencyDatabase>;
+  readonly retentionMs: number;
+  private readonly leaseMs: number;
+
+  constructor(db: AccountsDb, options: IdempotencyStoreOptions = {}) {
+    this.db = db.withTables<IdempotencyDatabase>() as unknown as Kysely<IdempotencyDatabase>;
+    this.retentionMs = options.retentionMs ?? 24 * 60 * 60 * 1000;
+    this.leaseMs = options.leaseMs ?? 30_000;
+  }
+
+  /**
+   * Claims the key for this request, or says how to answer instead. A key past its retention, or a
+   * claim of the same request abandoned past its lease, is taken over in the same statement.
+   */
+  async claim(accountId: string, key: string, requestHash: Buffer, now: Date): Promise<IdempotencyClaim> {
+    const expiredBefore = new Date(now.getTime() - this.retentionMs);
+    // A row deleted between the claim and the read (a released claim) is claimed on the next pass.
+    for (;;) {
+      const claimed = await this.db
+        .insertInto('idempotency_keys')
+        .values({ account_id: accountId, key, request_hash: requestHash, created_at: now, locked_until: new Date(now.getTime() + this.leaseMs) })
+        .onConflict((conflict) =>
+          conflict
+            .columns(['account_id', 'key'])
+            .doUpdateSet((eb) => ({
+              request_hash: eb.ref('excluded.request_hash'),
+              created_at: eb.ref('excluded.created_at'),
+              locked_until: eb.ref('excluded.locked_until'),
+              response_status: null,
+              response_content_type: null,
+              response_body: null,
+            }))
+            .where((eb) =>
+              eb.or([
+                eb('idempotency_keys.created_at', '<', expiredBefore),
+                eb.and([
+                  eb('idempotency_keys.response_status', 'is', null),
+                  eb('idempotency_keys.locked_until', '<', now),
+                  eb('idempotency_keys.request_hash', '=', requestHash),
+                ]),
+              ]),
+            ),
+        )
+        .returning('key')
+        .executeTakeFirst();
+      if (claimed) return { kind: 'claimed' };
+
+      const row = await this.db
+        .selectFrom('idempotency_keys')
+        .select(['request_hash', 'response_status', 'response_content_type', 'response_body'])
+        .where('account_id', '=', accountId)
+        .where('key', '=', key)
+        .executeTakeFirst();
+      if (!row) continue;
+      if (!row.request_hash.equals(requestHash)) return { kind: 'different-request' };
+      if (row.response_status === null) return { kind: 'in-progress' };
+      return {
+        kind: 'replay',
+        answer: { status: row.response_status, contentType: row.response_content_type ?? 'application/json', body: row.response_body ?? '' },
+      };
+    }
+  }
+
+  /** Keeps the answer of a claimed request, for its repeats. */
+  async complete(accountId: string, key: string, answer: StoredAnswer): Promise<void> {
+    await this.db
+      .updateTable('idempotency_keys')
+      .set({ response_status: answer.status, response_content_type: answer.contentType, response_body: answer.body })
+      .where('account_id', '=', accountId)
+      .where('key', '=', key)
+      .where('response_status', 'is', null)
+      .execute();
+  }
+
+  /** Gives a claimed key up unanswered, so that a retry runs the request again. */
+  async release(accountId: string, key: string): Promise<void> {
+    await this.db
+      .deleteFrom('idempotency_keys')
+      .where('account_id', '=', accountId)
+      .where('key', '=', key)
+      .where('response_status', 'is', null)
+      .execute();
+  }
+
+  /** Deletes the keys past their retention; returns how many. */
+  async purgeExpired(now: Date): Promise<number> {
+    const result = await this.db
+      .deleteFrom('idempotency_keys')
+      .where('created_at', '<', new Date(now.getTime() - this.retentionMs))
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+}
