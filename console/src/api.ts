@@ -25,7 +25,13 @@ export interface CreateWebhookInput {
   description: string;
 }
 
-export interface CreateKeyInput {
+export interface KeyPermissionsInput {
+  scopes: string[];
+  /** One CIDR per entry; empty for any address. */
+  allowedCidrs: string[];
+}
+
+export interface CreateKeyInput extends Partial<KeyPermissionsInput> {
   label: string;
   expires: ExpiryChoice;
   expiresOn?: string;
@@ -85,6 +91,7 @@ export const consoleApi = {
   createKey: (input: CreateKeyInput) => call<{ key: ApiKey; apiKey: string }>('POST', '/keys', input),
   rollKey: (id: string, grace: GraceChoice) =>
     call<{ key: ApiKey; apiKey: string; previousKey: ApiKey }>('POST', `/keys/${encodeURIComponent(id)}/roll`, { grace }),
+  updateKey: (id: string, input: KeyPermissionsInput) => call<{ key: ApiKey }>('POST', `/keys/${encodeURIComponent(id)}/update`, input),
   revokeKey: (id: string) => call<{ key: ApiKey }>('POST', `/keys/${encodeURIComponent(id)}/revoke`, {}),
   securityLog: (after?: string) =>
     call<{ events: LogEvent[]; nextCursor: string | null }>('GET', `/security-log${after ? `?after=${encodeURIComponent(after)}` : ''}`),

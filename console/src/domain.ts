@@ -48,14 +48,24 @@ export function keyName(key: { label: string | null; displayPrefix: string }): s
 export type FormResult<T> = { ok: true; value: T } | { ok: false; field: string; message: string };
 
 /** The create-key form's checks, before the server's own; the request body when they pass. */
-export function createKeyRequest(form: { label: string; expires: ExpiryChoice; expiresOn: string }, now: Date): FormResult<CreateKeyInput> {
+export function createKeyRequest(
+  form: { label: string; expires: ExpiryChoice; expiresOn: string; scopes?: readonly string[]; allowedCidrs?: string },
+  now: Date,
+): FormResult<CreateKeyInput> {
   const label = form.label.trim();
   if (!label) return { ok: false, field: 'label', message: 'Give the key a label, such as the bot or job that will use it.' };
   if (label.length > MAX_LABEL_LENGTH) return { ok: false, field: 'label', message: `Use at most ${MAX_LABEL_LENGTH} characters.` };
-  if (form.expires !== 'date') return { ok: true, value: { label, expires: form.expires } };
+  const permissions = permissionsRequest({ scopes: form.scopes ?? ALL_SCOPES, allowedCidrs: form.allowedCidrs ?? '' });
+  if (!permissions.ok) return permissions;
+  if (form.expires !== 'date') return { ok: true, value: { label, expires: form.expires, ...permissions.value } };
   if (!/^\d{4}-\d{2}-\d{2}$/.test(form.expiresOn)) return { ok: false, field: 'expiresOn', message: 'Choose the day the key expires.' };
   if (form.expiresOn < earliestExpiryDate(now)) return { ok: false, field: 'expiresOn', message: 'Choose today or a later day.' };
-  return { ok: true, value: { label, expires: 'date', expiresOn: form.expiresOn } };
+  return { ok: true, value: { label, expires: 'date', expiresOn: form.expiresOn, ...permissions.value } };
+}
+
+/** Permissions can be changed while a key still works. */
+export function canEdit(key: ApiKey): boolean {
+  return key.status === 'Active' || key.status === 'Expiring';
 }
 
 /** Rolling makes a successor; only a key in normal service has one to make. */
@@ -82,7 +92,47 @@ export const EVENT_LABELS: Record<LogEventType, string> = {
   'sign_in.succeeded': 'Sign-in succeeded',
   'sign_in.failed': 'Sign-in failed',
   'password.set': 'Password set',
+  'key.updated': 'Key permissions changed',
+  'key.refused_address': 'Key refused: address not allowed',
 };
+
+/** The scopes as the form names them (contract section 5), in the server's order. */
+export const SCOPE_CHOICES = [
+  { scope: 'read', label: 'Read' },
+  { scope: 'orders:write', label: 'Orders' },
+  { scope: 'fills:write', label: 'Fills' },
+  { scope: 'strategies:write', label: 'Strategies' },
+  { scope: 'webhooks:write', label: 'Webhooks' },
+] as const;
+
+export const ALL_SCOPES: string[] = SCOPE_CHOICES.map((choice) => choice.scope);
+
+/** The table's "Permissions": "Full access", or the scopes by their form names. */
+export function permissionsText(scopes: readonly string[]): string {
+  if (ALL_SCOPES.every((scope) => scopes.includes(scope))) return 'Full access';
+  return SCOPE_CHOICES.filter((choice) => scopes.includes(choice.scope))
+    .map((choice) => choice.label)
+    .join(', ');
+}
+
+/** The table's "Allowed from": "Anywhere", or the CIDRs. */
+export function allowedFromText(cidrs: readonly string[]): string {
+  return cidrs.length === 0 ? 'Anywhere' : cidrs.join(', ');
+}
+
+/** "Allowed IP addresses" is one CIDR per line; blank lines are nothing. */
+export function cidrLines(text: string): string[] {
+  return text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '');
+}
+
+/** The permissions part of a key form, checked before the server's own checks. */
+export function permissionsRequest(form: { scopes: readonly string[]; allowedCidrs: string }): FormResult<{ scopes: string[]; allowedCidrs: string[] }> {
+  if (form.scopes.length === 0) return { ok: false, field: 'scopes', message: 'Give the key at least one permission.' };
+  return { ok: true, value: { scopes: ALL_SCOPES.filter((scope) => form.scopes.includes(scope)), allowedCidrs: cidrLines(form.allowedCidrs) } };
+}
 
 export function eventLabel(type: string): string {
   return EVENT_LABELS[type as LogEventType] ?? type;

@@ -5,13 +5,13 @@ import { Loading } from '../components/Loading.tsx';
 import { PageHeader } from '../components/PageHeader.tsx';
 import { StatusBadge } from '../components/StatusBadge.tsx';
 import { Time } from '../components/Time.tsx';
-import { canRevoke, canRoll, keyName } from '../domain.ts';
+import { allowedFromText, canEdit, canRevoke, canRoll, keyName, permissionsText } from '../domain.ts';
 import { useSignedIn } from '../session.tsx';
 import { useLoad } from '../useLoad.ts';
-import { CreateKeyDialog, RevokeKeyDialog, RollKeyDialog } from './KeyDialogs.tsx';
+import { CreateKeyDialog, EditKeyDialog, RevokeKeyDialog, RollKeyDialog } from './KeyDialogs.tsx';
 import { ErrorCallout } from '../components/ErrorCallout.tsx';
 
-type OpenDialog = { kind: 'create' } | { kind: 'roll'; key: ApiKey } | { kind: 'revoke'; key: ApiKey } | undefined;
+type OpenDialog = { kind: 'create' } | { kind: 'edit'; key: ApiKey } | { kind: 'roll'; key: ApiKey } | { kind: 'revoke'; key: ApiKey } | undefined;
 
 export function ApiKeysPage() {
   const { account } = useSignedIn();
@@ -47,10 +47,16 @@ export function ApiKeysPage() {
           <p>Create a key for each bot or job, so that you can roll or revoke one without touching the others.</p>
         </div>
       ) : (
-        <KeyTable keys={keys.data.keys} onRoll={(key) => setDialog({ kind: 'roll', key })} onRevoke={(key) => setDialog({ kind: 'revoke', key })} />
+        <KeyTable
+          keys={keys.data.keys}
+          onEdit={(key) => setDialog({ kind: 'edit', key })}
+          onRoll={(key) => setDialog({ kind: 'roll', key })}
+          onRevoke={(key) => setDialog({ kind: 'revoke', key })}
+        />
       )}
 
       {dialog?.kind === 'create' && <CreateKeyDialog onClose={close} onCreated={(key) => changed(`Key ${keyName(key)} created.`)} />}
+      {dialog?.kind === 'edit' && <EditKeyDialog apiKey={dialog.key} onClose={close} onSaved={(key) => changed(`Key ${key.displayPrefix} saved.`)} />}
       {dialog?.kind === 'roll' && (
         <RollKeyDialog apiKey={dialog.key} onClose={close} onRolled={(key) => changed(`Key ${keyName(dialog.key)} rolled: ${key.displayPrefix} replaces ${dialog.key.displayPrefix}.`)} />
       )}
@@ -61,12 +67,24 @@ export function ApiKeysPage() {
   );
 }
 
-function KeyTable({ keys, onRoll, onRevoke }: { keys: ApiKey[]; onRoll(key: ApiKey): void; onRevoke(key: ApiKey): void }) {
+function KeyTable({ keys, onEdit, onRoll, onRevoke }: { keys: ApiKey[]; onEdit(key: ApiKey): void; onRoll(key: ApiKey): void; onRevoke(key: ApiKey): void }) {
   const idPrefix = useId();
+  const prefixes = new Map(keys.map((key) => [key.id, key.displayPrefix]));
   return (
     <DataTable
       label="API keys"
-      columns={['Label', 'Key', 'Environment', 'Created', 'Last used', 'Expires', 'Status', <span className="visually-hidden">Actions</span>]}
+      columns={[
+        'Label',
+        'Key',
+        'Environment',
+        'Permissions',
+        'Allowed from',
+        'Created',
+        'Last used',
+        'Expires',
+        'Status',
+        <span className="visually-hidden">Actions</span>,
+      ]}
     >
       {keys.map((key) => {
         // The row's buttons are all named "Roll" and "Revoke"; the label describes which key they act on.
@@ -78,9 +96,18 @@ function KeyTable({ keys, onRoll, onRevoke }: { keys: ApiKey[]; onRoll(key: ApiK
             </th>
             <td role="cell" data-label="Key">
               <code className="nowrap">{key.displayPrefix}</code>
+              {/* After a roll two rows share a label: each says which key it replaces or is replaced by. */}
+              {key.replacesKeyId && <span className="hint roll-chain">Replaces {prefixes.get(key.replacesKeyId) ?? 'an earlier key'}</span>}
+              {key.replacedByKeyId && <span className="hint roll-chain">Replaced by {prefixes.get(key.replacedByKeyId) ?? 'a newer key'}</span>}
             </td>
             <td role="cell" data-label="Environment">
               {key.environment === 'LIVE' ? 'Live' : 'Sandbox'}
+            </td>
+            <td role="cell" data-label="Permissions">
+              {permissionsText(key.scopes)}
+            </td>
+            <td role="cell" data-label="Allowed from">
+              {allowedFromText(key.allowedCidrs)}
             </td>
             <td role="cell" data-label="Created" className="nowrap">
               <Time iso={key.createdAt} as="date" />
@@ -99,6 +126,11 @@ function KeyTable({ keys, onRoll, onRevoke }: { keys: ApiKey[]; onRoll(key: ApiK
               <StatusBadge status={key.status} />
             </td>
             <td role="cell" className="row-actions">
+              {canEdit(key) && (
+                <button type="button" className="button button-small" aria-describedby={labelId} onClick={() => onEdit(key)}>
+                  Edit
+                </button>
+              )}
               {canRoll(key) && (
                 <button type="button" className="button button-small" aria-describedby={labelId} onClick={() => onRoll(key)}>
                   Roll

@@ -6,19 +6,78 @@ import { Field } from '../components/Field.tsx';
 import { GraceDialog } from '../components/GraceDialog.tsx';
 import { useFormSubmission } from '../components/useFormSubmission.ts';
 import { NewKeyReveal } from '../components/NewKeyReveal.tsx';
-import { createKeyRequest, earliestExpiryDate, EXPIRY_CHOICES, formatDateTime, GRACE_CHOICES, keyName } from '../domain.ts';
+import {
+  ALL_SCOPES,
+  createKeyRequest,
+  earliestExpiryDate,
+  EXPIRY_CHOICES,
+  formatDateTime,
+  GRACE_CHOICES,
+  keyName,
+  permissionsRequest,
+  SCOPE_CHOICES,
+} from '../domain.ts';
 import { ErrorCallout } from '../components/ErrorCallout.tsx';
 
-/** The API Keys page's dialogs: create, roll (each ending with the new key shown once) and revoke. */
+/** The API Keys page's dialogs: create, roll (each ending with the new key shown once), edit and revoke. */
+
+/**
+ * What a key may do and from where: a checkbox per scope and the allowed addresses, one per line.
+ * The create form and "Edit" show the same controls, so narrowing a key is as easy as creating one.
+ */
+function PermissionFields({
+  scopes,
+  onScopes,
+  allowedCidrs,
+  onAllowedCidrs,
+  errors,
+}: {
+  scopes: string[];
+  onScopes(scopes: string[]): void;
+  allowedCidrs: string;
+  onAllowedCidrs(text: string): void;
+  errors: Record<string, string>;
+}) {
+  return (
+    <>
+      <fieldset className={`field choices${errors.scopes ? ' field-invalid' : ''}`} aria-describedby={errors.scopes ? 'scopes-error' : undefined}>
+        <legend>Permissions</legend>
+        {SCOPE_CHOICES.map((choice) => (
+          <label key={choice.scope} className="choice">
+            <input
+              type="checkbox"
+              name="scopes"
+              value={choice.scope}
+              checked={scopes.includes(choice.scope)}
+              onChange={(event) => onScopes(event.target.checked ? [...scopes, choice.scope] : scopes.filter((scope) => scope !== choice.scope))}
+            />
+            {choice.label}
+          </label>
+        ))}
+        <p className="hint">Read lets the key list and fetch; each of the others lets it change what it names. Give a key only what its job needs.</p>
+        {errors.scopes && (
+          <p className="field-error" id="scopes-error">
+            {errors.scopes}
+          </p>
+        )}
+      </fieldset>
+      <Field label="Allowed IP addresses" hint="One address or CIDR per line, IPv4 or IPv6 (e.g. 203.0.113.0/24). Leave empty to allow any address." error={errors.allowedCidrs}>
+        {(props) => <textarea {...props} rows={3} spellCheck={false} value={allowedCidrs} onChange={(event) => onAllowedCidrs(event.target.value)} />}
+      </Field>
+    </>
+  );
+}
 
 export function CreateKeyDialog({ onClose, onCreated }: { onClose(): void; onCreated(key: ApiKey): void }) {
   const [label, setLabel] = useState('');
   const [expires, setExpires] = useState<ExpiryChoice>('never');
   const [expiresOn, setExpiresOn] = useState('');
+  const [scopes, setScopes] = useState<string[]>(ALL_SCOPES);
+  const [allowedCidrs, setAllowedCidrs] = useState('');
   const [created, setCreated] = useState<{ key: ApiKey; apiKey: string }>();
   const { errors, formError, busy, submit } = useFormSubmission(
-    ['label', 'expires', 'expiresOn'],
-    () => createKeyRequest({ label, expires, expiresOn }, new Date()),
+    ['label', 'expires', 'expiresOn', 'scopes', 'allowedCidrs'],
+    () => createKeyRequest({ label, expires, expiresOn, scopes, allowedCidrs }, new Date()),
     async (request) => {
       const result = await consoleApi.createKey(request);
       setCreated(result);
@@ -73,7 +132,33 @@ export function CreateKeyDialog({ onClose, onCreated }: { onClose(): void; onCre
           </label>
           <p className="hint">Live keys start with svc_live_. Sandbox keys are not available yet.</p>
         </fieldset>
+        <PermissionFields scopes={scopes} onScopes={setScopes} allowedCidrs={allowedCidrs} onAllowedCidrs={setAllowedCidrs} errors={errors} />
         <FormActions submitLabel="Create" busy={busy} />
+      </form>
+    </Dialog>
+  );
+}
+
+export function EditKeyDialog({ apiKey, onClose, onSaved }: { apiKey: ApiKey; onClose(): void; onSaved(key: ApiKey): void }) {
+  const [scopes, setScopes] = useState<string[]>(apiKey.scopes);
+  const [allowedCidrs, setAllowedCidrs] = useState(apiKey.allowedCidrs.join('\n'));
+  const { errors, formError, busy, submit } = useFormSubmission(
+    ['scopes', 'allowedCidrs'],
+    () => permissionsRequest({ scopes, allowedCidrs }),
+    async (request) => {
+      onSaved((await consoleApi.updateKey(apiKey.id, request)).key);
+      onClose();
+    },
+  );
+  return (
+    <Dialog title={`Edit key ${keyName(apiKey)}`} onClose={onClose}>
+      <ErrorCallout message={formError} />
+      <p>
+        Changes apply to <code>{apiKey.displayPrefix}</code> everywhere within a second; requests it can no longer make are refused.
+      </p>
+      <form onSubmit={submit} noValidate>
+        <PermissionFields scopes={scopes} onScopes={setScopes} allowedCidrs={allowedCidrs} onAllowedCidrs={setAllowedCidrs} errors={errors} />
+        <FormActions submitLabel="Save" busy={busy} />
       </form>
     </Dialog>
   );

@@ -30,6 +30,8 @@ export class KeyManagementError extends Error {
   constructor(
     message: string,
     readonly problem: KeyManagementProblem = 'invalid',
+    /** The input the problem is about, for the console's form. */
+    readonly field?: 'scopes' | 'allowedCidrs',
   ) {
     super(message);
   }
@@ -95,9 +97,9 @@ interface KeyPermissions {
 /** Checks the input against the rules; a KeyManagementError naming the first problem, before anything changes. */
 export function checkPermissions(input: KeyPermissionsInput, current: KeyPermissions): KeyPermissions {
   const scopes = input.scopes === undefined ? current.scopes : parseScopes(input.scopes);
-  if (!Array.isArray(scopes)) throw new KeyManagementError(scopes.problem);
+  if (!Array.isArray(scopes)) throw new KeyManagementError(scopes.problem, 'invalid', 'scopes');
   const allowedCidrs = input.allowedCidrs === undefined ? current.allowedCidrs : parseCidrs(input.allowedCidrs);
-  if (!Array.isArray(allowedCidrs)) throw new KeyManagementError(allowedCidrs.problem);
+  if (!Array.isArray(allowedCidrs)) throw new KeyManagementError(allowedCidrs.problem, 'invalid', 'allowedCidrs');
   return { scopes, allowedCidrs };
 }
 

@@ -63,8 +63,11 @@ describe('scopes and allowed addresses from the CLI', () => {
     const { keys } = jsonOf(await cli('key', 'list', '--account', accountId, '--json'));
     expect(keys).toEqual([expect.objectContaining({ id: keyId, scopes: ['read'], allowedCidrs: [], replacesKeyId: null, replacedByKeyId: null })]);
     const { events } = jsonOf(await cli('key', 'events', '--account', accountId, '--json'));
-    expect(events.map((event: { type: string }) => event.type)).toEqual(['key.updated', 'key.updated', 'key.created']);
-    expect(events[1].detail).toMatchObject({ scopes: ['read'], allowedCidrs: ['10.0.0.0/8'] });
+    const changes = events.filter((event: { type: string }) => event.type !== 'key.refused_address');
+    expect(changes.map((event: { type: string }) => event.type)).toEqual(['key.updated', 'key.updated', 'key.created']);
+    expect(changes[1].detail).toMatchObject({ scopes: ['read'], allowedCidrs: ['10.0.0.0/8'], previousAllowedCidrs: [] });
+    // The request made while the key was fenced to 10.0.0.0/8 is in the log with its address.
+    expect(events).toContainEqual(expect.objectContaining({ type: 'key.refused_address', clientAddress: '127.0.0.1' }));
     const text = await cli('key', 'events', '--account', accountId);
     expect(text.stdout).toContain('scopes read; from 10.0.0.0/8');
   }, CLI_TEST_MS);

@@ -237,6 +237,10 @@ async function apiRoutes(
     reply.code(201).send(await operations.rollKey(deps, sessionOf(request), receiveId(request.params.id), bodyOf(request), originOf(request))),
   );
 
+  api.post<{ Params: { id: string } }>('/keys/:id/update', signedIn, async (request) =>
+    operations.updateKey(deps, sessionOf(request), receiveId(request.params.id), bodyOf(request), originOf(request)),
+  );
+
   api.post<{ Params: { id: string } }>('/keys/:id/revoke', signedIn, async (request) =>
     operations.revokeKey(deps, sessionOf(request), receiveId(request.params.id), originOf(request)),
   );

@@ -78,9 +78,15 @@ export interface KeyView {
   expiresAt: string | null;
   revokedAt: string | null;
   status: ReturnType<typeof keyStatus>;
+  scopes: string[];
+  /** Empty for any address. */
+  allowedCidrs: string[];
+  /** The roll chain: the key this one replaced, and the one that replaced it. */
+  replacesKeyId: string | null;
+  replacedByKeyId: string | null;
 }
 
-export function keyView(key: ApiKeyRow, now: number): KeyView {
+export function keyView(key: ApiKeyRow, now: number, replacesKeyId: string | null = null): KeyView {
   return {
     id: key.id,
     label: key.name,
@@ -94,6 +100,10 @@ export function keyView(key: ApiKeyRow, now: number): KeyView {
       { revokedAt: key.revoked_at?.getTime() ?? null, expiresAt: key.expires_at?.getTime() ?? null, replaced: key.replaced_by_key_id !== null },
       now,
     ),
+    scopes: key.scopes,
+    allowedCidrs: key.allowed_cidrs,
+    replacesKeyId,
+    replacedByKeyId: key.replaced_by_key_id,
   };
 }
 
@@ -301,7 +311,8 @@ export async function setPassword(deps: ConsoleDeps, body: { token?: unknown; pa
 function keyProblem(error: unknown): never {
   if (error instanceof KeyManagementError) {
     if (error.problem === 'not-found') throw new ConsoleError(404, NOT_FOUND);
-    if (error.problem === 'not-rollable') throw new ConsoleError(409, 'A revoked or expired key cannot be rolled');
+    if (error.problem === 'not-rollable') throw new ConsoleError(409, 'A revoked or expired key cannot be rolled or changed');
+    if (error.problem === 'invalid') throw new ConsoleError(400, error.message, error.field);
   }
   throw error;
 }
@@ -309,10 +320,39 @@ function keyProblem(error: unknown): never {
 export async function listKeys(deps: ConsoleDeps, session: Session) {
   const rows = await accounts.listApiKeys(deps.db, session.account.id, 'desc');
   const now = deps.now();
-  return { keys: rows.map((row) => keyView(row, now)) };
+  const replaced = new Map(rows.filter((row) => row.replaced_by_key_id).map((row) => [row.replaced_by_key_id!, row.id]));
+  return { keys: rows.map((row) => keyView(row, now, replaced.get(row.id) ?? null)) };
 }
 
-export async function createKey(deps: ConsoleDeps, session: Session, body: { label?: unknown; environment?: unknown; expires?: unknown; expiresOn?: unknown }, request: RequestOrigin) {
+/**
+ * The form's "Permissions" (scope names) and "Allowed IP addresses" (a list, or the text area's
+ * lines); absent keeps what the key has. The use-case checks the values, as for the CLI.
+ */
+function permissionsOf(body: { scopes?: unknown; allowedCidrs?: unknown }): keys.KeyPermissionsInput {
+  const { scopes, allowedCidrs } = body;
+  if (scopes !== undefined && (!Array.isArray(scopes) || !scopes.every((scope) => typeof scope === 'string'))) {
+    throw new ConsoleError(400, 'Choose the key\'s permissions', 'scopes');
+  }
+  let cidrs: string[] | undefined;
+  if (typeof allowedCidrs === 'string') cidrs = allowedCidrs.split(/[\s,]+/);
+  else if (Array.isArray(allowedCidrs) && allowedCidrs.every((cidr) => typeof cidr === 'string')) cidrs = allowedCidrs;
+  else if (allowedCidrs !== undefined) throw new ConsoleError(400, 'Give one IP address or CIDR per line', 'allowedCidrs');
+  return { scopes: scopes as string[] | undefined, allowedCidrs: cidrs };
+}
+
+/** "Edit" → "Save": what the key may do and from where, through the CLI's `key update` use-case. */
+export async function updateKey(deps: ConsoleDeps, session: Session, keyId: ReceivedId, body: { scopes?: unknown; allowedCidrs?: unknown }, request: RequestOrigin) {
+  const updated = await keys.updateKey(deps.keys, keyId, permissionsOf(body), { accountId: session.account.id, actor: actorOf(session, request) }).catch(keyProblem);
+  const replaces = await accounts.findReplacedApiKey(deps.db, session.account.id, updated.key.id);
+  return { key: keyView(updated.key, deps.now(), replaces?.id ?? null) };
+}
+
+export async function createKey(
+  deps: ConsoleDeps,
+  session: Session,
+  body: { label?: unknown; environment?: unknown; expires?: unknown; expiresOn?: unknown; scopes?: unknown; allowedCidrs?: unknown },
+  request: RequestOrigin,
+) {
   if (typeof body.label !== 'string') throw new ConsoleError(400, 'Give the key a label', 'label');
   const label = body.label.trim();
   const problem = labelProblem(label);
@@ -323,7 +363,12 @@ export async function createKey(deps: ConsoleDeps, session: Session, body: { lab
   const expiry = expiryOf(choice as ExpiryChoice, typeof body.expiresOn === 'string' ? body.expiresOn : undefined, deps.now());
   if ('problem' in expiry) throw new ConsoleError(400, expiry.problem, 'expiresOn');
   const { key, apiKey } = await keys
-    .createKey(deps.keys, receiveId(session.account.id), { name: label, expiresAt: expiry.expiresAt === null ? null : new Date(expiry.expiresAt) }, actorOf(session, request))
+    .createKey(
+      deps.keys,
+      receiveId(session.account.id),
+      { name: label, expiresAt: expiry.expiresAt === null ? null : new Date(expiry.expiresAt), ...permissionsOf(body) },
+      actorOf(session, request),
+    )
     .catch(keyProblem);
   return { key: keyView(key, deps.now()), apiKey };
 }
@@ -335,7 +380,7 @@ export async function rollKey(deps: ConsoleDeps, session: Session, keyId: Receiv
     .rollKey(deps.keys, keyId, GRACE_MS[grace as GraceChoice], { accountId: session.account.id, actor: actorOf(session, request) })
     .catch(keyProblem);
   const now = deps.now();
-  return { key: keyView(rolled.key, now), apiKey: rolled.apiKey, previousKey: keyView(rolled.previousKey, now) };
+  return { key: keyView(rolled.key, now, rolled.previousKey.id), apiKey: rolled.apiKey, previousKey: keyView(rolled.previousKey, now) };
 }
 
 export async function revokeKey(deps: ConsoleDeps, session: Session, keyId: ReceivedId, request: RequestOrigin) {
