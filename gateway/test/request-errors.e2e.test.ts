@@ -38,7 +38,7 @@ describe('mistakes in the request itself are 400s naming them', () => {
   });
 
   it('a subscription on POST /graphql, naming the two stream endpoints', async () => {
-    for (const query of ['subscription { events { id } }', 'subscription Feed { anything }']) {
+    for (const query of ['subscription { events { cursor } }', 'subscription Feed { events(after: null) { cursor event { id type } } }']) {
       const result = await post({ query });
       expectRefused(result, 'BAD_REQUEST', /\/graphql\/stream/);
       expect(result.body.errors[0].message).toContain('/graphql/ws');
