@@ -17,6 +17,7 @@ import { AuthenticatedDataSource, type GatewayContext } from './data-source.ts';
 import { errorPathsPlugin, rootFieldOwners } from './error-paths.ts';
 import { queryLimitRules } from './limits.ts';
 import { operationChecksPlugin } from './operation-checks.ts';
+import { keepOtherSubgraphsData } from './partial-data.ts';
 import { checkScalarInputs } from './scalar-check.ts';
 import { addGatewayTimeout } from './timeouts.ts';
 
@@ -43,6 +44,7 @@ export interface GatewayOptions {
 function createApollo(config: Config, logger: Logger, app: FastifyInstance): ApolloServer<GatewayContext> {
   const limits = config.limits;
   const supergraphSdl = readFileSync(SUPERGRAPH_PATH, 'utf8');
+  const owners = rootFieldOwners(supergraphSdl);
   const gateway = new ApolloGateway({
     supergraphSdl,
     buildService: ({ name }) =>
@@ -50,7 +52,7 @@ function createApollo(config: Config, logger: Logger, app: FastifyInstance): Apo
     logger,
   });
   return new ApolloServer<GatewayContext>({
-    gateway,
+    gateway: keepOtherSubgraphsData(gateway, owners),
     formatError: maskErrors(logger),
     includeStacktraceInErrorResponses: false,
     // The process's own signal handler drains and stops every server in order.
@@ -65,7 +67,7 @@ function createApollo(config: Config, logger: Logger, app: FastifyInstance): Apo
     plugins: [
       fastifyApolloDrainPlugin(app),
       ApolloServerPluginLandingPageDisabled(),
-      errorPathsPlugin(rootFieldOwners(supergraphSdl)),
+      errorPathsPlugin(owners),
       operationChecksPlugin(),
       requestLogPlugin(),
       {
