@@ -66,6 +66,12 @@ export class AuthenticatedDataSource extends RemoteGraphQLDataSource<GatewayCont
     });
   }
 
+  /** A subgraph that already failed this request is not waited for again (a plan may call it twice). */
+  override async process(options: GraphQLDataSourceProcessOptions<GatewayContext>) {
+    if ('context' in options && options.context.unavailableServices?.has(this.serviceName)) throw unavailable(this.serviceName);
+    return super.process(options);
+  }
+
   override willSendRequest({ request, context }: GraphQLDataSourceProcessOptions<GatewayContext>) {
     request.http?.headers.set(ASSERTION_HEADER, context.assertion);
     request.http?.headers.set(REQUEST_ID_HEADER, context.requestId);

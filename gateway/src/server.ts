@@ -20,6 +20,7 @@ import { registerIdempotency } from './idempotency.ts';
 import { registerDocs } from './reference/route.ts';
 import { queryLimitRules } from './limits.ts';
 import { operationChecksPlugin } from './operation-checks.ts';
+import { keepOtherSubgraphsData } from './partial-data.ts';
 import { checkScalarInputs } from './scalar-check.ts';
 import { rootFieldScopes, scopeCheckPlugin, supergraphForExecution } from './scopes.ts';
 import { addGatewayTimeout } from './timeouts.ts';
@@ -48,6 +49,7 @@ export interface GatewayOptions {
 function createApollo(config: Config, logger: Logger, app: FastifyInstance): ApolloServer<GatewayContext> {
   const limits = config.limits;
   const supergraphSdl = readFileSync(SUPERGRAPH_PATH, 'utf8');
+  const owners = rootFieldOwners(supergraphSdl);
   const gateway = new ApolloGateway({
     supergraphSdl: supergraphForExecution(supergraphSdl),
     buildService: ({ name }) =>
@@ -55,7 +57,7 @@ function createApollo(config: Config, logger: Logger, app: FastifyInstance): Apo
     logger,
   });
   return new ApolloServer<GatewayContext>({
-    gateway,
+    gateway: keepOtherSubgraphsData(gateway, owners),
     formatError: maskErrors(logger),
     includeStacktraceInErrorResponses: false,
     // The process's own signal handler drains and stops every server in order.
@@ -70,7 +72,7 @@ function createApollo(config: Config, logger: Logger, app: FastifyInstance): Apo
     plugins: [
       fastifyApolloDrainPlugin(app),
       ApolloServerPluginLandingPageDisabled(),
-      errorPathsPlugin(rootFieldOwners(supergraphSdl)),
+      errorPathsPlugin(owners),
       operationChecksPlugin(),
       scopeCheckPlugin(rootFieldScopes(supergraphSdl).required),
       requestLogPlugin(),

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createLogger } from '@ots/shared/logger';
 import { runService } from '@ots/shared/service';
@@ -56,7 +57,7 @@ describe('mistakes in the request itself are 400s naming them', () => {
 });
 
 describe('a database outage says retry', () => {
-  it('queries and mutations of a subgraph whose Postgres is gone answer TEMPORARILY_UNAVAILABLE, other subgraphs keep answering', async () => {
+  it('a subgraph whose Postgres is gone: its queries get the top-level code TEMPORARILY_UNAVAILABLE, its mutations the payload error, other subgraphs keep answering', async () => {
     const database = new URL(t.stack.databaseUrl);
     const proxy = new TcpProxy(database.hostname, Number(database.port || 5432));
     await proxy.start();
@@ -78,13 +79,39 @@ describe('a database outage says retry', () => {
       expect(read.body.errors.map((error: { path: string[]; extensions: { code: string } }) => [error.path, error.extensions.code])).toEqual([
         [['strategy'], 'TEMPORARILY_UNAVAILABLE'],
       ]);
-      const write = await ask('mutation { createStrategy(input: { name: "During the outage" }) { strategy { id } error { code } } }');
-      expect(JSON.stringify(write.body)).not.toContain('INTERNAL_SERVER_ERROR');
-      expect(write.body.errors.map((error: { extensions: { code: string } }) => error.extensions.code)).toEqual(['TEMPORARILY_UNAVAILABLE']);
+      const write = await ask('mutation { createStrategy(input: { name: "During the outage" }) { strategy { id } error { code field } } }');
+      expect(write.body).toEqual({ data: { createStrategy: { strategy: null, error: { code: 'TEMPORARILY_UNAVAILABLE', field: null } } } });
     } finally {
       await gateway?.close();
       await strategies.close();
       await proxy.cut();
+    }
+  });
+});
+
+describe('a frozen subgraph', () => {
+  it("costs only its own fields: viewer stays beside a non-null root field it owns, within the gateway timeout", async () => {
+    // Accepts connections and never answers, as a stopped process's listening socket does.
+    const held: net.Socket[] = [];
+    const frozen = net.createServer((socket) => held.push(socket.on('error', () => {})));
+    await new Promise<void>((resolve) => frozen.listen(0, '127.0.0.1', resolve));
+    const config = {
+      ...t.stack.config,
+      subgraphUrls: { ...t.stack.config.subgraphUrls, strategies: `http://127.0.0.1:${(frozen.address() as net.AddressInfo).port}/graphql` },
+    };
+    const gateway = await startGateway({ config, keyStore: t.stack.running.keys.keyStore, logger: createLogger('frozen', 'silent'), port: 0, isReady: async () => true });
+    try {
+      const ask = (query: string) => t.stack.post(JSON.stringify({ query }), { ...json, 'x-api-key': t.errs.apiKey }, gateway.url);
+      const read = await ask('{ viewer { account { id } } listStrategies { nodes { id } } listOrderSubmissions { nodes { id } } }');
+      expect(read.status).toBe(200);
+      expect(read.body.data).toEqual({ viewer: { account: { id: t.errs.accountId } }, listStrategies: null, listOrderSubmissions: { nodes: [] } });
+      expect(read.body.errors.map((error: { path: string[]; extensions: { code: string } }) => [error.path, error.extensions.code])).toEqual([
+        [['listStrategies'], 'SERVICE_UNAVAILABLE'],
+      ]);
+    } finally {
+      for (const socket of held) socket.destroy();
+      await gateway.close();
+      frozen.close();
     }
   });
 });

@@ -13,6 +13,7 @@ import type { Config } from './config.ts';
 import { CLIENT_SAFE_CODES, isDependencyOutage, MASKED_MESSAGE, TEMPORARILY_UNAVAILABLE_MESSAGE } from './errors.ts';
 import { discardRestOfBody, serverTimeouts } from './http-edge.ts';
 import type { Logger } from './logger.ts';
+import { answerOutagesInPayloads } from './outage-payloads.ts';
 import { missingScope, rootFieldScopes, scopeSet, type ScopeRequirement } from './scopes.ts';
 import { refuseIllFormedStrings } from './string-inputs.ts';
 import type { SubgraphRouteContract } from './subgraph-client.ts';
@@ -260,7 +261,10 @@ export async function startSubgraphServer<Context extends BaseContext>(options: 
     operationRoutes: callerRoutes.map((route) => route.contract.path),
   });
   const apollo = new ApolloServer<Context>({
-    schema: requireScopes(refuseIllFormedStrings(buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers }])), options.typeDefs),
+    schema: requireScopes(
+      refuseIllFormedStrings(answerOutagesInPayloads(buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers }]))),
+      options.typeDefs,
+    ),
     formatError: maskErrors(logger),
     includeStacktraceInErrorResponses: false,
     // The process's own signal handler drains and stops every server in order.

@@ -1,0 +1,29 @@
+import { defaultFieldResolver, getNamedType, isNonNullType, isObjectType, type GraphQLSchema } from 'graphql';
+import { isDependencyOutage, payloadError, TEMPORARILY_UNAVAILABLE_MESSAGE } from './errors.ts';
+import type { Logger } from './logger.ts';
+
+/**
+ * Contract section 7: a database or other dependency that does not answer during a mutation is its
+ * payload's TEMPORARILY_UNAVAILABLE error (a retry with the same idempotency id is safe), wherever the
+ * payload can carry that error alone (its other fields nullable); elsewhere it stays the top-level
+ * TEMPORARILY_UNAVAILABLE error that maskErrors makes of it.
+ */
+export function answerOutagesInPayloads(schema: GraphQLSchema): GraphQLSchema {
+  for (const field of Object.values(schema.getMutationType()?.getFields() ?? {})) {
+    const payload = getNamedType(field.type);
+    if (!isObjectType(payload)) continue;
+    const fields = Object.values(payload.getFields());
+    if (!fields.some((f) => f.name === 'error') || fields.some((f) => f.name !== 'error' && isNonNullType(f.type))) continue;
+    const resolve = field.resolve ?? defaultFieldResolver;
+    field.resolve = async (source, args, context: { log?: Logger }, info) => {
+      try {
+        return await resolve(source, args, context, info);
+      } catch (error) {
+        if (!isDependencyOutage(error)) throw error;
+        context.log?.warn({ err: error, path: [info.fieldName] }, 'a dependency did not answer');
+        return { error: payloadError('TEMPORARILY_UNAVAILABLE', TEMPORARILY_UNAVAILABLE_MESSAGE) };
+      }
+    };
+  }
+  return schema;
+}
