@@ -190,6 +190,8 @@ interface Figure {
   samples: number[];
   seconds: number;
   cpu: Map<string, number>;
+  /** Requests that failed (not in the samples). */
+  failed: number;
 }
 
 const percentile = (samples: readonly number[], p: number) => {
@@ -208,11 +210,12 @@ async function benchLayout(layout: Layout, config: Config, apiKeys: string[], po
     for (const each of scenarios['one account']) each.oneOrder = oneOrder;
 
     // The processes whose CPU is counted: the layout's, the database's backends for this database, and this client.
+    // Keyed by process; the database's backends each by pid (a pool opens and closes them), summed as 'postgres'.
     const cpuOfAll = async () => {
       const cpu = new Map<string, number>();
       for (const { label, child } of running.processes) cpu.set(label, cpuMs(child.pid!));
       const backends = await pool.query<{ pid: number }>('select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [databaseName]);
-      cpu.set('postgres', backends.rows.reduce((sum, { pid }) => sum + cpuMs(pid), 0));
+      for (const { pid } of backends.rows) cpu.set(`postgres:${pid}`, cpuMs(pid));
       const own = process.cpuUsage();
       cpu.set('client', (own.user + own.system) / 1000);
       return cpu;
@@ -227,14 +230,21 @@ async function benchLayout(layout: Layout, config: Config, apiKeys: string[], po
       await sleep(SETTLE_MS);
       const before = await cpuOfAll();
       const samples: number[] = [];
+      let failed = 0;
       const started = process.hrtime.bigint();
       await Promise.all(
         clients.map(async (each) => {
           const run = client.requestOf(operation, each);
           for (let index = 0; index < count; index += 1) {
             const begun = process.hrtime.bigint();
-            await run();
-            samples.push(Number(process.hrtime.bigint() - begun) / 1e6);
+            try {
+              await run();
+              samples.push(Number(process.hrtime.bigint() - begun) / 1e6);
+            } catch (error) {
+              // Counted and shown, not timed: an overloaded machine may time a request out (TEMPORARILY_UNAVAILABLE).
+              failed += 1;
+              if (failed === 1) console.warn(`  ${key}: ${(error as Error).message}`);
+            }
           }
         }),
       );
@@ -242,10 +252,15 @@ async function benchLayout(layout: Layout, config: Config, apiKeys: string[], po
       // The relays' work for this batch happens after its last answer; it is counted once they have emptied.
       await sleep(SETTLE_MS);
       const after = await cpuOfAll();
-      const figure: Figure = results.get(key) ?? { samples: [], seconds: 0, cpu: new Map<string, number>() };
+      const figure: Figure = results.get(key) ?? { samples: [], seconds: 0, cpu: new Map<string, number>(), failed: 0 };
       figure.samples.push(...samples);
       figure.seconds += seconds;
-      for (const [label, total] of after) figure.cpu.set(label, (figure.cpu.get(label) ?? 0) + total - (before.get(label) ?? 0));
+      for (const [key, total] of after) {
+        const label = key.startsWith('postgres:') ? 'postgres' : key;
+        // A backend that was not there before started during the batch.
+        figure.cpu.set(label, (figure.cpu.get(label) ?? 0) + Math.max(0, total - (before.get(key) ?? 0)));
+      }
+      figure.failed += failed;
       results.set(key, figure);
     };
 
@@ -280,8 +295,9 @@ async function benchLayout(layout: Layout, config: Config, apiKeys: string[], po
       const eight = label.endsWith('one account') ? results.get(`${operation}, 8 accounts`) : undefined;
       const ratio = label === 'viewer' ? '' : `   ${(p50 / viewerP50).toFixed(2)}× viewer`;
       const gap = eight ? `   one/8 accounts ${(p50 / percentile(eight.samples, 50)).toFixed(2)}` : '';
+      const failures = figure.failed > 0 ? `   ${figure.failed} failed` : '';
       console.log(
-        `  ${label.padEnd(42)} p50 ${p50.toFixed(2).padStart(7)} ms   p99 ${percentile(figure.samples, 99).toFixed(2).padStart(7)} ms   ${(figure.samples.length / figure.seconds).toFixed(0).padStart(5)}/s${ratio}${gap}`,
+        `  ${label.padEnd(42)} p50 ${p50.toFixed(2).padStart(7)} ms   p99 ${percentile(figure.samples, 99).toFixed(2).padStart(7)} ms   ${(figure.samples.length / figure.seconds).toFixed(0).padStart(5)}/s${ratio}${gap}${failures}`,
       );
     }
     console.log('  CPU per request, ms (the client is this process; postgres is the backends of the bench database):');
