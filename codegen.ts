@@ -101,6 +101,7 @@ const config: CodegenConfig = {
       WebhookDelivery: '../repository.ts#AttemptRow',
     }),
     'services/orders/src/generated/strategies-calls.ts': calls('strategies', 'services/orders/src/calls/*.graphql'),
+    'services/fills/src/generated/orders-calls.ts': calls('orders', 'services/fills/src/calls/*.graphql'),
     'services/accounts/src/generated/events-calls.ts': calls('events', 'services/accounts/src/calls/*.graphql'),
     // The end-to-end tests' operations, against the API clients see (testing/fixture.ts runs them).
     'testing/generated/operations.ts': typedDocuments('gateway/published-api.graphql', 'testing/operations/*.graphql'),

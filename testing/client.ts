@@ -127,15 +127,10 @@ export class ApiClient implements Client {
     return this.stack.graphql(this.apiKey, query, variables);
   }
 
-  /** A GraphQL request straight to a subgraph, as a subgraph-to-subgraph call sends it: with a gateway-signed assertion. */
+  /** A request straight to a subgraph, as a subgraph-to-subgraph call sends it: with a gateway-signed assertion. */
   callSubgraph(url: string, query: string, variables?: Record<string, unknown>): Promise<HttpResult> {
-    return this.postToSubgraph(url, { query, variables });
-  }
-
-  /** A JSON body POSTed straight to a subgraph's URL (/graphql or a route beside it), with a gateway-signed assertion. */
-  postToSubgraph(url: string, body: unknown): Promise<HttpResult> {
     const assertion = signAssertion(this.stack.config.assertionPrivateKey!, { accountId: this.accountId, apiKeyId: this.apiKeyId }, 60);
-    return this.stack.post(JSON.stringify(body), { 'content-type': 'application/json', 'x-gateway-assertion': assertion }, url);
+    return this.stack.post(JSON.stringify({ query, variables }), { 'content-type': 'application/json', 'x-gateway-assertion': assertion }, url);
   }
 
   async submitOrder(input: SubmitOrderInput) {

@@ -53,10 +53,6 @@ export interface Config {
    */
   trustProxy: false | string[];
   logLevel: string;
-  /** How often the fills sweeper retries fills left pending by a crash or timeout. */
-  fillSweepIntervalMs: number;
-  /** A pending fill younger than this belongs to a request still in flight; the sweeper leaves it alone. */
-  fillSweepMinAgeMs: number;
   /** Where people reach the console (set-password links, the allowed Origin); no trailing slash. */
   consoleBaseUrl: string;
   /** Each process serves its Prometheus metrics on this port, apart from the public one. */
@@ -243,8 +239,6 @@ const environmentSchema = z.object({
   KEY_LOOKUP_CONCURRENCY: wholeNumber(4, 1, 10, 'a whole number'),
   GATEWAY_TIMEOUT_MS: milliseconds(10_000),
   SUBGRAPH_TIMEOUT_MS: milliseconds(5_000),
-  FILL_SWEEP_INTERVAL_MS: milliseconds(5_000),
-  FILL_SWEEP_MIN_AGE_MS: milliseconds(10_000),
   METRICS_PORT: port(9464),
   OUTBOX_RELAY_INTERVAL_MS: milliseconds(1_000),
   WEBHOOK_DISPATCH_INTERVAL_MS: milliseconds(1_000),
@@ -347,8 +341,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tls: e.TLS_CERT_FILE && e.TLS_KEY_FILE ? { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE } : undefined,
     trustProxy: e.TRUST_PROXY,
     logLevel: e.LOG_LEVEL ?? (e.NODE_ENV === 'test' ? 'warn' : 'info'),
-    fillSweepIntervalMs: e.FILL_SWEEP_INTERVAL_MS,
-    fillSweepMinAgeMs: e.FILL_SWEEP_MIN_AGE_MS,
     consoleBaseUrl:
       e.CONSOLE_BASE_URL ?? `${e.TLS_CERT_FILE ? 'https' : 'http'}://${['0.0.0.0', '::'].includes(e.HOST) ? '127.0.0.1' : e.HOST}:${ports.gateway}`,
     metricsPort: e.METRICS_PORT,

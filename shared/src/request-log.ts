@@ -38,11 +38,6 @@ export function observeContext<Context extends object>(request: FastifyRequest, 
   return context;
 }
 
-/** The caller of a request served outside GraphQL (a subgraph's caller route), for its log line. */
-export function observeCaller(request: FastifyRequest, caller: CallerIdentity): void {
-  observationOf(request).caller = caller;
-}
-
 export function requestLogPlugin(): ApolloServerPlugin<{ caller?: CallerIdentity }> {
   return {
     async requestDidStart({ contextValue }) {
@@ -103,8 +98,6 @@ export interface RequestLogOptions {
   /** The `service` label: gateway, accounts, orders, strategies or fills. */
   service: string;
   kind: ObservedServer;
-  /** Routes besides /graphql counted in the request metrics, each under its path as the operation. */
-  operationRoutes?: readonly string[] | undefined;
 }
 
 /**
@@ -113,7 +106,6 @@ export interface RequestLogOptions {
  * that has its line already, under the same request id; health probes are at debug everywhere.
  */
 export function observeRequests(app: FastifyInstance, options: RequestLogOptions): void {
-  const operationRoutes = new Set(options.operationRoutes);
   app.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
     const route = request.routeOptions.url;
     const observation = observationOf(request);
@@ -121,11 +113,10 @@ export function observeRequests(app: FastifyInstance, options: RequestLogOptions
     const durationMs = reply.elapsedTime;
     const outcome = outcomeOf(options.kind, route, status, observation);
     const resolvedName = observation.operationName;
-    const graphql = route === '/graphql';
-    if (graphql || (route !== undefined && operationRoutes.has(route))) {
+    if (route === '/graphql') {
       const labels = {
         service: options.service,
-        operation: !graphql ? route! : resolvedName === undefined ? NO_OPERATION : operationLabel(options.service, resolvedName),
+        operation: resolvedName === undefined ? NO_OPERATION : operationLabel(options.service, resolvedName),
         outcome,
       };
       requestsTotal.inc(labels);

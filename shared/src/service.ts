@@ -5,7 +5,7 @@ import type { DocumentNode } from 'graphql';
 import type { Config, ServiceName } from './config.ts';
 import { createDatabase, isDatabaseReachable, migrateSchema } from './db.ts';
 import { createLogger, type Logger } from './logger.ts';
-import { startSubgraphServer, type BaseContext, type CallerRoute, type RunningServer, type SubgraphResolvers } from './subgraph-server.ts';
+import { startSubgraphServer, type BaseContext, type RunningServer, type SubgraphResolvers } from './subgraph-server.ts';
 import { startProcessTelemetry, type ProcessTelemetry } from './telemetry.ts';
 
 export interface ServiceRuntime<DB> {
@@ -27,8 +27,6 @@ export interface ServiceDefinition<DB, Context extends BaseContext> {
   createContext(base: BaseContext, runtime: ServiceRuntime<DB>): Context;
   /** Background work (e.g. the fills recovery sweeper); the returned function stops it. */
   startBackground?(runtime: ServiceRuntime<DB>): () => Promise<void>;
-  /** Routes other subgraphs call on a caller's behalf beside /graphql, with the same assertion check. */
-  callerRoutes?: CallerRoute<Context>[];
   /** Routes besides /graphql (e.g. the events service's internal ingest); they get no assertion check. */
   registerRoutes?(app: FastifyInstance, runtime: ServiceRuntime<DB>): Promise<void>;
 }
@@ -63,7 +61,6 @@ export async function runService<DB, Context extends BaseContext>(
     logger: log,
     port: options.port ?? config.ports[definition.name],
     createContext: (base) => definition.createContext(base, runtime),
-    callerRoutes: definition.callerRoutes,
     registerRoutes: definition.registerRoutes && ((app) => definition.registerRoutes!(app, runtime)),
     isReady: () => isDatabaseReachable(db as Kysely<unknown>),
   });

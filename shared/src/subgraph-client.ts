@@ -1,30 +1,25 @@
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import { print, type DocumentNode } from 'graphql';
-import type { z } from 'zod';
 import { ASSERTION_HEADER } from './assertion.ts';
 import { postJson, type HttpAnswer } from './http-client.ts';
 import { timedSubgraphFetch } from './metrics.ts';
 import { REQUEST_ID_HEADER } from './subgraph-server.ts';
 
-/** The other subgraph did not answer in time, or answered with something other than what was asked for. */
+/** The other subgraph did not answer in time, or answered with something other than GraphQL. */
 export class SubgraphUnavailableError extends Error {}
 
-/** Who calls whom, and on whose behalf: what every call from one subgraph to another carries. */
-interface SubgraphLink {
+export interface SubgraphCall<Result, Variables> {
   /** The calling and the called subgraph's names, for the subgraph fetch metrics. */
   caller: string;
   subgraph: string;
   url: string;
+  /** A document generated from the called subgraph's schema (`npm run codegen`), typed by its result and variables. */
+  document: TypedDocumentNode<Result, Variables>;
+  variables: Variables;
   /** The caller's assertion, forwarded so that the callee scopes the answer to the same account. */
   assertion: string;
   requestId: string;
   timeoutMs: number;
-}
-
-export interface SubgraphCall<Result, Variables> extends SubgraphLink {
-  /** A document generated from the called subgraph's schema (`npm run codegen`), typed by its result and variables. */
-  document: TypedDocumentNode<Result, Variables>;
-  variables: Variables;
 }
 
 export interface SubgraphResponse<T> {
@@ -44,55 +39,28 @@ function queryText(document: DocumentNode): string {
   return text;
 }
 
-/** POSTs the body; a transport failure, a timeout, a status other than 2xx or a body that is not JSON all throw SubgraphUnavailableError. */
-async function postToSubgraph(link: SubgraphLink, body: string): Promise<unknown> {
-  const { url } = link;
+/**
+ * A subgraph-to-subgraph GraphQL call with a hard timeout. Transport failures, timeouts and
+ * non-GraphQL answers all become SubgraphUnavailableError, which callers map to TEMPORARILY_UNAVAILABLE.
+ */
+export async function callSubgraph<Result, Variables>(call: SubgraphCall<Result, Variables>): Promise<SubgraphResponse<Result>> {
   let answer: HttpAnswer;
   try {
-    answer = await timedSubgraphFetch(link.caller, link.subgraph, () =>
-      postJson({ url, headers: { [ASSERTION_HEADER]: link.assertion, [REQUEST_ID_HEADER]: link.requestId }, body, timeoutMs: link.timeoutMs }),
+    answer = await timedSubgraphFetch(call.caller, call.subgraph, () =>
+      postJson({
+        url: call.url,
+        headers: { [ASSERTION_HEADER]: call.assertion, [REQUEST_ID_HEADER]: call.requestId },
+        body: JSON.stringify({ query: queryText(call.document), variables: call.variables }),
+        timeoutMs: call.timeoutMs,
+      }),
     );
   } catch (error) {
-    throw new SubgraphUnavailableError(`${url} did not answer: ${(error as Error).message}`);
+    throw new SubgraphUnavailableError(`${call.url} did not answer: ${(error as Error).message}`);
   }
-  if (answer.status < 200 || answer.status >= 300) throw new SubgraphUnavailableError(`${url} answered HTTP ${answer.status}`);
+  if (answer.status < 200 || answer.status >= 300) throw new SubgraphUnavailableError(`${call.url} answered HTTP ${answer.status}`);
   try {
-    return JSON.parse(answer.body);
+    return JSON.parse(answer.body) as SubgraphResponse<Result>;
   } catch {
-    throw new SubgraphUnavailableError(`${url} answered a body that is not JSON`);
+    throw new SubgraphUnavailableError(`${call.url} answered a body that is not JSON`);
   }
-}
-
-/** A subgraph-to-subgraph GraphQL call with a hard timeout; failures as in `postToSubgraph`. */
-export async function callSubgraph<Result, Variables>(call: SubgraphCall<Result, Variables>): Promise<SubgraphResponse<Result>> {
-  return (await postToSubgraph(call, JSON.stringify({ query: queryText(call.document), variables: call.variables }))) as SubgraphResponse<Result>;
-}
-
-/**
- * A route one subgraph serves to another beside /graphql (see `CallerRoute` in subgraph-server.ts):
- * its path and the shapes of what it takes and answers, both ends importing the same contract.
- */
-export interface SubgraphRouteContract {
-  path: string;
-  input: z.ZodType;
-  answer: z.ZodType;
-}
-
-export interface SubgraphRouteCall<Route extends SubgraphRouteContract> extends Omit<SubgraphLink, 'url'> {
-  route: Route;
-  /** The called subgraph's /graphql URL: the route is at its `path` on the same server. */
-  subgraphUrl: string;
-  input: z.input<Route['input']>;
-}
-
-/**
- * Calls a subgraph's route with a hard timeout. An answer that does not fit the contract is a
- * SubgraphUnavailableError like a transport failure: the callee is broken or a different version.
- */
-export async function callSubgraphRoute<Route extends SubgraphRouteContract>(call: SubgraphRouteCall<Route>): Promise<z.output<Route['answer']>> {
-  const url = new URL(call.route.path, call.subgraphUrl).href;
-  const body = await postToSubgraph({ ...call, url }, JSON.stringify(call.input));
-  const answer = call.route.answer.safeParse(body);
-  if (!answer.success) throw new SubgraphUnavailableError(`${url} answered outside its contract: ${answer.error.issues[0]?.message}`);
-  return answer.data as z.output<Route['answer']>;
 }

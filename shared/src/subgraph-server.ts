@@ -7,14 +7,12 @@ import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastif
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { GraphQLError, parse, type DocumentNode, type GraphQLFormattedError } from 'graphql';
-import type { z } from 'zod';
 import { ASSERTION_HEADER, AssertionVerifier, type CallerIdentity } from './assertion.ts';
 import type { Config } from './config.ts';
 import { CLIENT_SAFE_CODES, MASKED_MESSAGE } from './errors.ts';
 import type { Logger } from './logger.ts';
 import { refuseControlCharacters } from './string-inputs.ts';
-import type { SubgraphRouteContract } from './subgraph-client.ts';
-import { observeCaller, observeContext, observeRequests, requestLogPlugin } from './request-log.ts';
+import { observeContext, observeRequests, requestLogPlugin } from './request-log.ts';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 
@@ -43,24 +41,6 @@ export interface EntityReference {
   id: string;
 }
 
-/**
- * A route this subgraph serves to another beside /graphql, on a caller's behalf: the gateway
- * assertion is checked as for /graphql, the JSON body against the contract's input (400 naming the
- * first problem otherwise), and `handle` answers with the same context a resolver gets.
- */
-export interface CallerRoute<Context extends BaseContext, Route extends SubgraphRouteContract = SubgraphRouteContract> {
-  contract: Route;
-  handle(input: z.output<Route['input']>, context: Context): Promise<z.input<Route['answer']>>;
-}
-
-/** Keeps the route's input and answer types tied to its contract where it is declared. */
-export function callerRoute<Context extends BaseContext, Route extends SubgraphRouteContract>(
-  contract: Route,
-  handle: CallerRoute<Context, Route>['handle'],
-): CallerRoute<Context> {
-  return { contract, handle };
-}
-
 export interface SubgraphOptions<Context extends BaseContext> {
   name: string;
   typeDefs: DocumentNode;
@@ -72,7 +52,6 @@ export interface SubgraphOptions<Context extends BaseContext> {
   createContext(base: BaseContext): Context;
   /** Resolves true when the service's dependencies answer; `/readyz` reports it. */
   isReady(): Promise<boolean>;
-  callerRoutes?: CallerRoute<Context>[] | undefined;
   registerRoutes?: ((app: FastifyInstance) => Promise<void>) | undefined;
 }
 
@@ -125,8 +104,6 @@ export interface HttpAppOptions {
    * gateway makes its own, since a client could otherwise choose what the logs correlate.
    */
   adoptRequestId: boolean;
-  /** A subgraph's caller routes: counted in the request metrics like its GraphQL operations. */
-  operationRoutes?: readonly string[];
 }
 
 /** How long a stopping server waits for requests in flight before it drops the remaining connections. */
@@ -147,11 +124,7 @@ export function createHttpApp(config: Config, logger: Logger, options: HttpAppOp
   // The HTTPS server has the same request and reply API; only the transport differs.
   const https = options.tls ? { https: { cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) } } : {};
   const app = Fastify({ ...settings, ...https } as typeof settings) as unknown as FastifyInstance;
-  observeRequests(app, {
-    service: options.service ?? 'gateway',
-    kind: options.adoptRequestId ? 'subgraph' : 'gateway',
-    operationRoutes: options.operationRoutes,
-  });
+  observeRequests(app, { service: options.service ?? 'gateway', kind: options.adoptRequestId ? 'subgraph' : 'gateway' });
 
   // Whatever escapes a route (a database that is down during a key look-up, a bug) is logged with the
   // request id and answered without its message, which could name a host or a query.
@@ -191,18 +164,12 @@ export function addHealthRoutes(app: FastifyInstance, isReady: () => Promise<boo
 }
 
 /**
- * Serves a subgraph: `/graphql` and its caller routes only with a valid gateway assertion (401
- * otherwise, so a client that reaches the port directly with a made-up account header gets nothing),
- * plus `/healthz` and `/readyz`.
+ * Serves a subgraph: `/graphql` only with a valid gateway assertion (401 otherwise, so a client that
+ * reaches the port directly with a made-up account header gets nothing), plus `/healthz` and `/readyz`.
  */
 export async function startSubgraphServer<Context extends BaseContext>(options: SubgraphOptions<Context>): Promise<RunningServer> {
   const { config, logger } = options;
-  const callerRoutes = options.callerRoutes ?? [];
-  const app = createHttpApp(config, logger, {
-    service: options.name,
-    adoptRequestId: true,
-    operationRoutes: callerRoutes.map((route) => route.contract.path),
-  });
+  const app = createHttpApp(config, logger, { service: options.name, adoptRequestId: true });
   const apollo = new ApolloServer<Context>({
     schema: refuseControlCharacters(buildSubgraphSchema([{ typeDefs: options.typeDefs, resolvers: options.resolvers }])),
     formatError: maskErrors(logger),
@@ -219,9 +186,8 @@ export async function startSubgraphServer<Context extends BaseContext>(options: 
   // Verified once per request, before the body is read; the context takes the identity from here.
   const callers = new WeakMap<FastifyRequest, { caller: CallerIdentity; assertion: string }>();
   const verifier = new AssertionVerifier(config.assertionPublicKey);
-  const asserted = new Set(['/graphql', ...callerRoutes.map((route) => route.contract.path)]);
   app.addHook('onRequest', async (request, reply) => {
-    if (!asserted.has(request.routeOptions.url ?? '')) return;
+    if (request.routeOptions.url !== '/graphql') return;
     const assertion = request.headers[ASSERTION_HEADER];
     const caller = typeof assertion === 'string' ? verifier.verify(assertion) : undefined;
     if (!caller || typeof assertion !== 'string') {
@@ -235,19 +201,6 @@ export async function startSubgraphServer<Context extends BaseContext>(options: 
     if (!verified) throw new GraphQLError('Unauthenticated', { extensions: { code: 'UNAUTHENTICATED' } });
     return observeContext(request, options.createContext({ ...verified, requestId: String(request.id), log: request.log }));
   };
-
-  for (const route of callerRoutes) {
-    app.post(route.contract.path, async (request, reply) => {
-      const input = route.contract.input.safeParse(request.body);
-      if (!input.success) {
-        const [issue] = input.error.issues;
-        return reply.code(400).send({ detail: issue ? `${issue.path.join('.') || 'body'}: ${issue.message}` : 'invalid body' });
-      }
-      const verified = callers.get(request)!;
-      observeCaller(request, verified.caller);
-      return route.handle(input.data, options.createContext({ ...verified, requestId: String(request.id), log: request.log }));
-    });
-  }
 
   await app.register(fastifyApollo(apollo), {
     context,

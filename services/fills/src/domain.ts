@@ -1,5 +1,4 @@
 import { Decimal, formatDecimal } from '@ots/shared/decimal';
-import type { ApplyFillOutcome } from '@ots/shared/fill-application';
 import type { ReceivedId } from '@ots/shared/ids';
 import { fail, ok, payloadError, type PayloadError, type Result } from '@ots/shared/errors';
 import {
@@ -103,9 +102,8 @@ export function orderNotFound(orderSubmissionId: string): PayloadError {
 }
 
 /**
- * The order as orders answers a fill's application with (`OrderAfterFill` in
- * @ots/shared/fill-application): its state after the verdict (handed on to the client as
- * `RecordFillPayload.orderSubmission`), and the details a fill copies.
+ * The order as orders answers `applyFill` with: its state after the verdict (handed on to the
+ * client as `RecordFillPayload.orderSubmission`), and the details a fill copies.
  */
 export interface OrderView {
   id: string;
@@ -144,6 +142,9 @@ function exceedsRemaining(quantity: Decimal, remaining: string | undefined): Pay
   );
 }
 
+/** The orders subgraph's verdict on a fill id (its `applyFill` mutation). */
+export type ApplyOutcome = 'APPLIED' | 'ALREADY_APPLIED' | 'NOT_FOUND' | 'NOT_FILLABLE' | 'EXCEEDS_REMAINING';
+
 export type Settlement = { kind: 'applied' } | { kind: 'refused'; error: PayloadError };
 
 /**
@@ -152,7 +153,7 @@ export type Settlement = { kind: 'applied' } | { kind: 'refused'; error: Payload
  * is dropped, never retried.
  */
 export function settlementOf(
-  outcome: ApplyFillOutcome,
+  outcome: ApplyOutcome,
   fill: { orderSubmissionId: string; quantity: Decimal | string },
   order: Pick<OrderView, 'status' | 'remainingQuantity'> | null,
 ): Settlement {
