@@ -112,9 +112,6 @@ export interface OrderView {
   status: OrderStatus;
   remainingQuantity: string;
   strategy: { id: string } | null;
-  /** The replace chain, asked for by recordFill's call (absent where an order is made up in tests). */
-  replacesOrderSubmission?: { id: string } | null;
-  replacedBy?: { id: string } | null;
   [providedField: string]: unknown;
 }
 
@@ -142,15 +139,14 @@ function exceedsRemaining(quantity: Decimal, remaining: string | undefined): Pay
   );
 }
 
-/** The orders subgraph's verdict on a fill id (its `applyFill` mutation). */
+/** The orders subgraph's verdict on a fill (its `applyFill` mutation). */
 export type ApplyOutcome = 'APPLIED' | 'ALREADY_APPLIED' | 'NOT_FOUND' | 'NOT_FILLABLE' | 'EXCEEDS_REMAINING';
 
 export type Settlement = { kind: 'applied' } | { kind: 'refused'; error: PayloadError };
 
 /**
- * What a verdict means for the pending fill. A refusal is final for that fill — an order never
- * regains quantity, never reopens, and a fill's execution time does not change — so a refused fill
- * is dropped, never retried.
+ * What a verdict means for the request: applied (now or before), or the refusal the client sees.
+ * Orders records nothing for a refused fill, so its execution id stays free.
  */
 export function settlementOf(
   outcome: ApplyOutcome,
