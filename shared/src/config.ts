@@ -41,7 +41,7 @@ export interface Config {
   redisUrl: string | undefined;
   redisKeyPrefix: string;
   apiKeyHmacSecret: Buffer;
-  /** Held by the gateway, and by fills for its recovery sweeper; absent elsewhere in production. */
+  /** Held by the gateway; absent elsewhere in production. */
   assertionPrivateKey: KeyObject | undefined;
   assertionPublicKey: KeyObject;
   assertionTtlSeconds: number;
@@ -58,8 +58,9 @@ export interface Config {
   /** Each process serves its Prometheus metrics on this port, apart from the public one. */
   metricsPort: number;
   /**
-   * Signs what the producers' outbox relays send to the events service; held by events, orders,
-   * strategies and fills only (each refuses to start its part without it in production).
+   * Signs what the producers' outbox relays send to the events service (and orders' relay to fills'
+   * recovery route); held by events, orders, strategies and fills only (each refuses to start its
+   * part without it in production).
    */
   eventsIngestSecret: string | undefined;
   /** Seals webhook signing secrets at rest (AES-256-GCM); held by the events service only. */
