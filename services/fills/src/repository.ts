@@ -54,7 +54,7 @@ export interface KeptFill {
 
 /**
  * Keeps fills orders recorded, in one statement, once each: a fill already kept (by the request
- * that recorded it, a retry of it, or the recovery route) is left as it is, so whichever comes first
+ * that recorded it, a retry of it, or the recovery route; one fill per id and per execution id) is left as it is, so whichever comes first
  * keeps it and the rest change nothing. The same fill always comes with the same values (orders
  * recorded them once).
  */
@@ -111,7 +111,9 @@ const keepFillsStatement = compiledStatement(
           ${p.liquidities}::text[], ${p.executedAts}::timestamptz[], ${p.recordedAts}::timestamptz[])
           as kept(id, account_id, order_submission_id, strategy_id, symbol, side, execution_id, quantity, price, fee, liquidity, executed_at, recorded_at)`,
       )
-      .onConflict((conflict) => conflict.column('id').doNothing()),
+      // Any unique index, not only the id's: the request and orders' relay may bring the same fill at
+      // the same moment, and the insert that loses the race may meet it first on the execution id's index.
+      .onConflict((conflict) => conflict.doNothing()),
   { prepared: true },
 );
 
