@@ -101,6 +101,7 @@ const config: CodegenConfig = {
       WebhookEndpoint: '../repository.ts#EndpointRow',
       WebhookDelivery: '../repository.ts#AttemptRow',
     }),
+    'services/fills/src/generated/orders-calls.ts': calls('orders', 'services/fills/src/calls/*.graphql'),
     'services/accounts/src/generated/events-calls.ts': calls('events', 'services/accounts/src/calls/*.graphql'),
     // The client SDK's operations, as strings (it sends them as they are and carries no graphql runtime).
     'clients/typescript/src/generated/operations.ts': {

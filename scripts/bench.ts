@@ -1,13 +1,14 @@
-import { createAccount, createKey, hashApiKey, isWellFormedApiKey, readKeyCacheGeneration } from '@ots/accounts';
+import { hashApiKey, isWellFormedApiKey, readKeyCacheGeneration } from '@ots/accounts';
 import { openBenchStack } from './bench-stack.ts';
-import { runWriteBench } from './write-latency.ts';
+import { runPerRequestCosts } from './write-latency.ts';
 
 /**
- * `npm run bench`: figures, not pass/fail. Runs the whole stack in this process on a throwaway
- * database (on DATABASE_URL's server, else the embedded Postgres) and prints latencies and ratios
- * measured in the same run, since absolute numbers on a shared 2-core machine are noisy.
+ * `npm run bench`, after scripts/bench-writes.ts (the writes as a client measures them): figures, not
+ * pass/fail. Runs the whole stack in this process on a throwaway database (on DATABASE_URL's server,
+ * else the embedded Postgres): key look-ups, what each request costs in round trips, paging and
+ * throughput, ratios measured in the same run, since absolute numbers on a shared 2-core machine are noisy.
  */
-const { config, stack, management, apiKey, close } = await openBenchStack('bench');
+const { config, stack, apiKey, close } = await openBenchStack('bench');
 
 async function timeEach(count: number, run: () => Promise<unknown>): Promise<number[]> {
   const samples: number[] = [];
@@ -62,16 +63,10 @@ const unauthenticated = await timeEach(1_000, () =>
 );
 report('gateway Variant A (no key)', unauthenticated);
 
-// Writes, 8 concurrent clients, against `viewer` with 8 concurrent clients in the same run.
-const otherKeys = await Promise.all(
-  Array.from({ length: 7 }, async (_, index) => {
-    const other = await createAccount(management, `Bench account ${index + 2}`);
-    return (await createKey(management, other.id, { name: 'bench' })).apiKey;
-  }),
-);
+// What each request costs in round trips (the writes' latencies under load: scripts/bench-writes.ts).
 const serviceOfPort = new Map<string, string>([...stack.subgraphs].map(([name, server]) => [String(server.port), name]));
 serviceOfPort.set(String(new URL(stack.gateway.url).port), 'gateway');
-await runWriteBench({ send, apiKeys: [apiKey, ...otherKeys], serviceOfPort });
+await runPerRequestCosts({ send, apiKey, serviceOfPort });
 
 // Orders: keyset paging, whose page N should cost what page 1 costs (page 40 needs 2,000 orders).
 let toSeed = 2_050;

@@ -128,7 +128,7 @@ export class ApiClient implements Client {
     return this.stack.graphql(this.apiKey, query, variables);
   }
 
-  /** A GraphQL request straight to a subgraph, as a subgraph-to-subgraph call sends it: with a gateway-signed assertion. */
+  /** A request straight to a subgraph, as a subgraph-to-subgraph call sends it: with a gateway-signed assertion. */
   callSubgraph(url: string, query: string, variables?: Record<string, unknown>): Promise<HttpResult> {
     return this.postToSubgraph(url, { query, variables });
   }

@@ -7,7 +7,7 @@ import { createTestDatabase } from '@ots/shared/testing/database';
 import { TcpProxy } from '@ots/shared/testing/tcp-proxy';
 
 export interface StackOptions {
-  /** Extra environment for loadConfig, e.g. { FILL_SWEEP_INTERVAL_MS: '200' }. */
+  /** Extra environment for loadConfig, e.g. { OUTBOX_RELAY_INTERVAL_MS: '200' }. */
   env?: Record<string, string>;
   /**
    * `direct` (default): the test Redis. `proxied`: through a relay the test can cut (`redisProxy`).

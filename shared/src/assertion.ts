@@ -23,8 +23,7 @@ const VERSION = 'v1';
 const SKEW_SECONDS = 5;
 
 /**
- * A compact Ed25519-signed token: the gateway (and the fills sweeper, which acts for the account
- * that recorded a fill) sign with the private key; subgraphs verify with the public key only,
+ * A compact Ed25519-signed token: the gateway signs with the private key; subgraphs verify with the public key only,
  * so a subgraph can never mint an identity it did not receive.
  */
 export function signAssertion(privateKey: KeyObject, identity: CallerIdentity, ttlSeconds: number, now = Date.now()): string {

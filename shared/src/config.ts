@@ -54,7 +54,7 @@ export interface Config {
   redisUrl: string | undefined;
   redisKeyPrefix: string;
   apiKeyHmacSecret: Buffer;
-  /** Held by the gateway, and by fills for its recovery sweeper; absent elsewhere in production. */
+  /** Held by the gateway; absent elsewhere in production. */
   assertionPrivateKey: KeyObject | undefined;
   assertionPublicKey: KeyObject;
   assertionTtlSeconds: number;
@@ -66,17 +66,14 @@ export interface Config {
    */
   trustProxy: false | string[];
   logLevel: string;
-  /** How often the fills sweeper retries fills left pending by a crash or timeout. */
-  fillSweepIntervalMs: number;
-  /** A pending fill younger than this belongs to a request still in flight; the sweeper leaves it alone. */
-  fillSweepMinAgeMs: number;
   /** Where people reach the console (set-password links, the allowed Origin); no trailing slash. */
   consoleBaseUrl: string;
   /** Each process serves its Prometheus metrics on this port, apart from the public one. */
   metricsPort: number;
   /**
-   * Signs what the producers' outbox relays send to the events service; held by events, orders,
-   * strategies and fills only (each refuses to start its part without it in production).
+   * Signs what the producers' outbox relays send to the events service (and orders' relay to fills'
+   * recovery route); held by events, orders, strategies and fills only (each refuses to start its
+   * part without it in production).
    */
   eventsIngestSecret: string | undefined;
   /** Seals webhook signing secrets at rest (AES-256-GCM); held by the events service only. */
@@ -265,8 +262,6 @@ const environmentSchema = z.object({
   HEADERS_TIMEOUT_MS: milliseconds(10_000),
   BODY_TIMEOUT_MS: milliseconds(30_000),
   MAX_CONNECTIONS: wholeNumber(undefined, 1, MAX_INTEGER, 'a whole number'),
-  FILL_SWEEP_INTERVAL_MS: milliseconds(5_000),
-  FILL_SWEEP_MIN_AGE_MS: milliseconds(10_000),
   METRICS_PORT: port(9464),
   OUTBOX_RELAY_INTERVAL_MS: milliseconds(1_000),
   WEBHOOK_DISPATCH_INTERVAL_MS: milliseconds(1_000),
@@ -386,8 +381,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tls: e.TLS_CERT_FILE && e.TLS_KEY_FILE ? { certFile: e.TLS_CERT_FILE, keyFile: e.TLS_KEY_FILE } : undefined,
     trustProxy: e.TRUST_PROXY,
     logLevel: e.LOG_LEVEL ?? (e.NODE_ENV === 'test' ? 'warn' : 'info'),
-    fillSweepIntervalMs: e.FILL_SWEEP_INTERVAL_MS,
-    fillSweepMinAgeMs: e.FILL_SWEEP_MIN_AGE_MS,
     consoleBaseUrl:
       e.CONSOLE_BASE_URL ?? `${e.TLS_CERT_FILE ? 'https' : 'http'}://${['0.0.0.0', '::'].includes(e.HOST) ? '127.0.0.1' : e.HOST}:${ports.gateway}`,
     metricsPort: e.METRICS_PORT,

@@ -66,33 +66,6 @@ export const rateLimitRefusals = new Counter({
   registers: [registry],
 });
 
-function createFillSweeperMetrics() {
-  return {
-    backlog: new Gauge({
-      name: 'ots_fill_sweeper_backlog',
-      help: 'Fills left pending (recorded but not yet applied to their order), as of the last sweep',
-      registers: [registry],
-    }),
-    oldestPendingSeconds: new Gauge({
-      name: 'ots_fill_sweeper_oldest_pending_seconds',
-      help: 'Age of the oldest pending fill as of the last sweep; 0 when none is pending',
-      registers: [registry],
-    }),
-    settled: new Counter({
-      name: 'ots_fill_sweeper_settled_total',
-      help: 'Pending fills the recovery sweeper settled: applied to their order, or dropped because orders refused them',
-      labelNames: ['result'] as const,
-      registers: [registry],
-    }),
-  };
-}
-let fillSweeperMetricsOnce: ReturnType<typeof createFillSweeperMetrics> | undefined;
-
-/** Registered by the first sweeper, so that processes without one (the gateway, other subgraphs) show no backlog of 0. */
-export function fillSweeperMetrics(): ReturnType<typeof createFillSweeperMetrics> {
-  return (fillSweeperMetricsOnce ??= createFillSweeperMetrics());
-}
-
 function createOutboxMetrics() {
   return {
     oldestEventSeconds: new Gauge({

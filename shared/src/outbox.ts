@@ -112,6 +112,19 @@ export interface IngestBatch {
 export const INGEST_PATH = '/internal/events';
 
 /**
+ * The fills subgraph's route for the `fill.recorded` events orders writes: how a fill orders
+ * recorded reaches fills when the request that recorded it could not keep it (services/fills/src/recovery.ts).
+ */
+export const RECORDED_FILLS_PATH = '/internal/recorded-fills';
+
+/** A service besides the events service that needs some of a producer's events, signed and batched the same way. */
+export interface RelayConsumer {
+  types: readonly EventType[];
+  /** Read at each pass, as the events service's URL is. */
+  url: () => URL;
+}
+
+/**
  * Relays authenticate with a Standard Webhooks signature under EVENTS_INGEST_SECRET, the same
  * scheme (and library) the service signs its own webhooks with. A service-wide secret rather than
  * a gateway assertion: a relay forwards many accounts' events at once, and a producer that held
@@ -143,6 +156,8 @@ export interface OutboxRelayOptions {
   timeoutMs?: number;
   /** How many requests the producing service is serving: from two, its relay waits its longer interval. */
   requestsInFlight?: () => number;
+  /** Sent their events before the events service is: a row leaves the outbox once every one has acknowledged it. */
+  consumers?: readonly RelayConsumer[];
 }
 
 export class EventsUnavailableError extends Error {}
@@ -190,22 +205,25 @@ export async function relayOutboxOnce(options: OutboxRelayOptions): Promise<numb
   const metrics = outboxMetrics();
   metrics.oldestEventSeconds.set({ service: options.service }, rows[0] ? Math.max(0, (Date.now() - rows[0].created_at.getTime()) / 1000) : 0);
   if (rows.length === 0) return 0;
-  const body = ingestBody(rows);
-  let answer: HttpAnswer;
-  try {
-    answer = await postJson({
-      url: new URL(INGEST_PATH, options.eventsUrl()),
-      headers: signIngestRequest(options.secret, body),
-      body,
-      timeoutMs: options.timeoutMs ?? 5_000,
-    });
-  } catch (error) {
-    throw new EventsUnavailableError(`the events service did not answer: ${(error as Error).message}`);
+  for (const consumer of options.consumers ?? []) {
+    const theirs = rows.filter((row) => (consumer.types as readonly string[]).includes(row.type));
+    if (theirs.length > 0) await postBatch(options, consumer.url(), theirs);
   }
-  if (answer.status < 200 || answer.status >= 300) throw new EventsUnavailableError(`the events service answered HTTP ${answer.status}`);
+  await postBatch(options, new URL(INGEST_PATH, options.eventsUrl()), rows);
   await deleteEvents(options.db, { ids: rows.map((row) => row.id) });
   metrics.relayed.inc({ service: options.service }, rows.length);
   return rows.length;
+}
+
+async function postBatch(options: OutboxRelayOptions, url: URL, rows: Parameters<typeof ingestBody>[0]): Promise<void> {
+  const body = ingestBody(rows);
+  let answer: HttpAnswer;
+  try {
+    answer = await postJson({ url, headers: signIngestRequest(options.secret, body), body, timeoutMs: options.timeoutMs ?? 5_000 });
+  } catch (error) {
+    throw new EventsUnavailableError(`${url.origin} did not answer: ${(error as Error).message}`);
+  }
+  if (answer.status < 200 || answer.status >= 300) throw new EventsUnavailableError(`${url.origin} answered HTTP ${answer.status}`);
 }
 
 const MAX_BACKOFF_MS = 30_000;
@@ -292,7 +310,9 @@ export function startOutboxRelay(options: OutboxRelayOptions): BackgroundLoop {
  * committed by then — so an event leaves at once instead of at the next poll. (NOTIFY would wake
  * relays in other processes too, but takes a server-wide lock at every commit that notifies.)
  */
-export function outboxRelay<DB extends OutboxDatabase, Context extends BaseContext>(): Pick<
+export function outboxRelay<DB extends OutboxDatabase, Context extends BaseContext>(
+  consumersOf: (config: Config) => RelayConsumer[] = () => [],
+): Pick<
   ServiceDefinition<DB, Context>,
   'startBackground' | 'registerRoutes'
 > {
@@ -314,6 +334,7 @@ export function outboxRelay<DB extends OutboxDatabase, Context extends BaseConte
         log: runtime.log,
         intervalMs: config.outboxRelayIntervalMs,
         requestsInFlight: () => requestsOf(runtime).count,
+        consumers: consumersOf(config),
       });
       relays.set(runtime, relay);
       return () => relay.stop();

@@ -25,7 +25,7 @@ export interface ServiceDefinition<DB, Context extends BaseContext> {
   /** The service's map, typed by the `Resolvers` generated from its schema.graphql. */
   resolvers: SubgraphResolvers;
   createContext(base: BaseContext, runtime: ServiceRuntime<DB>): Context;
-  /** Background work (e.g. the fills recovery sweeper); the returned function stops it. */
+  /** Background work (e.g. an outbox relay); the returned function stops it. */
   startBackground?(runtime: ServiceRuntime<DB>): () => Promise<void>;
   /** Routes other subgraphs call on a caller's behalf beside /graphql, with the same assertion check. */
   callerRoutes?: CallerRoute<Context>[];

@@ -40,7 +40,7 @@ export async function startTracing(options: TracingOptions): Promise<void> {
       import('@opentelemetry/instrumentation-ioredis'),
       import('@opentelemetry/instrumentation-graphql'),
     ]);
-  // A trace starts where work comes in: a request, or a call the fills sweeper makes. Schema parsing
+  // A trace starts where work comes in: a request. Schema parsing
   // at start-up and other spans outside of any request are not traces anyone looks for.
   const requestRoots: Sampler = {
     shouldSample: (_context, _traceId, _name, kind) => ({
@@ -69,7 +69,7 @@ export async function startTracing(options: TracingOptions): Promise<void> {
       // undici, through its diagnostics channels: the gateway's subgraph fetches and the calls between
       // services (`postJson`, shared/src/http-client.ts).
       new undici.UndiciInstrumentation(),
-      // Only within a request or the sweeper: pool housekeeping and key-cache polling make no traces of their own.
+      // Only within a request: pool housekeeping and key-cache polling make no traces of their own.
       new pg.PgInstrumentation({ requireParentSpan: true }),
       new ioredis.IORedisInstrumentation({ requireParentSpan: true }),
       // Resolvers that only read a property are left out; the spans that remain show where time went.

@@ -1,7 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
 import { MAX_OPERATION_NAMES, operationLabel, startMetricsServer, type MetricsServer } from '@ots/shared/metrics';
 import { Scrape, scrape } from '@ots/shared/testing/metrics';
@@ -18,7 +15,7 @@ let metricsUrl: string;
 
 beforeAll(async () => {
   stack = await startStack({
-    env: { RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '5', FAILED_AUTH_PER_SECOND: '1', FAILED_AUTH_BURST: '3', FILL_SWEEP_INTERVAL_MS: '100', FILL_SWEEP_MIN_AGE_MS: '600000' },
+    env: { RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '5', FAILED_AUTH_PER_SECOND: '1', FAILED_AUTH_BURST: '3' },
   });
   metrics = await startMetricsServer({ host: '127.0.0.1', port: 0, logger: createLogger('test', 'silent') });
   metricsUrl = `http://127.0.0.1:${metrics.port}/metrics`;
@@ -95,23 +92,6 @@ describe('metrics', () => {
     expect(await change(submit, 'ots_subgraph_fetch_duration_seconds_count', { caller: 'orders', subgraph: 'strategies' })).toBe(1);
   });
 
-  it("time and count fills' calls to orders' fill route, a route beside GraphQL", async () => {
-    const client = await stack.createAccountWithKey();
-    const submitted = await data(stack, client, 'mutation { submitOrder(input: { symbol: "ACME", side: BUY, type: MARKET, quantity: "5" }) { orderSubmission { id } } }');
-    const fill = () =>
-      data(stack, client, 'mutation ($input: RecordFillInput!) { recordFill(input: $input) { error { code } } }', {
-        input: { orderSubmissionId: submitted.submitOrder.orderSubmission.id, executionId: randomUUID(), quantity: '1', price: '1' },
-      });
-    const before = await scrape(metricsUrl);
-    await fill();
-    await fill();
-    const after = await scrape(metricsUrl);
-    const delta = (name: string, labels: Record<string, string>) => after.value(name, labels) - before.value(name, labels);
-    expect(delta('ots_subgraph_fetch_duration_seconds_count', { caller: 'fills', subgraph: 'orders' })).toBe(2);
-    expect(delta('ots_requests_total', { service: 'orders', operation: '/internal/apply-fill', outcome: 'ok' })).toBe(2);
-    expect(delta('ots_request_duration_seconds_count', { service: 'orders', operation: '/internal/apply-fill', outcome: 'ok' })).toBe(2);
-  });
-
   it('count failed subgraph fetches per subgraph, with the reason', async () => {
     const client = await stack.createAccountWithKey();
     await stack.stopService('accounts');
@@ -134,24 +114,6 @@ describe('metrics', () => {
       expect(scraped.value('ots_db_pool_waiting_requests', { pool })).toBe(0);
     }
     expect(scraped.value('ots_db_pool_connections', { pool: 'accounts' })).toBeGreaterThan(0);
-  });
-
-  it("show the fills sweeper's backlog: pending fills and the age of the oldest", async () => {
-    const client = await stack.createAccountWithKey();
-    const database = new pg.Client({ connectionString: stack.databaseUrl });
-    await database.connect();
-    try {
-      // A fill a crash left pending (too young for this stack's sweeper to settle it).
-      await database.query(
-        `insert into fills.fills (id, account_id, api_key_id, order_submission_id, symbol, side, execution_id, quantity, price, fee, liquidity, executed_at, recorded_at, status)
-         values ($1, $2, $3, $4, 'ACME', 'BUY', $5, '1', '10', '0', 'UNKNOWN', now(), now() - interval '30 seconds', 'PENDING')`,
-        [newId(), client.accountId, client.apiKeyId, newId(), `exec-${randomUUID()}`],
-      );
-      await expect.poll(async () => (await scrape(metricsUrl)).value('ots_fill_sweeper_backlog'), { timeout: 5_000 }).toBe(1);
-      expect((await scrape(metricsUrl)).value('ots_fill_sweeper_oldest_pending_seconds')).toBeGreaterThanOrEqual(30);
-    } finally {
-      await database.end();
-    }
   });
 
   it("show each producer's outbox: the events relayed to the events service and the age of the oldest one waiting", async () => {

@@ -4,6 +4,7 @@ import * as symbolIndex from './002_fills_symbol_index.ts';
 import * as pendingWithoutOrderDetails from './003_pending_without_order_details.ts';
 import * as outbox from './004_outbox.ts';
 import * as pendingById from './005_pending_by_id.ts';
+import * as keptFromOrders from './006_kept_from_orders.ts';
 
 export const SCHEMA = 'fills';
 
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '003_pending_without_order_details': pendingWithoutOrderDetails,
   '004_outbox': outbox,
   '005_pending_by_id': pendingById,
+  '006_kept_from_orders': keptFromOrders,
 };

@@ -49,10 +49,9 @@ export function createFillsContext(base: BaseContext, { db, config }: ServiceRun
     db,
     orders: {
       url: config.subgraphUrls.orders,
-      // The budget of a whole recordFill, its call to orders included: half the subgraph fetch
-      // timeout, as orders gives its strategy check. The gateway abandons the fetch of fills after the
-      // full timeout, so a slow or silent orders must be given up on sooner for the client to receive
-      // TEMPORARILY_UNAVAILABLE rather than a top-level error blaming fills.
+      // Half the subgraph fetch timeout, as orders gives its strategy check: the gateway abandons the
+      // fetch of fills after the full timeout, so a slow or silent orders must be given up on sooner
+      // for the client to receive TEMPORARILY_UNAVAILABLE rather than a top-level error blaming fills.
       timeoutMs: Math.floor(config.limits.subgraphTimeoutMs / 2),
       assertion: base.assertion,
       requestId: base.requestId,

@@ -1,5 +1,4 @@
 import { Decimal, formatDecimal } from '@ots/shared/decimal';
-import type { ApplyFillOutcome } from '@ots/shared/fill-application';
 import type { ReceivedId } from '@ots/shared/ids';
 import { fail, ok, payloadError, type PayloadError, type Result } from '@ots/shared/errors';
 import {
@@ -103,9 +102,8 @@ export function orderNotFound(orderSubmissionId: string): PayloadError {
 }
 
 /**
- * The order as orders answers a fill's application with (`OrderAfterFill` in
- * @ots/shared/fill-application): its state after the verdict (handed on to the client as
- * `RecordFillPayload.orderSubmission`), and the details a fill copies.
+ * The order as orders answers `applyFill` with: its state after the verdict (handed on to the
+ * client as `RecordFillPayload.orderSubmission`), and the details a fill copies.
  */
 export interface OrderView {
   id: string;
@@ -114,9 +112,6 @@ export interface OrderView {
   status: OrderStatus;
   remainingQuantity: string;
   strategy: { id: string } | null;
-  /** The replace chain, asked for by recordFill's call (absent where an order is made up in tests). */
-  replacesOrderSubmission?: { id: string } | null;
-  replacedBy?: { id: string } | null;
   [providedField: string]: unknown;
 }
 
@@ -144,15 +139,17 @@ function exceedsRemaining(quantity: Decimal, remaining: string | undefined): Pay
   );
 }
 
+/** The orders subgraph's verdict on a fill (its `applyFill` mutation). */
+export type ApplyOutcome = 'APPLIED' | 'ALREADY_APPLIED' | 'NOT_FOUND' | 'NOT_FILLABLE' | 'EXCEEDS_REMAINING';
+
 export type Settlement = { kind: 'applied' } | { kind: 'refused'; error: PayloadError };
 
 /**
- * What a verdict means for the pending fill. A refusal is final for that fill — an order never
- * regains quantity, never reopens, and a fill's execution time does not change — so a refused fill
- * is dropped, never retried.
+ * What a verdict means for the request: applied (now or before), or the refusal the client sees.
+ * Orders records nothing for a refused fill, so its execution id stays free.
  */
 export function settlementOf(
-  outcome: ApplyFillOutcome,
+  outcome: ApplyOutcome,
   fill: { orderSubmissionId: string; quantity: Decimal | string },
   order: Pick<OrderView, 'status' | 'remainingQuantity'> | null,
 ): Settlement {

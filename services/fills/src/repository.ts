@@ -1,20 +1,18 @@
 import { sql, type Generated, type Kysely, type Selectable } from 'kysely';
 import { compiledStatement } from '@ots/shared/compiled-statement';
 import type { Uuid } from '@ots/shared/ids';
-import type { OutboxDatabase, OutboxRow } from '@ots/shared/outbox';
 import { inKeysetOrder, type KeysetPosition } from '@ots/shared/pagination';
 import type { Liquidity, OrderSide } from './domain.ts';
 
 export type FillStatus = 'PENDING' | 'APPLIED';
 
-export interface FillsDatabase extends OutboxDatabase {
+export interface FillsDatabase {
   fills: {
     id: Uuid;
     account_id: string;
-    api_key_id: string;
     order_submission_id: Uuid;
     strategy_id: string | null;
-    /** The order's; null only while the fill is pending (they arrive with orders' verdict). */
+    /** The order's; null only on a fill left pending by a release before issue 25. */
     symbol: string | null;
     side: OrderSide | null;
     execution_id: string;
@@ -33,175 +31,95 @@ export interface FillsDatabase extends OutboxDatabase {
 export type FillsDb = Kysely<FillsDatabase>;
 export type FillRow = Selectable<FillsDatabase['fills']>;
 
-/**
- * Every column of a fill, by name: what the prepared statements return a fill as. A `*` there would
- * break them once a column is added (shared/src/compiled-statement.ts); the record below fails to
- * compile when a column of the table is missing from it.
- */
-const FILL_COLUMNS = Object.keys({
-  id: true,
-  account_id: true,
-  api_key_id: true,
-  order_submission_id: true,
-  strategy_id: true,
-  symbol: true,
-  side: true,
-  execution_id: true,
-  quantity: true,
-  price: true,
-  fee: true,
-  liquidity: true,
-  executed_at: true,
-  recorded_at: true,
-  status: true,
-  applied_at: true,
-} satisfies Record<keyof FillRow, true>) as (keyof FillRow)[];
 /** An applied fill: every read shows only these, and they always carry the order's symbol and side. */
 export type AppliedFillRow = FillRow & { symbol: string; side: OrderSide };
 type AppliedColumns = { symbol: string; side: OrderSide };
 
-export interface NewPendingFill {
+/** A fill as orders recorded it, with the order's details it copies: what the fills subgraph keeps. */
+export interface KeptFill {
   id: Uuid;
   accountId: string;
-  apiKeyId: string;
   orderSubmissionId: Uuid;
+  strategyId: string | null;
+  symbol: string;
+  side: OrderSide;
   executionId: string;
   quantity: string;
   price: string;
   fee: string;
   liquidity: Liquidity;
-  /** Null: the receipt time, i.e. the database's clock at insert. */
-  executedAt: Date | null;
+  executedAt: Date;
+  recordedAt: Date;
 }
 
 /**
- * Stores a fill as pending, or nothing when the account already has a fill with this execution id
- * (the unique index decides between concurrent duplicates; the loser reads the winner's row).
+ * Keeps fills orders recorded, in one statement, once each: a fill already kept (by the request
+ * that recorded it, a retry of it, or the recovery route; one fill per id and per execution id) is left as it is, so whichever comes first
+ * keeps it and the rest change nothing. The same fill always comes with the same values (orders
+ * recorded them once).
  */
-export async function insertPendingFill(db: FillsDb, fill: NewPendingFill): Promise<FillRow | undefined> {
-  const [stored] = await insertPendingFillStatement(db, fill);
-  return stored;
-}
-
-const insertPendingFillStatement = compiledStatement((db: FillsDb, p: NewPendingFill) =>
-  db
-    .insertInto('fills')
-    .values({
-      id: p.id,
-      account_id: p.accountId,
-      api_key_id: p.apiKeyId,
-      order_submission_id: p.orderSubmissionId,
-      execution_id: p.executionId,
-      quantity: p.quantity,
-      price: p.price,
-      fee: p.fee,
-      liquidity: p.liquidity,
-      executed_at: sql<Date>`coalesce(${p.executedAt}::timestamptz, now())`,
-      status: 'PENDING',
-    })
-    .onConflict((conflict) => conflict.columns(['account_id', 'execution_id']).doNothing())
-    .returning(FILL_COLUMNS),
-  { prepared: true },
-);
-
-/** Pending or applied: idempotency looks at both. */
-export async function findFillByExecutionId(db: FillsDb, accountId: string, executionId: string): Promise<FillRow | undefined> {
-  return db
-    .selectFrom('fills')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .where('execution_id', '=', executionId)
-    .executeTakeFirst();
-}
-
-/** What orders says about the order a fill was applied to; its strategy, symbol and side never change. */
-export interface OrderDetails {
-  strategyId: string | null;
-  symbol: string;
-  side: OrderSide;
-}
-
-/**
- * Marks a pending fill applied, copying the order's details onto it so that positions and filters
- * need no call to orders, and writes its event to the outbox: one statement, so both or neither.
- * Only a PENDING fill changes: undefined when it was applied already (by a concurrent settlement,
- * which waited on the row lock and then found it applied) or dropped, so exactly one settlement
- * records the fill's event.
- *
- * Its commit does not wait for the flush to disk (`synchronous_commit` off for this statement's
- * transaction alone; `set_config` in the statement, since a lone statement has no transaction to
- * `SET LOCAL` in): it is as atomic and visible as any commit, but a crash of the Postgres server in
- * the next fraction of a second can undo it. That is safe only because this write is redone: the
- * pending row and orders' application of the fill were durable before it began, so an undone
- * settlement leaves the fill pending and the recovery sweeper settles it again, identically (its
- * event keeps its id, the fill's). It saves recordFill one of its three waits for a flush.
- */
-export async function applyPendingFill(
-  db: FillsDb,
-  accountId: string,
-  fillId: Uuid,
-  order: OrderDetails,
-  event: OutboxRow,
-): Promise<AppliedFillRow | undefined> {
-  const [applied] = await applyPendingFillStatement(db, {
-    accountId,
-    fillId,
-    ...order,
-    eventId: event.id,
-    eventType: event.type,
-    eventOccurredAt: event.occurred_at,
-    eventData: event.data,
+export async function keepFills(db: FillsDb, fills: readonly KeptFill[]): Promise<void> {
+  if (fills.length === 0) return;
+  await keepFillsStatement(db, {
+    ids: fills.map((fill) => fill.id),
+    accountIds: fills.map((fill) => fill.accountId),
+    orderSubmissionIds: fills.map((fill) => fill.orderSubmissionId),
+    strategyIds: fills.map((fill) => fill.strategyId ?? ''),
+    symbols: fills.map((fill) => fill.symbol),
+    sides: fills.map((fill) => fill.side),
+    executionIds: fills.map((fill) => fill.executionId),
+    quantities: fills.map((fill) => fill.quantity),
+    prices: fills.map((fill) => fill.price),
+    fees: fills.map((fill) => fill.fee),
+    liquidities: fills.map((fill) => fill.liquidity),
+    executedAts: fills.map((fill) => fill.executedAt.toISOString()),
+    recordedAts: fills.map((fill) => fill.recordedAt.toISOString()),
   });
-  return applied;
 }
 
-interface SettlementParams extends OrderDetails {
-  accountId: string;
-  fillId: Uuid;
-  eventId: string;
-  eventType: string;
-  eventOccurredAt: Date;
-  eventData: string;
-}
+type KeptFillColumns = {
+  [Name in 'ids' | 'accountIds' | 'orderSubmissionIds' | 'strategyIds' | 'symbols' | 'sides' | 'executionIds' | 'quantities' | 'prices' | 'fees' | 'liquidities' | 'executedAts' | 'recordedAts']: readonly string[];
+};
 
-const applyPendingFillStatement = compiledStatement((db: FillsDb, p: SettlementParams) =>
-  db
-    .with('applied', (cte) =>
-      cte
-        .updateTable('fills')
-        .set({ status: 'APPLIED', applied_at: sql<Date>`now()`, strategy_id: p.strategyId, symbol: p.symbol, side: p.side })
-        .where('account_id', '=', p.accountId)
-        .where('id', '=', p.fillId)
-        // A literal, so that the plan Postgres keeps for the prepared statement may use the pending fills' index.
-        .where('status', '=', sql.lit('PENDING'))
-        .returning(FILL_COLUMNS),
-    )
-    .with('event', (cte) =>
-      cte
-        .insertInto('outbox')
-        .columns(['id', 'account_id', 'type', 'occurred_at', 'data'])
-        .expression((eb) =>
-          eb
-            .selectFrom('applied')
-            .select([
-              eb.val(p.eventId).as('id'),
-              'applied.account_id',
-              eb.val(p.eventType).as('type'),
-              eb.val(p.eventOccurredAt).as('occurred_at'),
-              eb.val(p.eventData).as('data'),
-            ]),
-        ),
-    )
-    .with('no_flush_wait', (cte) => cte.selectNoFrom(sql<string>`set_config('synchronous_commit', 'off', true)`.as('synchronous_commit')))
-    .selectFrom(['applied', 'no_flush_wait'])
-    .select(FILL_COLUMNS.map((column) => `applied.${column}` as const))
-    .$narrowType<AppliedColumns>(),
+// One array per column (unnest), so that one prepared statement keeps a batch of any size.
+const keepFillsStatement = compiledStatement(
+  (db: FillsDb, p: KeptFillColumns) =>
+    db
+      .insertInto('fills')
+      .columns([
+        'id',
+        'account_id',
+        'order_submission_id',
+        'strategy_id',
+        'symbol',
+        'side',
+        'execution_id',
+        'quantity',
+        'price',
+        'fee',
+        'liquidity',
+        'executed_at',
+        'recorded_at',
+        'status',
+        'applied_at',
+      ])
+      .expression(
+        sql`select id, account_id, order_submission_id, nullif(strategy_id, '')::uuid, symbol, side, execution_id, quantity, price, fee,
+          liquidity, executed_at, recorded_at, 'APPLIED', recorded_at
+        from unnest(${p.ids}::uuid[], ${p.accountIds}::uuid[], ${p.orderSubmissionIds}::uuid[], ${p.strategyIds}::text[], ${p.symbols}::text[],
+          ${p.sides}::text[], ${p.executionIds}::text[], ${p.quantities}::numeric[], ${p.prices}::numeric[], ${p.fees}::numeric[],
+          ${p.liquidities}::text[], ${p.executedAts}::timestamptz[], ${p.recordedAts}::timestamptz[])
+          as kept(id, account_id, order_submission_id, strategy_id, symbol, side, execution_id, quantity, price, fee, liquidity, executed_at, recorded_at)`,
+      )
+      // Any unique index, not only the id's: the request and orders' relay may bring the same fill at
+      // the same moment, and the insert that loses the race may meet it first on the execution id's index.
+      .onConflict((conflict) => conflict.doNothing()),
   { prepared: true },
 );
 
-/** Drops a fill the orders subgraph refused; an applied fill is never dropped. */
-export async function deletePendingFill(db: FillsDb, accountId: string, fillId: Uuid): Promise<void> {
-  await db.deleteFrom('fills').where('account_id', '=', accountId).where('id', '=', fillId).where('status', '=', 'PENDING').execute();
+/** The account's fill with this execution id, if this subgraph keeps one. */
+export async function findFillByExecutionId(db: FillsDb, accountId: string, executionId: string): Promise<FillRow | undefined> {
+  return db.selectFrom('fills').selectAll().where('account_id', '=', accountId).where('execution_id', '=', executionId).executeTakeFirst();
 }
 
 export async function findAppliedFills(db: FillsDb, accountId: string, ids: readonly Uuid[]): Promise<AppliedFillRow[]> {
@@ -277,29 +195,4 @@ export async function listAppliedFills(
   if (filter.executedAfter !== undefined) query = query.where('executed_at', '>', filter.executedAfter);
   if (filter.executedBefore !== undefined) query = query.where('executed_at', '<', filter.executedBefore);
   return inKeysetOrder(query, { time: 'executed_at', after: page.after, limit: page.limit }).execute();
-}
-
-/**
- * The recovery sweeper's work list: fills still pending after `minAgeMs`, oldest first. The one
- * query not scoped to an account, because recovery works for all of them; every later step is.
- */
-export async function findStalePendingFills(db: FillsDb, minAgeMs: number, limit: number): Promise<FillRow[]> {
-  return db
-    .selectFrom('fills')
-    .selectAll()
-    .where('status', '=', 'PENDING')
-    .where('recorded_at', '<', sql<Date>`now() - ${minAgeMs} * interval '1 millisecond'`)
-    .orderBy('recorded_at', 'asc')
-    .limit(limit)
-    .execute();
-}
-
-/** The sweeper's backlog for monitoring: how many fills are pending, and since when the oldest. */
-export async function pendingFillsBacklog(db: FillsDb): Promise<{ count: number; oldestRecordedAt: Date | null }> {
-  const row = await db
-    .selectFrom('fills')
-    .select(({ fn }) => [fn.countAll<string>().as('count'), fn.min('recorded_at').as('oldest')])
-    .where('status', '=', 'PENDING')
-    .executeTakeFirstOrThrow();
-  return { count: Number(row.count), oldestRecordedAt: row.oldest };
 }

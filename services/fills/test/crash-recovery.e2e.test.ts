@@ -1,24 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { applyFillRoute } from '@ots/shared/fill-application';
 import { HttpCallError } from '@ots/shared/http-client';
-import { newId } from '@ots/shared/ids';
 import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
+import type { ApiClient } from '../../../testing/client.ts';
 import { eventually, interceptApplyFill, recorded, submitOrder } from './support.ts';
 
 vi.mock('@ots/shared/http-client', { spy: true });
 
 /**
- * recordFill crosses two databases: the fill is stored PENDING in fills, applied in orders, then marked
- * APPLIED. These tests break the chain between the steps — orders dies, an answer is lost, fills dies —
- * and check that the recovery sweeper brings both sides to the same state, each fill counted once.
+ * recordFill is two commits: orders decides and records the fill (with the order's change and both
+ * events), then fills keeps it. These tests break the route at each step — orders down before it
+ * decides, orders' answer lost after its commit, fills down between the two commits — and check that
+ * the fill is applied exactly once and ends up kept once, by a retry or, with none, by the recovery
+ * path (orders' outbox relay brings the `fill.recorded` event to fills).
  */
 
-/** Pending fills are left to their request for this long; the sweeper looks every 100 ms. */
-const MIN_AGE_MS = 2_000;
-
-const t = useStack({ env: { ...NO_RATE_LIMIT_ENV, FILL_SWEEP_INTERVAL_MS: '100', FILL_SWEEP_MIN_AGE_MS: String(MIN_AGE_MS) }, accounts: ['alice'] });
+const t = useStack({ env: { ...NO_RATE_LIMIT_ENV, OUTBOX_RELAY_INTERVAL_MS: '50' }, accounts: ['alice'] });
 let database: pg.Client;
 
 let applyFill: Awaited<ReturnType<typeof interceptApplyFill>>;
@@ -44,36 +42,38 @@ async function storedFills(executionId: string): Promise<{ id: string; status: s
   return result.rows;
 }
 
-describe('recovery of fills interrupted between the two databases', () => {
-  it('orders dies after the fill is stored: the fill stays invisible, then recovery applies it exactly once', async () => {
+/** What fills asks orders to do, sent straight to orders as fills sends it (with the caller's assertion). */
+async function applyInOrders(client: ApiClient, input: Record<string, unknown>) {
+  const applied = await client.callSubgraph(
+    t.stack.urls.orders,
+    `mutation ($input: ApplyFillInput!) { applyFill(input: $input) { outcome fill { id } orderSubmission { filledQuantity } } }`,
+    { input: { fee: '0', liquidity: 'UNKNOWN', ...input } },
+  );
+  expect(applied.body.errors).toBeUndefined();
+  return applied.body.data.applyFill as { outcome: string; fill: { id: string } | null; orderSubmission: { filledQuantity: string } | null };
+}
+
+describe('recordFill interrupted between the two commits', () => {
+  it('orders down before it decides: TEMPORARILY_UNAVAILABLE, nothing recorded anywhere, and a retry after it returns records the fill once', async () => {
     const order = await submitOrder(t.alice, { quantity: '5' });
-    const input = { orderSubmissionId: order.id, executionId: `exec-${randomUUID()}`, quantity: '2', price: '30' };
-    applyFill.once(async (forward) => {
-      await t.stack.stopService('orders');
-      return forward();
-    });
-
-    const interrupted = await t.alice.recordFill(input);
-    expect(interrupted).toMatchObject({ fill: null, orderSubmission: null, error: { code: 'TEMPORARILY_UNAVAILABLE', field: null } });
-    expect(await storedFills(input.executionId)).toEqual([{ id: expect.any(String), status: 'PENDING' }]);
-    expect((await t.alice.listFills({ filter: { orderSubmissionId: order.id } })).nodes).toEqual([]);
-    // A retry while orders is still down is refused the same way and changes nothing.
-    expect((await t.alice.recordFill(input)).error?.code).toBe('TEMPORARILY_UNAVAILABLE');
-
-    await t.stack.startService('orders');
-    await eventually(async () => {
-      const state = await t.alice.orderWithFills(order.id);
-      expect(state).toMatchObject({ status: 'PARTIALLY_FILLED', filledQuantity: '2', remainingQuantity: '3', averageFillPrice: '30' });
-      expect(state?.fills.map((fill) => fill.executionId)).toEqual([input.executionId]);
-    });
-    expect(await storedFills(input.executionId)).toEqual([{ id: expect.any(String), status: 'APPLIED' }]);
-
-    const retry = await recorded(t.alice, input);
-    expect(retry.orderSubmission).toMatchObject({ filledQuantity: '2' });
-    expect(retry.fill.id).toBe((await storedFills(input.executionId))[0]?.id);
+    const input = { orderSubmissionId: order.id, executionId: `exec-${randomUUID()}`, quantity: '5', price: '1' };
+    await t.stack.stopService('orders');
+    try {
+      const refused = await t.alice.recordFill(input);
+      expect(refused).toMatchObject({ fill: null, orderSubmission: null, error: { code: 'TEMPORARILY_UNAVAILABLE', field: null } });
+      expect(await storedFills(input.executionId)).toEqual([]);
+      // A retry while orders is still down is answered the same way and changes nothing.
+      expect((await t.alice.recordFill(input)).error?.code).toBe('TEMPORARILY_UNAVAILABLE');
+    } finally {
+      await t.stack.startService('orders');
+    }
+    expect(await t.alice.orderWithFills(order.id)).toMatchObject({ status: 'SUBMITTED', filledQuantity: '0', fills: [] });
+    const payload = await recorded(t.alice, input);
+    expect(payload.orderSubmission).toMatchObject({ status: 'FILLED', filledQuantity: '5' });
+    expect((await t.alice.orderWithFills(order.id))?.fills).toHaveLength(1);
   });
 
-  it('orders applies the fill but its answer is lost: the order counts it at once, the fill shows after recovery, once', async () => {
+  it("orders records the fill but its answer is lost: the order counts it at once, fills keeps it from orders' outbox, once", async () => {
     const order = await submitOrder(t.alice, { quantity: '5' });
     const input = { orderSubmissionId: order.id, executionId: `exec-${randomUUID()}`, quantity: '1.5', price: '12' };
     applyFill.once(async (forward) => {
@@ -83,38 +83,35 @@ describe('recovery of fills interrupted between the two databases', () => {
 
     const interrupted = await t.alice.recordFill(input);
     expect(interrupted.error?.code).toBe('TEMPORARILY_UNAVAILABLE');
-    // Within the minimum age the two sides disagree: orders counts a fill that fills does not show yet.
-    expect(await t.alice.orderWithFills(order.id)).toMatchObject({ filledQuantity: '1.5', fills: [] });
+    expect((await t.alice.orderWithFills(order.id))?.filledQuantity).toBe('1.5');
 
+    // No retry: the recovery path keeps the fill.
     await eventually(async () => {
-      const state = await t.alice.orderWithFills(order.id);
-      expect(state?.fills.map((fill) => fill.quantity)).toEqual(['1.5']);
+      expect(await storedFills(input.executionId)).toEqual([{ id: expect.any(String), status: 'APPLIED' }]);
     });
-    expect(await t.alice.orderWithFills(order.id)).toMatchObject({ status: 'PARTIALLY_FILLED', filledQuantity: '1.5', remainingQuantity: '3.5' });
+    const state = await t.alice.orderWithFills(order.id);
+    expect(state).toMatchObject({ status: 'PARTIALLY_FILLED', filledQuantity: '1.5', remainingQuantity: '3.5', averageFillPrice: '12' });
+    expect(state?.fills.map((fill) => fill.executionId)).toEqual([input.executionId]);
+
+    // A retry returns the recorded fill, and applies nothing again.
+    const retry = await recorded(t.alice, input);
+    expect(retry.fill.id).toBe((await storedFills(input.executionId))[0]?.id);
+    expect(retry.orderSubmission).toMatchObject({ filledQuantity: '1.5', remainingQuantity: '3.5' });
   });
 
-  it('fills dies after orders applied the fill: after restart, recovery marks it applied without applying it again', async () => {
+  it('fills down after orders recorded the fill: once fills is back, the recovery path keeps it, without applying it again', async () => {
     const order = await submitOrder(t.alice, { quantity: '4', side: 'SELL', symbol: 'GLOBEX' });
-    const fillId = newId();
     const executionId = `exec-${randomUUID()}`;
+    let fillId: string;
     await t.stack.stopService('fills');
     try {
-      // What a fills process leaves behind when it dies right after orders answered: a pending row,
-      // and an order that already counts the fill.
-      await database.query(
-        `insert into fills.fills (id, account_id, api_key_id, order_submission_id, strategy_id, symbol, side, execution_id,
-           quantity, price, fee, liquidity, executed_at, status)
-         values ($1, $2, $3, $4, null, 'GLOBEX', 'SELL', $5, '3', '99.5', '0.2', 'TAKER', now(), 'PENDING')`,
-        [fillId, t.alice.accountId, t.alice.apiKeyId, order.id, executionId],
-      );
-      const applied = await t.alice.postToSubgraph(new URL(applyFillRoute.path, t.stack.urls.orders).href, {
-        fillId,
-        orderSubmissionId: order.id,
-        quantity: '3',
-        price: '99.5',
-        executedAt: new Date().toISOString(),
-      });
-      expect(applied.body).toMatchObject({ outcome: 'APPLIED', orderSubmission: { filledQuantity: '3' } });
+      // What a fills process leaves behind when it dies right after orders answered: an order that counts the fill, nothing in fills.
+      const applied = await applyInOrders(t.alice, { executionId, orderSubmissionId: order.id, quantity: '3', price: '99.5', fee: '0.2', liquidity: 'TAKER' });
+      expect(applied).toMatchObject({ outcome: 'APPLIED', orderSubmission: { filledQuantity: '3' } });
+      fillId = applied.fill!.id;
+      // Orders' relay cannot reach fills meanwhile; the event waits in its outbox.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await storedFills(executionId)).toEqual([]);
     } finally {
       await t.stack.startService('fills');
     }
@@ -124,46 +121,24 @@ describe('recovery of fills interrupted between the two databases', () => {
     });
     const state = await t.alice.orderWithFills(order.id);
     expect(state).toMatchObject({ status: 'PARTIALLY_FILLED', filledQuantity: '3', remainingQuantity: '1' });
-    expect(state?.fills).toEqual([expect.objectContaining({ id: fillId, executionId, quantity: '3', price: '99.5', fee: '0.2' })]);
+    expect(state?.fills).toEqual([expect.objectContaining({ id: fillId, executionId, quantity: '3', price: '99.5', fee: '0.2', liquidity: 'TAKER', side: 'SELL', symbol: 'GLOBEX' })]);
 
     const retry = await recorded(t.alice, { orderSubmissionId: order.id, executionId, quantity: '3', price: '99.5', fee: '0.2', liquidity: 'TAKER' });
     expect(retry.fill.id).toBe(fillId);
     expect(retry.orderSubmission.filledQuantity).toBe('3');
   });
 
-  it('recovery drops a pending fill that orders refuses, so it blocks nothing', async () => {
-    const order = await submitOrder(t.alice, { quantity: '1' });
-    await recorded(t.alice, { orderSubmissionId: order.id, executionId: `exec-${randomUUID()}`, quantity: '1', price: '5' });
-    const executionId = `exec-${randomUUID()}`;
-    // Left behind by a request that died before orders saw it; the order has been filled since.
-    await database.query(
-      `insert into fills.fills (id, account_id, api_key_id, order_submission_id, strategy_id, symbol, side, execution_id,
-         quantity, price, fee, liquidity, executed_at, status)
-       values ($1, $2, $3, $4, null, 'ACME', 'BUY', $5, '1', '5', '0', 'UNKNOWN', now(), 'PENDING')`,
-      [newId(), t.alice.accountId, t.alice.apiKeyId, order.id, executionId],
-    );
+  it("a fill fills lost its copy of is kept again by a retry, still counted once", async () => {
+    const order = await submitOrder(t.alice, { quantity: '2' });
+    const input = { orderSubmissionId: order.id, executionId: `exec-${randomUUID()}`, quantity: '1', price: '5' };
+    const { fill } = await recorded(t.alice, input);
+    // The recovery path has delivered the event by now (it keeps nothing twice): the copy is then dropped, as a restore from an older backup would.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await database.query('delete from fills.fills where id = $1', [fill.id]);
+    expect(await t.alice.fill(fill.id)).toBeNull();
 
-    await eventually(async () => {
-      expect(await storedFills(executionId)).toEqual([]);
-    });
-    expect(await t.alice.orderWithFills(order.id)).toMatchObject({ status: 'FILLED', filledQuantity: '1' });
-    expect((await t.alice.recordFill({ orderSubmissionId: order.id, executionId, quantity: '1', price: '5' })).error?.code).toBe(
-      'ORDER_NOT_FILLABLE',
-    );
-  });
-
-  it('orders down when the fill arrives: the fill is stored pending and invisible, and a retry after it returns records it once', async () => {
-    const order = await submitOrder(t.alice, { quantity: '5' });
-    const input = { orderSubmissionId: order.id, executionId: `exec-${randomUUID()}`, quantity: '5', price: '1' };
-    await t.stack.stopService('orders');
-    try {
-      expect((await t.alice.recordFill(input)).error?.code).toBe('TEMPORARILY_UNAVAILABLE');
-      expect(await storedFills(input.executionId)).toEqual([expect.objectContaining({ status: 'PENDING' })]);
-    } finally {
-      await t.stack.startService('orders');
-    }
-    const payload = await recorded(t.alice, input);
-    expect(payload.orderSubmission).toMatchObject({ status: 'FILLED', filledQuantity: '5' });
-    expect((await t.alice.orderWithFills(order.id))?.fills).toHaveLength(1);
+    const retry = await recorded(t.alice, input);
+    expect(retry.fill.id).toBe(fill.id);
+    expect(await t.alice.orderWithFills(order.id)).toMatchObject({ status: 'PARTIALLY_FILLED', filledQuantity: '1', fills: [expect.objectContaining({ id: fill.id })] });
   });
 });

@@ -7,16 +7,13 @@ import { eventually, interceptApplyFill, submitOrder } from './support.ts';
 vi.mock('@ots/shared/http-client', { spy: true });
 
 /**
- * fill.recorded is written in the transaction that marks a fill APPLIED, whichever settles it: here
- * the recovery sweeper, after orders applied the fill but its answer was lost. Once, however many
- * settlements and retries follow.
+ * fill.recorded is written by orders in the statement that records the fill, with the order's own
+ * event: once, whether the request's answer is lost, the recovery path keeps the fill, or retries follow.
  */
-
-const MIN_AGE_MS = 1_000;
 
 const t = useStack({
   redis: 'none',
-  env: { ...NO_RATE_LIMIT_ENV, FILL_SWEEP_INTERVAL_MS: '100', FILL_SWEEP_MIN_AGE_MS: String(MIN_AGE_MS), OUTBOX_RELAY_INTERVAL_MS: '50' },
+  env: { ...NO_RATE_LIMIT_ENV, OUTBOX_RELAY_INTERVAL_MS: '50' },
   accounts: ['alice'],
 });
 let applyFill: Awaited<ReturnType<typeof interceptApplyFill>>;
@@ -33,8 +30,8 @@ afterAll(async () => {
   vi.restoreAllMocks();
 });
 
-describe('fill.recorded from the recovery sweeper', () => {
-  it('is written once when the sweeper settles a fill whose answer from orders was lost, and a retry adds none', async () => {
+describe('fill.recorded of a fill whose answer was lost', () => {
+  it('is written once when orders recorded a fill whose answer was lost and the recovery path kept it, and a retry adds none', async () => {
     const order = await submitOrder(t.alice, { quantity: '5' });
     const input = { orderSubmissionId: order.id, executionId: `exec-${randomUUID()}`, quantity: '1.5', price: '12' };
     applyFill.once(async (forward) => {

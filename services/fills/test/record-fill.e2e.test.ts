@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
 import type { RecordFillInput } from '../../../testing/client.ts';
-import { recorded, submitOrder } from './support.ts';
+import { createStrategy, recorded, submitOrder } from './support.ts';
 
 const t = useStack({ env: NO_RATE_LIMIT_ENV });
 
@@ -34,6 +34,25 @@ describe('recordFill', () => {
     expect(second.fill).toMatchObject({ fee: '0.015', liquidity: 'MAKER', executedAt: '2026-01-05T10:00:00.123Z' });
     // (1 × 1 + 2 × 2) / 3 = 5/3, exact until the half-even rounding at 10 digits.
     expect(second.orderSubmission).toMatchObject({ status: 'FILLED', filledQuantity: '3', remainingQuantity: '0', averageFillPrice: '1.6666666667' });
+  });
+
+  it('makes the fill readable through fill, listFills and positions as soon as it has answered', async () => {
+    const strategyId = await createStrategy(t.alice, `readable-${randomUUID()}`);
+    const order = await submitOrder(t.alice, { symbol: 'INITECH', quantity: '4', strategyId });
+    for (const [quantity, price] of [['1', '10'], ['3', '20']] as const) {
+      const { fill } = await recorded(t.alice, { orderSubmissionId: order.id, executionId: execution(), quantity, price });
+      // Read right after the answer, with no wait: every read shows the fill.
+      const [single, listed, positions] = await Promise.all([
+        t.alice.fill(fill.id),
+        t.alice.listFills({ filter: { orderSubmissionId: order.id } }),
+        t.alice.data('query ($id: ID!) { strategy(id: $id) { positions { symbol netQuantity averageCost } } }', { id: strategyId }),
+      ]);
+      expect(single).toMatchObject({ id: fill.id, quantity, price });
+      expect(listed.nodes.map((node) => node.id)).toContain(fill.id);
+      expect(positions.strategy.positions).toEqual([
+        quantity === '1' ? { symbol: 'INITECH', netQuantity: '1', averageCost: '10' } : { symbol: 'INITECH', netQuantity: '4', averageCost: '17.5' },
+      ]);
+    }
   });
 
   it('fills the whole quantity at once: SUBMITTED to FILLED', async () => {

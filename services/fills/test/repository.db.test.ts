@@ -1,22 +1,12 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, inject } from 'vitest';
-import { newId, type Uuid } from '@ots/shared/ids';
-import { outboxRow } from '@ots/shared/outbox';
+import { Decimal } from '@ots/shared/decimal';
+import { newId } from '@ots/shared/ids';
 import { migrateService } from '@ots/shared/service';
 import { createTestDatabase, type TestDatabase } from '@ots/shared/testing/database';
 import { migrations, SCHEMA } from '../migrations/index.ts';
-import {
-  deletePendingFill,
-  findFillByExecutionId,
-  findStalePendingFills,
-  insertPendingFill,
-  applyPendingFill,
-  type FillsDatabase,
-  type FillsDb,
-  type NewPendingFill,
-  type OrderDetails,
-} from '../src/repository.ts';
+import { findFillByExecutionId, keepFills, type FillsDatabase, type FillsDb, type KeptFill } from '../src/repository.ts';
 import { createLoaders, type FillsContext } from '../src/context.ts';
 import { resolvers } from '../src/resolvers.ts';
 
@@ -56,95 +46,65 @@ beforeEach(() => {
   statements = [];
 });
 
-const account = () => ({ accountId: newId(), apiKeyId: newId() });
+const account = () => ({ accountId: newId() });
 
-type FillOverrides = Partial<NewPendingFill & OrderDetails>;
-
-function pendingFill(owner: { accountId: string; apiKeyId: string }, overrides: FillOverrides = {}): NewPendingFill {
-  const { strategyId: _strategyId, symbol: _symbol, side: _side, ...own } = overrides;
+/** A fill as orders records it and fills keeps it. */
+function recordedFill(owner: { accountId: string }, overrides: Partial<KeptFill> = {}): KeptFill {
   return {
     id: newId(),
     ...owner,
     orderSubmissionId: newId(),
+    strategyId: null,
+    symbol: 'ACME',
+    side: 'BUY',
     executionId: `exec-${newId()}`,
     quantity: '1',
     price: '10',
     fee: '0',
     liquidity: 'UNKNOWN',
     executedAt: new Date('2026-03-01T10:00:00.000Z'),
-    ...own,
+    recordedAt: new Date('2026-03-01T10:00:00.050Z'),
+    ...overrides,
   };
 }
 
-/** The order's details, as orders' verdict brings them when a fill is applied. */
-function detailsOf(overrides: FillOverrides): OrderDetails {
-  return { strategyId: overrides.strategyId ?? null, symbol: overrides.symbol ?? 'ACME', side: overrides.side ?? 'BUY' };
+async function appliedFill(owner: { accountId: string }, overrides: Partial<KeptFill> = {}) {
+  const fill = recordedFill(owner, overrides);
+  await keepFills(db, [fill]);
+  return fill;
 }
 
-/** Settles a pending fill as a request does, with a `fill.recorded` event under the fill's id. */
-function markPendingFillApplied(accountId: string, fillId: Uuid, details: OrderDetails) {
-  const event = outboxRow({ id: fillId, accountId, type: 'fill.recorded', occurredAt: new Date(), data: { id: fillId } });
-  return applyPendingFill(db, accountId, fillId, details, event);
-}
-
-async function eventsOf(fillId: string): Promise<number> {
-  return (await db.selectFrom('outbox').select('id').where('id', '=', fillId as Uuid).execute()).length;
-}
-
-async function appliedFill(owner: { accountId: string; apiKeyId: string }, overrides: FillOverrides = {}) {
-  const fill = await insertPendingFill(db, pendingFill(owner, overrides));
-  return (await markPendingFillApplied(owner.accountId, fill!.id, detailsOf(overrides)))!;
-}
-
-describe('pending fills', () => {
-  it('stores one fill per execution id and account, whatever the race', async () => {
+describe('kept fills', () => {
+  it('keeps a fill once, whoever brings it and however often: the request, a retry, the recovery path', async () => {
     const owner = account();
-    const executionId = 'exec-race';
-    const results = await Promise.all(Array.from({ length: 10 }, () => insertPendingFill(db, pendingFill(owner, { executionId }))));
-    expect(results.filter((row) => row !== undefined)).toHaveLength(1);
-    expect(await insertPendingFill(db, pendingFill(account(), { executionId }))).toBeDefined();
+    const fill = recordedFill(owner, { strategyId: newId(), symbol: 'GLOBEX', side: 'SELL', fee: '0.25', liquidity: 'MAKER' });
+    await Promise.all(Array.from({ length: 10 }, () => keepFills(db, [fill])));
+    const rows = await db.selectFrom('fills').selectAll().where('account_id', '=', owner.accountId).execute();
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({
+      id: fill.id,
+      order_submission_id: fill.orderSubmissionId,
+      strategy_id: fill.strategyId,
+      symbol: 'GLOBEX',
+      side: 'SELL',
+      execution_id: fill.executionId,
+      liquidity: 'MAKER',
+      executed_at: fill.executedAt,
+      recorded_at: fill.recordedAt,
+      applied_at: fill.recordedAt,
+      status: 'APPLIED',
+    });
+    expect(new Decimal(rows[0]!.fee).eq('0.25')).toBe(true);
+    expect((await findFillByExecutionId(db, owner.accountId, fill.executionId))?.id).toBe(fill.id);
   });
 
-  it('defaults the execution time to the receipt time', async () => {
-    const row = await insertPendingFill(db, pendingFill(account(), { executedAt: null }));
-    expect(row?.executed_at.getTime()).toBe(row?.recorded_at.getTime());
-  });
-
-  it('marks applied idempotently with one event, and never drops an applied fill', async () => {
-    const owner = account();
-    const fill = (await insertPendingFill(db, pendingFill(owner)))!;
-    const first = await markPendingFillApplied(owner.accountId, fill.id, detailsOf({}));
-    expect(await eventsOf(fill.id)).toBe(1);
-    // A second settlement of the same fill changes nothing, writes no second event, and says so.
-    const again = await markPendingFillApplied(owner.accountId, fill.id, detailsOf({}));
-    expect(await eventsOf(fill.id)).toBe(1);
-    expect(first).toMatchObject({ symbol: 'ACME', side: 'BUY', strategy_id: null });
-    expect(first?.status).toBe('APPLIED');
-    expect(again).toBeUndefined();
-    expect((await findFillByExecutionId(db, owner.accountId, fill.execution_id))?.applied_at).toEqual(first?.applied_at);
-    await deletePendingFill(db, owner.accountId, fill.id);
-    expect((await findFillByExecutionId(db, owner.accountId, fill.execution_id))?.status).toBe('APPLIED');
-  });
-
-  it("touches no other account's fill", async () => {
-    const owner = account();
-    const fill = (await insertPendingFill(db, pendingFill(owner)))!;
-    expect(await markPendingFillApplied(newId(), fill.id, detailsOf({}))).toBeUndefined();
-    expect(await eventsOf(fill.id)).toBe(0);
-    await deletePendingFill(db, newId(), fill.id);
-    expect((await findFillByExecutionId(db, owner.accountId, fill.execution_id))?.status).toBe('PENDING');
-    await deletePendingFill(db, owner.accountId, fill.id);
-    expect(await findFillByExecutionId(db, owner.accountId, fill.execution_id)).toBeUndefined();
-  });
-
-  it('hands the sweeper only pending fills older than the minimum age', async () => {
-    const owner = account();
-    const pending = (await insertPendingFill(db, pendingFill(owner)))!;
-    await appliedFill(owner);
-    expect((await findStalePendingFills(db, 60_000, 1_000)).map((row) => row.id)).not.toContain(pending.id);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect((await findStalePendingFills(db, 10, 1_000)).map((row) => row.id)).toContain(pending.id);
-    expect((await findStalePendingFills(db, 10, 1_000)).every((row) => row.status === 'PENDING')).toBe(true);
+  it('keeps a batch of fills of many accounts in one statement', async () => {
+    const fills = Array.from({ length: 5 }, () => recordedFill(account()));
+    statements = [];
+    await keepFills(db, fills);
+    expect(statements).toHaveLength(1);
+    for (const fill of fills) expect((await findFillByExecutionId(db, fill.accountId, fill.executionId))?.id).toBe(fill.id);
+    expect(await findFillByExecutionId(db, newId(), fills[0]!.executionId)).toBeUndefined();
   });
 });
 
@@ -155,7 +115,6 @@ describe('per-request loaders', () => {
     const late = await appliedFill(owner, { orderSubmissionId: orderA, executedAt: new Date('2026-03-01T10:00:02.000Z') });
     const early = await appliedFill(owner, { orderSubmissionId: orderA, executedAt: new Date('2026-03-01T10:00:01.000Z') });
     const other = await appliedFill(owner, { orderSubmissionId: orderB });
-    await insertPendingFill(db, pendingFill(owner, { orderSubmissionId: orderB }));
     const stranger = account();
     await appliedFill(stranger, { orderSubmissionId: orderA });
 
@@ -174,17 +133,17 @@ describe('per-request loaders', () => {
     expect(resolved.map((group) => group.map((fill) => fill.id))).toEqual([[early.id, late.id], []]);
   });
 
-  it('load fills by id in one query, null for pending, foreign and malformed ids', async () => {
+  it('load fills by id in one query, null for missing, foreign and malformed ids', async () => {
     const owner = account();
     const mine = await appliedFill(owner);
-    const pending = (await insertPendingFill(db, pendingFill(owner)))!;
+    const missing = { id: newId() };
     const foreign = await appliedFill(account());
 
     // Through the resolver, which parses each id: a malformed one never joins the batch.
     const context = contextWith(createLoaders(db, owner.accountId));
     statements = [];
     const rows = (await Promise.all(
-      [mine.id, pending.id, foreign.id, 'nope', mine.id.toUpperCase()].map((id) => fillResolver(undefined, { id }, context, undefined)),
+      [mine.id, missing.id, foreign.id, 'nope', mine.id.toUpperCase()].map((id) => fillResolver(undefined, { id }, context, undefined)),
     )) as ({ id: string } | null)[];
     expect(statements).toHaveLength(1);
     expect(rows.map((row) => row?.id ?? null)).toEqual([mine.id, null, null, null, mine.id]);

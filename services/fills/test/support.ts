@@ -1,5 +1,4 @@
 import { expect, vi } from 'vitest';
-import { applyFillRoute } from '@ots/shared/fill-application';
 import { postJson, type HttpAnswer, type JsonPost } from '@ots/shared/http-client';
 import type { ApiClient, RecordFillInput, SubmitOrderInput } from '../../../testing/client.ts';
 
@@ -34,21 +33,21 @@ export async function eventually(check: () => Promise<void>, timeoutMs = 10_000)
   }
 }
 
-/** Runs in place of one call of fills to orders' fill route; `forward` makes the real call. */
+/** Runs in place of one call of fills to orders' applyFill; `forward` makes the real call. */
 export type ApplyFillIntercept = (forward: () => Promise<HttpAnswer>, post: JsonPost) => Promise<HttpAnswer>;
 
 /**
- * Intercepts fills' calls to orders' fill route (`applyFillRoute`). Every server of the stack runs in the test's process,
+ * Intercepts fills' calls to orders' applyFill. Every server of the stack runs in the test's process,
  * and the calls go through `postJson` of @ots/shared/http-client, which the test file turns into a
  * spy with `vi.mock('@ots/shared/http-client', { spy: true })` (vitest hoists it above the imports).
- * `once(intercept)` replaces the next such call; every other call goes through untouched.
+ * `once(intercept)` replaces the next applyFill call; every other call goes through untouched.
  */
 export async function interceptApplyFill() {
   const actual = await vi.importActual<typeof import('@ots/shared/http-client')>('@ots/shared/http-client');
   let next: ApplyFillIntercept | undefined;
   vi.mocked(postJson).mockImplementation(async (post) => {
     const intercept = next;
-    if (!intercept || !String(post.url).endsWith(applyFillRoute.path)) return actual.postJson(post);
+    if (!intercept || !post.body.includes('FillsApplyFill')) return actual.postJson(post);
     next = undefined;
     return intercept(() => actual.postJson(post), post);
   });

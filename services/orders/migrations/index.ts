@@ -3,6 +3,7 @@ import * as orderSubmissions from './001_order_submissions.ts';
 import * as commitOrder from './002_commit_order.ts';
 import * as replaceAndLateFills from './003_replace_and_late_fills.ts';
 import * as outbox from './004_outbox.ts';
+import * as fillsRecordedByOrders from './005_fills_recorded_by_orders.ts';
 
 export const SCHEMA = 'orders';
 
@@ -12,4 +13,5 @@ export const migrations: Record<string, Migration> = {
   '002_commit_order': commitOrder,
   '003_replace_and_late_fills': replaceAndLateFills,
   '004_outbox': outbox,
+  '005_fills_recorded_by_orders': fillsRecordedByOrders,
 };

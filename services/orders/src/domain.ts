@@ -18,6 +18,8 @@ import { decodeKeysetCursor, encodeKeysetCursor, type KeysetPosition } from '@ot
  */
 
 export type OrderSide = 'BUY' | 'SELL';
+/** A fill's liquidity flag, as the fills subgraph receives it. */
+export type Liquidity = 'MAKER' | 'TAKER' | 'UNKNOWN';
 export type OrderType = 'MARKET' | 'LIMIT' | 'STOP' | 'STOP_LIMIT';
 export type TimeInForce = 'DAY' | 'GTC' | 'IOC' | 'FOK';
 export type OrderStatus = 'SUBMITTED' | 'PARTIALLY_FILLED' | 'FILLED' | 'CANCELLED' | 'REPLACED';
@@ -307,6 +309,13 @@ export interface FillToApply {
 export type FillDecision =
   | { outcome: 'APPLIED'; next: FillState }
   | { outcome: 'ALREADY_APPLIED' | 'NOT_FOUND' | 'NOT_FILLABLE' | 'EXCEEDS_REMAINING' };
+
+/** A fill's own values must be positive before it can be weighed against an order; the message says which is not. */
+export function checkFill(fill: Pick<FillToApply, 'quantity' | 'price'>): string | undefined {
+  if (fill.quantity.lte(0)) return mustBeGreaterThanZero('quantity');
+  if (fill.price.lte(0)) return mustBeGreaterThanZero('price');
+  return undefined;
+}
 
 /**
  * Applies one fill to an order, by the table. The already-applied check comes first so that a retry

@@ -1,4 +1,3 @@
-import { LRUCache } from 'lru-cache';
 import { Decimal, formatDecimal } from '@ots/shared/decimal';
 import { fail, ok, type Result } from '@ots/shared/errors';
 import { newId, type ReceivedId, type Uuid } from '@ots/shared/ids';
@@ -25,7 +24,7 @@ import {
   validateSubmission,
   type FillDecision,
   type FillState,
-  type FillToApply,
+  type Liquidity,
   type ListPosition,
   type OrderDraft,
   type OrderFilter,
@@ -230,98 +229,95 @@ export async function cancelOrderSubmission({ db, accountId }: OrdersScope, id: 
   });
 }
 
-export interface FillRequest extends Omit<FillToApply, 'executedAt'> {
-  fillId: string;
+export interface FillRequest {
+  /** The venue's execution id: an account's fill is recorded once per execution id. */
+  executionId: string;
   /** Undefined when the id sent is not a UUID: it names no order. */
   orderSubmissionId: Uuid | undefined;
+  quantity: Decimal;
+  price: Decimal;
+  fee: Decimal;
+  liquidity: Liquidity;
   /** When the venue executed the fill; absent: now (after any cancel or replace, so never a late fill). */
   executedAt?: Date | null;
 }
 
 export interface FillResult {
+  /** ALREADY_APPLIED: the execution id was recorded before (the caller compares the terms); nothing changed. */
   outcome: FillDecision['outcome'];
-  /** The order after the call; null when it was not found. */
+  /** The fill as recorded, now or before; null when refused. */
+  fill: repository.RecordedFillRow | null;
+  /** The order after the call (the recorded fill's, for ALREADY_APPLIED); null when it was not found. */
   order: OrderRow | null;
 }
 
 /**
- * The fills subgraph's entry point: decide by the transition table on the version of the order this
- * process last saw (`applyOnKnownVersion`) or else on a read, then a compare-and-set write of the
- * order, the fill's application and the event (see `decideThenWrite`); the fill's application row
- * makes a repeated fill id a no-op.
+ * The fills subgraph's entry point, and where a fill is decided and recorded: read the order and any
+ * fill recorded with the execution id (one statement), decide by the transition table, then one
+ * compare-and-set statement writes the order, the fill and both events (see `decideThenWrite`).
+ * The execution id's unique index makes a concurrent duplicate fail whole; it is then decided again,
+ * and answered with the fill the other request recorded.
  */
 export async function applyFill({ db, accountId }: OrdersScope, fill: FillRequest): Promise<FillResult> {
+  const attempt = async (db: OrdersDb): Promise<FillResult | typeof CHANGED> => {
+    const found = await repository.findFillContext(db, accountId, fill.orderSubmissionId, fill.executionId);
+    const order = found.order ?? null;
+    if (found.recorded) return { outcome: 'ALREADY_APPLIED', fill: found.recorded, order };
+    const decision = decideFill(found.order && fillStateOf(found.order), false, { ...fill, executedAt: fill.executedAt ?? null });
+    // A refusal read on a consistent version is final: an order never regains quantity or reopens.
+    if (decision.outcome !== 'APPLIED') return { outcome: decision.outcome, fill: null, order };
+    try {
+      const written = await writeFillApplication(db, found.order!, fill, decision.next);
+      return written ? { outcome: 'APPLIED', fill: written.recorded, order: written.order } : CHANGED;
+    } catch (error) {
+      // A concurrent request recorded this execution id first (and has committed): decided again, it is the retry of that one.
+      if (repository.isExecutionIdRecorded(error)) return CHANGED;
+      throw error;
+    }
+  };
   const orderId = fill.orderSubmissionId;
-  if (orderId === undefined) return { outcome: 'NOT_FOUND', order: null };
-  const filled = lastFilledVersions(db);
-  const known = filled.get(orderId);
-  const onKnownVersion = known?.account_id === accountId ? await applyOnKnownVersion(db, known, fill) : undefined;
-  const result =
-    onKnownVersion ??
-    (await decideThenWrite(db, accountId, orderId, async (db): Promise<FillResult | typeof CHANGED> => {
-      const found = await repository.findOrderForFill(db, accountId, orderId, fill.fillId);
-      const decision = decideFill(found && fillStateOf(found.order), found?.fillApplied ?? false, { ...fill, executedAt: fill.executedAt ?? null });
-      // A refusal read on a consistent version is final: an order never regains quantity or reopens.
-      if (decision.outcome !== 'APPLIED') return { outcome: decision.outcome, order: found?.order ?? null };
-      const updated = await writeFillApplication(db, found!.order, fill, decision.next);
-      return updated ? { outcome: 'APPLIED', order: updated } : CHANGED;
-    }));
-  if (result.order) filled.set(orderId, result.order);
-  return result;
-}
-
-/**
- * The version of each order this process last saw a fill decided on, so that the next fill of the
- * order (partial fills come in bursts) need not read it first. It is only a guess at the current
- * version: the fill is decided on it and written with a compare-and-set on it, so a version that is
- * no longer current (another write, or another orders process, changed the order) costs one statement
- * that writes nothing, then the usual read. Per database handle, i.e. per orders process.
- */
-const versionsOfFilledOrders = new WeakMap<OrdersDb, LRUCache<Uuid, OrderRow>>();
-
-function lastFilledVersions(db: OrdersDb): LRUCache<Uuid, OrderRow> {
-  let versions = versionsOfFilledOrders.get(db);
-  if (!versions) {
-    versions = new LRUCache({ max: 10_000 });
-    versionsOfFilledOrders.set(db, versions);
-  }
-  return versions;
-}
-
-/**
- * The fill decided on a version of its order this process saw, without reading it. Only an
- * application is taken from it: the order row does not say whether this fill id was applied
- * already, so a refusal is left to the usual read, which does (`ALREADY_APPLIED` comes before any
- * refusal), and an application of a fill id the database holds is refused whole by
- * `fill_applications`' primary key, then decided on the read. Undefined: decide on the read.
- */
-async function applyOnKnownVersion(db: OrdersDb, known: OrderRow, fill: FillRequest): Promise<FillResult | undefined> {
-  const decision = decideFill(fillStateOf(known), false, { ...fill, executedAt: fill.executedAt ?? null });
-  if (decision.outcome !== 'APPLIED') return undefined;
+  // An id that is not a UUID names no order (the fills subgraph answers a recorded execution id sent with one).
+  if (orderId === undefined) return { outcome: 'NOT_FOUND', fill: null, order: null };
   try {
-    const updated = await writeFillApplication(db, known, fill, decision.next);
-    return updated && { outcome: 'APPLIED', order: updated };
+    return await decideThenWrite(db, accountId, orderId, attempt);
   } catch (error) {
-    if (repository.isFillIdAlreadyApplied(error)) return undefined;
-    throw error;
+    // Under the order's lock, the execution id was recorded meanwhile on another order: read again, it is there now.
+    if (!repository.isExecutionIdRecorded(error)) throw error;
+    return (await attempt(db)) as FillResult;
   }
 }
 
 /** Writes the fill's application on `order` if that is still the order's version; undefined if it is not. */
-async function writeFillApplication(db: OrdersDb, order: OrderRow, fill: FillRequest, next: FillState): Promise<OrderRow | undefined> {
+async function writeFillApplication(db: OrdersDb, order: OrderRow, fill: FillRequest, next: FillState) {
   const event = orderEventOf(fillEventType(next.status), {
     ...order,
     status: next.status,
     filled_quantity: formatDecimal(next.filledQuantity),
     fill_notional: next.fillNotional.toFixed(),
   });
+  // Made after the order's event, so relayed after it; the fill's event takes the fill's id.
+  const fillId = newId();
+  const fillEvent = {
+    fill: {
+      id: fillId,
+      orderSubmissionId: order.id,
+      executionId: fill.executionId,
+      symbol: order.symbol,
+      side: order.side,
+      quantity: formatDecimal(fill.quantity),
+      price: formatDecimal(fill.price),
+      fee: formatDecimal(fill.fee),
+      liquidity: fill.liquidity,
+    },
+  };
   return repository.recordFillApplication(
     db,
     order.account_id,
-    { fillId: fill.fillId, orderId: order.id, quantity: fill.quantity, price: fill.price },
+    { ...fill, fillId, orderId: order.id, executedAt: fill.executedAt ?? null },
     next,
     order.commit_xid,
     event,
+    fillEvent,
   );
 }
 

@@ -1,11 +1,11 @@
-import { sql, type Generated, type Kysely, type QueryCreator, type Selectable, type SelectQueryBuilder } from 'kysely';
+import { sql, type Generated, type Kysely, type QueryCreator, type RawBuilder, type Selectable, type SelectQueryBuilder } from 'kysely';
 import { inCommitOrder } from '@ots/shared/commit-order';
 import { compiledStatement } from '@ots/shared/compiled-statement';
 import { formatDecimal, type Decimal } from '@ots/shared/decimal';
 import { newId, type Uuid } from '@ots/shared/ids';
 import type { EventType, OutboxDatabase } from '@ots/shared/outbox';
 import { inKeysetOrder } from '@ots/shared/pagination';
-import type { FillState, ListPosition, OrderDraft, OrderFilter, OrderSide, OrderStatus, OrderType, TimeInForce } from './domain.ts';
+import type { FillState, Liquidity, ListPosition, OrderDraft, OrderFilter, OrderSide, OrderStatus, OrderType, TimeInForce } from './domain.ts';
 
 /** pg returns `numeric` as a string (exact), `timestamptz` as a Date and `uuid` in lower case (a `Uuid`). */
 export interface OrdersDatabase extends OutboxDatabase {
@@ -35,13 +35,20 @@ export interface OrdersDatabase extends OutboxDatabase {
     /** The writer's transaction id (`xid8`, as a decimal string), set by a trigger on every write. */
     commit_xid: Generated<string>;
   };
+  /** Each fill orders decided to apply, as recorded (its id is the fill's id in the fills subgraph too). */
   fill_applications: {
     account_id: string;
     fill_id: string;
     order_submission_id: Uuid;
     quantity: string;
     price: string;
+    /** When it was recorded: the order's change stamp. */
     applied_at: Date;
+    /** Null only on applications recorded before orders recorded whole fills (migration 005). */
+    execution_id: string | null;
+    fee: string | null;
+    liquidity: Liquidity | null;
+    executed_at: Date | null;
   };
 }
 
@@ -108,8 +115,13 @@ export interface OrderEvent {
 }
 
 /** A time as `JSON.stringify` writes a Date (ISO-8601, UTC, milliseconds), so that the event and the API agree to the character. */
-const isoTime = (column: OrderTimes) =>
-  sql<string>`to_char(${sql.ref(`changed.${column}`)} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+const isoTimeOf = (time: RawBuilder<unknown> | ReturnType<typeof sql.ref>) => sql<string>`to_char(${time} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+const isoTime = (column: OrderTimes) => isoTimeOf(sql.ref(`changed.${column}`));
+
+/** An order event's data with the times of the order the statement wrote (its `changed` CTE). */
+const orderDataOfChanged = (eventData: string) => sql<string>`${eventData}::jsonb || jsonb_build_object(
+  'submittedAt', ${isoTime('submitted_at')}, 'updatedAt', ${isoTime('updated_at')},
+  'cancelledAt', ${isoTime('cancelled_at')}, 'replacedAt', ${isoTime('replaced_at')})`;
 
 /** An order event's values, bound to the statement that writes it (`eventOfChangedOrder`). */
 interface EventParams {
@@ -140,9 +152,7 @@ function eventOfChangedOrder(p: EventParams) {
             'changed.account_id',
             sql<string>`${p.eventType}`.as('type'),
             'changed.updated_at',
-            sql<string>`${p.eventData}::jsonb || jsonb_build_object(
-              'submittedAt', ${isoTime('submitted_at')}, 'updatedAt', ${isoTime('updated_at')},
-              'cancelledAt', ${isoTime('cancelled_at')}, 'replacedAt', ${isoTime('replaced_at')})`.as('data'),
+            orderDataOfChanged(p.eventData).as('data'),
           ]),
       );
 }
@@ -182,41 +192,70 @@ export async function lockOrder(db: OrdersDb, accountId: string, id: Uuid): Prom
     .executeTakeFirst();
 }
 
-const findOrderForFillStatement = compiledStatement((db: OrdersDb, p: { accountId: string; id: Uuid; fillId: string }) =>
-  db
-    .selectFrom('order_submissions')
-    .selectAll('order_submissions')
-    .select((eb) =>
-      eb
-        .exists(
-          eb
-            .selectFrom('fill_applications')
-            .select('fill_applications.fill_id')
-            .where('fill_applications.account_id', '=', p.accountId)
-            .where('fill_applications.fill_id', '=', p.fillId)
-            .whereRef('fill_applications.order_submission_id', '=', 'order_submissions.id'),
-        )
-        .as('fill_applied'),
-    )
-    .where('order_submissions.account_id', '=', p.accountId)
-    .where('order_submissions.id', '=', p.id),
+/** A fill as orders recorded it: what the fills subgraph keeps, and a retry is compared with. */
+export interface RecordedFillRow {
+  fill_id: string;
+  execution_id: string;
+  order_submission_id: Uuid;
+  quantity: string;
+  price: string;
+  fee: string;
+  liquidity: Liquidity;
+  executed_at: Date;
+  recorded_at: Date;
+}
+
+type FillContextRow = { [Column in keyof OrderRow]: OrderRow[Column] | null } & {
+  [Column in keyof RecordedFillRow as `recorded_${Column}`]: RecordedFillRow[Column] | null;
+};
+
+const findFillContextStatement = compiledStatement(
+  (db: OrdersDb, p: { accountId: string; id: Uuid | null; executionId: string }) => ({
+    compile: () =>
+      sql<FillContextRow>`
+        select ${sql.join(ORDER_COLUMNS.map((column) => sql.ref(`o.${column}`)))},
+          ${sql.join(RECORDED_FILL_COLUMNS.map(([column, source]) => sql`${sql.ref(`recorded.${source}`)} as ${sql.ref(`recorded_${column}`)}`))}
+        from (select 1) as one
+        left join fill_applications as recorded on recorded.account_id = ${p.accountId} and recorded.execution_id = ${p.executionId}
+        -- The recorded fill's order if there is one (a retry names it), else the order asked for.
+        left join order_submissions as o on o.account_id = ${p.accountId} and o.id = coalesce(recorded.order_submission_id, ${p.id}::uuid)
+      `.compile(db),
+  }),
+  { prepared: true },
 );
 
+/** Each column of a recorded fill, and where an application holds it. */
+const RECORDED_FILL_COLUMNS = Object.entries({
+  fill_id: 'fill_id',
+  execution_id: 'execution_id',
+  order_submission_id: 'order_submission_id',
+  quantity: 'quantity',
+  price: 'price',
+  fee: 'fee',
+  liquidity: 'liquidity',
+  executed_at: 'executed_at',
+  recorded_at: 'applied_at',
+} satisfies Record<keyof RecordedFillRow, keyof OrdersDatabase['fill_applications']>);
+
 /**
- * The order, and whether this fill id has been applied to it, read in one statement: one snapshot,
- * so the two agree. No lock: the write that follows only succeeds if the order is still this
- * version (see `recordFillApplication`).
+ * What a fill is decided on, read in one statement (one snapshot): the fill recorded with this
+ * execution id, if any, and the order — the recorded fill's, or else the one asked for. No lock:
+ * the write that follows only succeeds if the order is still this version (see
+ * `recordFillApplication`), and the execution id's unique index refuses a second recording.
  */
-export async function findOrderForFill(
+export async function findFillContext(
   db: OrdersDb,
   accountId: string,
-  id: Uuid,
-  fillId: string,
-): Promise<{ order: OrderRow; fillApplied: boolean } | undefined> {
-  const [row] = await findOrderForFillStatement(db, { accountId, id, fillId });
-  if (!row) return undefined;
-  const { fill_applied: fillApplied, ...order } = row;
-  return { order, fillApplied: Boolean(fillApplied) };
+  id: Uuid | undefined,
+  executionId: string,
+): Promise<{ order: OrderRow | undefined; recorded: RecordedFillRow | undefined }> {
+  const [row] = await findFillContextStatement(db, { accountId, id: id ?? null, executionId });
+  const order = Object.fromEntries(ORDER_COLUMNS.map((column) => [column, row![column]])) as OrderRow;
+  const recorded = Object.fromEntries(RECORDED_FILL_COLUMNS.map(([column]) => [column, row![`recorded_${column}` as keyof FillContextRow]]));
+  return {
+    order: row!.id === null ? undefined : order,
+    recorded: row!.recorded_fill_id === null ? undefined : (recorded as unknown as RecordedFillRow),
+  };
 }
 
 /** A new order's row, but for its times, which the insert stamps. */
@@ -361,17 +400,33 @@ export async function findOrdersInStatuses(
 }
 
 export interface FillApplication {
-  fillId: string;
+  /** The fill's id, minted by orders when it records the fill (the fills subgraph keeps it under this id). */
+  fillId: Uuid;
+  executionId: string;
   orderId: Uuid;
   quantity: Decimal;
   price: Decimal;
+  fee: Decimal;
+  liquidity: Liquidity;
+  /** Null: when it was recorded (the statement's clock). */
+  executedAt: Date | null;
 }
 
 /**
- * Writes the order's new fill state, records the application and writes the event, in one
- * statement, if the order is still the version the decision was made on (`commit_xid`): a
- * compare-and-set. The application and the event are inserted only when the update happened.
- * Undefined: the order changed meanwhile, nothing written.
+ * The `fill.recorded` event of a fill (contract section 6): the fill as the API shows it but for its
+ * times, and under `orderSubmission` the order's data as in its own event. The statement adds the
+ * times, which only it knows.
+ */
+export interface FillEvent {
+  fill: Record<string, unknown>;
+}
+
+/**
+ * Writes the order's new fill state, records the fill and writes the order's event and the fill's
+ * `fill.recorded`, in one statement, if the order is still the version the decision was made on
+ * (`commit_xid`): a compare-and-set. The fill and the events are inserted only when the update
+ * happened. Undefined: the order changed meanwhile, nothing written. A second recording of the
+ * execution id fails whole on its unique index (`isExecutionIdRecorded`).
  */
 export async function recordFillApplication(
   db: OrdersDb,
@@ -380,8 +435,9 @@ export async function recordFillApplication(
   next: FillState,
   version: string,
   event: OrderEvent,
-): Promise<OrderRow | undefined> {
-  const [updated] = await recordFillApplicationStatement(db, {
+  fillEvent: FillEvent,
+): Promise<{ order: OrderRow; recorded: RecordedFillRow } | undefined> {
+  const [row] = await recordFillApplicationStatement(db, {
     accountId,
     orderId: fill.orderId,
     version,
@@ -390,11 +446,31 @@ export async function recordFillApplication(
     fillNotional: next.fillNotional.toFixed(),
     cancelledAt: next.cancelledAt,
     fillId: fill.fillId,
+    executionId: fill.executionId,
     quantity: wire(fill.quantity),
     price: wire(fill.price),
+    fee: wire(fill.fee),
+    liquidity: fill.liquidity,
+    executedAt: fill.executedAt,
+    fillEventData: JSON.stringify(fillEvent.fill),
     ...eventParams(event),
   });
-  return updated;
+  if (!row) return undefined;
+  const { recorded_executed_at, recorded_at, ...order } = row;
+  return {
+    order,
+    recorded: {
+      fill_id: fill.fillId,
+      execution_id: fill.executionId,
+      order_submission_id: fill.orderId,
+      quantity: wire(fill.quantity),
+      price: wire(fill.price),
+      fee: wire(fill.fee),
+      liquidity: fill.liquidity,
+      executed_at: recorded_executed_at,
+      recorded_at,
+    },
+  };
 }
 
 interface FillApplicationParams extends EventParams {
@@ -405,9 +481,14 @@ interface FillApplicationParams extends EventParams {
   filledQuantity: string;
   fillNotional: string;
   cancelledAt: Date | null;
-  fillId: string;
+  fillId: Uuid;
+  executionId: string;
   quantity: string;
   price: string;
+  fee: string;
+  liquidity: Liquidity;
+  executedAt: Date | null;
+  fillEventData: string;
 }
 
 const recordFillApplicationStatement = compiledStatement((db: OrdersDb, p: FillApplicationParams) =>
@@ -431,29 +512,55 @@ const recordFillApplicationStatement = compiledStatement((db: OrdersDb, p: FillA
     .with('application', (qb) =>
       qb
         .insertInto('fill_applications')
-        .columns(['account_id', 'fill_id', 'order_submission_id', 'quantity', 'price', 'applied_at'])
+        .columns(['account_id', 'fill_id', 'execution_id', 'order_submission_id', 'quantity', 'price', 'fee', 'liquidity', 'executed_at', 'applied_at'])
         .expression((eb) =>
           eb
             .selectFrom('changed')
             .select([
               'changed.account_id',
               sql<string>`${p.fillId}::text`.as('fill_id'),
+              sql<string>`${p.executionId}::text`.as('execution_id'),
               'changed.id',
               sql<string>`${p.quantity}::numeric`.as('quantity'),
               sql<string>`${p.price}::numeric`.as('price'),
+              sql<string>`${p.fee}::numeric`.as('fee'),
+              sql<string>`${p.liquidity}::text`.as('liquidity'),
+              // Absent: received now, the instant the order changes, so never before a cancel (not a late fill).
+              sql<Date>`coalesce(${p.executedAt}::timestamptz, changed.updated_at)`.as('executed_at'),
               'changed.updated_at',
+            ]),
+        )
+        .returning(['fill_id', 'executed_at', 'applied_at']),
+    )
+    .with('fill_event', (qb) =>
+      qb
+        .insertInto('outbox')
+        .columns(['id', 'account_id', 'type', 'occurred_at', 'data'])
+        .expression((eb) =>
+          eb
+            .selectFrom(['changed', 'application'])
+            .select([
+              sql<string>`application.fill_id::uuid`.as('id'),
+              'changed.account_id',
+              sql<string>`'fill.recorded'`.as('type'),
+              'application.applied_at',
+              sql<string>`${p.fillEventData}::jsonb || jsonb_build_object(
+                'executedAt', ${isoTimeOf(sql.ref('application.executed_at'))},
+                'recordedAt', ${isoTimeOf(sql.ref('application.applied_at'))},
+                'orderSubmission', ${orderDataOfChanged(p.eventData)})`.as('data'),
             ]),
         ),
     )
-    .selectFrom('changed')
-    .select(ORDER_COLUMNS),
+    .selectFrom(['changed', 'application'])
+    .select(ORDER_COLUMNS.map((column) => `changed.${column}` as const))
+    .select([sql<Date>`application.executed_at`.as('recorded_executed_at'), sql<Date>`application.applied_at`.as('recorded_at')]),
   { prepared: true },
 );
 
-/** The error of `recordFillApplication` when the fill id is applied to the order already: nothing was written. */
-export function isFillIdAlreadyApplied(error: unknown): boolean {
+/** The error of `recordFillApplication` when the account has recorded the execution id already (a concurrent request won): nothing was written. */
+export function isExecutionIdRecorded(error: unknown): boolean {
   const { code, constraint } = error as { code?: unknown; constraint?: unknown };
-  return code === UNIQUE_VIOLATION && constraint === 'fill_applications_pkey';
+  return code === UNIQUE_VIOLATION && constraint === 'fill_applications_execution_id';
 }
 
 const UNIQUE_VIOLATION = '23505';

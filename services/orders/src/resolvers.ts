@@ -1,12 +1,10 @@
-import { Decimal, formatDecimal } from '@ots/shared/decimal';
-import type { PayloadError, Result } from '@ots/shared/errors';
-import { applyFillRoute, type OrderAfterFill } from '@ots/shared/fill-application';
+import { Decimal } from '@ots/shared/decimal';
+import { badUserInput, type PayloadError, type Result } from '@ots/shared/errors';
 import { parseUuid, receiveId, type ReceivedId } from '@ots/shared/ids';
 import { pageSize, type Connection } from '@ots/shared/pagination';
 import { DateTimeScalar, DecimalScalar } from '@ots/shared/scalars';
-import { callerRoute, type CallerRoute } from '@ots/shared/subgraph-server';
 import type { OrdersContext } from './context.ts';
-import { averageFillPrice, normaliseFilter, positionAfter, remainingQuantity } from './domain.ts';
+import { averageFillPrice, checkFill, normaliseFilter, positionAfter, remainingQuantity } from './domain.ts';
 import type { OrderSubmissionFilter, OrderSubmissionOrder, Resolvers } from './generated/resolvers-types.ts';
 import {
   applyFill,
@@ -18,7 +16,7 @@ import {
   submitOrder,
   type ListRequest,
 } from './operations.ts';
-import type { OrderRow } from './repository.ts';
+import type { OrderRow, RecordedFillRow } from './repository.ts';
 
 /**
  * The resolver edge: every id, cursor and page size is parsed here, once, into the types the use
@@ -77,6 +75,20 @@ function orderView(row: OrderRow) {
 /** The parent of OrderSubmission's own resolvers: every row becomes a GraphQL object through `orderView`. */
 export type OrderView = ReturnType<typeof orderView>;
 
+/** A fill as orders recorded it, for applyFill's answer to the fills subgraph. */
+function recordedFillView(fill: RecordedFillRow) {
+  return {
+    id: fill.fill_id,
+    executionId: fill.execution_id,
+    quantity: new Decimal(fill.quantity),
+    price: new Decimal(fill.price),
+    fee: new Decimal(fill.fee),
+    liquidity: fill.liquidity,
+    executedAt: fill.executed_at,
+    recordedAt: fill.recorded_at,
+  };
+}
+
 function viewOrNull(row: OrderRow | null | undefined) {
   return row ? orderView(row) : null;
 }
@@ -119,6 +131,12 @@ export const resolvers: Resolvers = {
       const result = await cancelOrderSubmissions(context.scope, filter && { ...filter, strategyId: received(filter.strategyId) });
       return { cancelledCount: result.cancelled.length, orderSubmissions: result.cancelled.map(orderView), hasMore: result.hasMore, error: null };
     },
+    applyFill: async (_, { input }, context) => {
+      const refused = checkFill(input);
+      if (refused) throw badUserInput(refused, 'input');
+      const result = await applyFill(context.scope, { ...input, orderSubmissionId: parseUuid(input.orderSubmissionId) });
+      return { outcome: result.outcome, fill: result.fill && recordedFillView(result.fill), orderSubmission: viewOrNull(result.order) };
+    },
   },
   OrderSubmission: {
     __resolveReference: (reference, context) => loadOrder(context, reference.id),
@@ -131,35 +149,3 @@ export const resolvers: Resolvers = {
     orderSubmissions: async ({ id }, args, context) => connectionView(await context.strategyOrders(parseUuid(id), listRequest(args))),
   },
 };
-
-/** The order in the wire form of `applyFillRoute`'s answer: the schema's scalars as they serialize. */
-function orderAfterFill(row: OrderRow): OrderAfterFill {
-  const view = orderView(row);
-  const decimalOrNull = (value: Decimal | null) => (value === null ? null : formatDecimal(value));
-  const instantOrNull = (value: Date | null) => (value === null ? null : value.toISOString());
-  const referenceOrNull = (id: string | null) => (id === null ? null : { id });
-  return {
-    ...view,
-    quantity: formatDecimal(view.quantity),
-    limitPrice: decimalOrNull(view.limitPrice),
-    stopPrice: decimalOrNull(view.stopPrice),
-    filledQuantity: formatDecimal(view.filledQuantity),
-    remainingQuantity: formatDecimal(view.remainingQuantity),
-    averageFillPrice: decimalOrNull(view.averageFillPrice),
-    submittedAt: view.submittedAt.toISOString(),
-    updatedAt: view.updatedAt.toISOString(),
-    cancelledAt: instantOrNull(view.cancelledAt),
-    replacedAt: instantOrNull(view.replacedAt),
-    strategy: referenceOrNull(row.strategy_id),
-    replacesOrderSubmission: referenceOrNull(view.replacesOrderSubmission),
-    replacedBy: referenceOrNull(view.replacedBy),
-  };
-}
-
-/** What the fills subgraph calls beside GraphQL (shared/src/fill-application.ts says why). */
-export const callerRoutes: CallerRoute<OrdersContext>[] = [
-  callerRoute(applyFillRoute, async (fill, context) => {
-    const result = await applyFill(context.scope, { ...fill, orderSubmissionId: parseUuid(fill.orderSubmissionId) });
-    return { outcome: result.outcome, orderSubmission: result.order && orderAfterFill(result.order) };
-  }),
-];

@@ -3,6 +3,7 @@ import { Decimal, formatDecimal } from '@ots/shared/decimal';
 import { parseUuid, type Uuid } from '@ots/shared/ids';
 import {
   averageFillPrice,
+  checkFill,
   CANCELLABLE_STATUSES,
   checkStrategyStatus,
   decideCancel,
@@ -317,6 +318,12 @@ describe('the transition table (contract section 3)', () => {
 
   it("fill: no order (absent or another account's) is NOT_FOUND", () => {
     expect(decideFill(undefined, false, fill('1'))).toEqual({ outcome: 'NOT_FOUND' });
+  });
+
+  it('checkFill refuses a zero quantity or price', () => {
+    expect(checkFill(fill('0'))).toBe('quantity must be greater than 0');
+    expect(checkFill(fill('1', '0'))).toBe('price must be greater than 0');
+    expect(checkFill(fill('1', '1'))).toBeUndefined();
   });
 });
 

@@ -34,10 +34,12 @@ async function submitted(accountId: string, input: SubmitOrderRequest = limitOrd
 }
 
 const fill = (orderSubmissionId: string, quantity: string, executedAt: Date | null, price = '100'): FillRequest => ({
-  fillId: newId(),
+  executionId: newId(),
   orderSubmissionId: parseUuid(orderSubmissionId),
   quantity: d(quantity),
   price: d(price),
+  fee: d('0'),
+  liquidity: 'UNKNOWN',
   executedAt,
 });
 

@@ -52,11 +52,13 @@ async function submitted(accountId: string, input: SubmitOrderRequest = limitOrd
   return result.value;
 }
 
-const fill = (orderSubmissionId: string, quantity: string, price: string, fillId = newId()): FillRequest => ({
-  fillId,
+const fill = (orderSubmissionId: string, quantity: string, price: string, executionId = newId()): FillRequest => ({
+  executionId,
   orderSubmissionId: parseUuid(orderSubmissionId),
   quantity: d(quantity),
   price: d(price),
+  fee: d('0'),
+  liquidity: 'UNKNOWN',
 });
 
 async function countOrders(accountId: string): Promise<number> {
@@ -273,7 +275,7 @@ describe('applyFill', () => {
     expect(second.order!.updated_at.getTime()).toBeGreaterThan(first.order!.updated_at.getTime());
   });
 
-  it('applies a fill id once: a retry is ALREADY_APPLIED, even once the order is FILLED', async () => {
+  it('applies an execution id once: a retry is ALREADY_APPLIED, even once the order is FILLED', async () => {
     const accountId = someAccount();
     const order = await submitted(accountId, limitOrder({ quantity: d('2') }));
     const once = fill(order.id, '1', '5');
@@ -303,7 +305,7 @@ describe('applyFill', () => {
     const order = await submitted(someAccount());
     const stranger = { db, accountId: someAccount() };
     for (const id of [order.id, newId(), 'order-1']) {
-      expect(await applyFill(stranger, fill(id, '1', '1'))).toEqual({ outcome: 'NOT_FOUND', order: null });
+      expect(await applyFill(stranger, fill(id, '1', '1'))).toEqual({ outcome: 'NOT_FOUND', fill: null, order: null });
     }
   });
 
@@ -334,8 +336,8 @@ describe('applyFill', () => {
   });
 });
 
-describe('applyFill on the version of the order this process saw last', () => {
-  /** A second orders process: its own pool, so its own idea of each order's last version. */
+describe('applyFill while another orders process writes the same order', () => {
+  /** A second orders process: its own pool. */
   const otherProcess = createDatabase<OrdersDatabase>({ url, schema: SCHEMA, applicationName: 'orders-test-other', maxConnections: 4 });
   afterAll(() => otherProcess.destroy());
 
@@ -355,14 +357,13 @@ describe('applyFill on the version of the order this process saw last', () => {
     expect(d((await findOrder(db, accountId, order.id))!.filled_quantity).eq(6)).toBe(true);
   });
 
-  it('answers a fill id applied already with ALREADY_APPLIED, whichever process applied it, and counts it once', async () => {
+  it('answers an execution id applied already with ALREADY_APPLIED, whichever process applied it, and counts it once', async () => {
     const accountId = someAccount();
     const order = await submitted(accountId, limitOrder({ quantity: d('10') }));
     const byOther = fill(order.id, '2', '5');
     await applyFill({ db, accountId }, fill(order.id, '1', '5'));
     await applyFill({ db: otherProcess, accountId }, byOther);
     expect(await applyFill({ db, accountId }, byOther)).toMatchObject({ outcome: 'ALREADY_APPLIED' });
-    // This process's last version now holds the fill: the retry's write is refused whole by the primary key.
     const again = await applyFill({ db, accountId }, byOther);
     expect(again.outcome).toBe('ALREADY_APPLIED');
     expect(d(again.order!.filled_quantity).eq(3)).toBe(true);

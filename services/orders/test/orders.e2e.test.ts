@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@ots/shared/ids';
 import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
 import type { ApiClient, Order, OrderPage, OrderSubmissionFilter, SubmitOrderInput } from '../../../testing/client.ts';
-import { applyFill, callOrdersSubgraph, postApplyFill } from './e2e.ts';
+import { applyFill, callOrdersSubgraph } from './e2e.ts';
 
 const t = useStack({ redis: 'none', env: NO_RATE_LIMIT_ENV });
 
@@ -173,7 +173,7 @@ describe('cancelOrderSubmission', () => {
 
   it('cancels a PARTIALLY_FILLED order, keeping its fills', async () => {
     const order = await t.alice.submittedOrder({ quantity: '10' });
-    await applyFill(t.alice, { fillId: newId(), orderSubmissionId: order.id, quantity: '4', price: '100.5' });
+    await applyFill(t.alice, { executionId: newId(), orderSubmissionId: order.id, quantity: '4', price: '100.5' });
     const payload = await t.alice.cancelOrder(order.id);
     expect(payload.orderSubmission).toMatchObject({
       status: 'CANCELLED',
@@ -185,7 +185,7 @@ describe('cancelOrderSubmission', () => {
 
   it('refuses a FILLED order with ORDER_NOT_CANCELLABLE and leaves it FILLED', async () => {
     const order = await t.alice.submittedOrder({ quantity: '2' });
-    await applyFill(t.alice, { fillId: newId(), orderSubmissionId: order.id, quantity: '2', price: '10' });
+    await applyFill(t.alice, { executionId: newId(), orderSubmissionId: order.id, quantity: '2', price: '10' });
     const payload = await t.alice.cancelOrder(order.id);
     expect(payload.orderSubmission).toBeNull();
     expect(payload.error).toMatchObject({ code: 'ORDER_NOT_CANCELLABLE', field: 'id' });
@@ -238,8 +238,8 @@ describe('listOrderSubmissions', () => {
     ];
     for (const input of inputs) orders.push(await client.submittedOrder(input));
     await client.cancelOrder(orders[1]!.id);
-    await applyFill(client, { fillId: newId(), orderSubmissionId: orders[2]!.id, quantity: '0.5', price: '1' });
-    await applyFill(client, { fillId: newId(), orderSubmissionId: orders[3]!.id, quantity: '1', price: '1' });
+    await applyFill(client, { executionId: newId(), orderSubmissionId: orders[2]!.id, quantity: '0.5', price: '1' });
+    await applyFill(client, { executionId: newId(), orderSubmissionId: orders[3]!.id, quantity: '1', price: '1' });
     // Another account's orders must never appear.
     await t.bob.submittedOrder({ symbol: 'AAPL', clientOrderId: 'l-0' });
   });
@@ -346,7 +346,7 @@ describe('listOrderSubmissions', () => {
       [b.id, 'SUBMITTED'],
     ]);
 
-    await applyFill(syncer, { fillId: newId(), orderSubmissionId: a.id, quantity: '1', price: '3' });
+    await applyFill(syncer, { executionId: newId(), orderSubmissionId: a.id, quantity: '1', price: '3' });
     const c = await syncer.submittedOrder();
     await until([
       [a.id, 'PARTIALLY_FILLED'],
@@ -413,24 +413,37 @@ describe('listOrderSubmissions', () => {
   });
 });
 
-describe('the fill route, the fills subgraph\'s internal entry point', () => {
-  it('is not part of the public API: the gateway\'s schema has no applyFill and serves no such route', async () => {
-    const { mutation } = await t.alice.data('{ mutation: __type(name: "Mutation") { fields { name } } }');
+describe('applyFill, the fills subgraph\'s internal entry point', () => {
+  it('is not part of the public API: absent from the gateway schema and refused there', async () => {
+    const { mutation, input } = await t.alice.data('{ mutation: __type(name: "Mutation") { fields { name } } input: __type(name: "ApplyFillInput") { name } }',
+    );
     expect(mutation.fields.map((field: { name: string }) => field.name)).toEqual(expect.arrayContaining(['submitOrder', 'cancelOrderSubmission']));
     expect(mutation.fields.map((field: { name: string }) => field.name)).not.toContain('applyFill');
+    expect(input).toBeNull();
     const order = await t.alice.submittedOrder();
-    const body = JSON.stringify({ fillId: newId(), orderSubmissionId: order.id, quantity: '1', price: '1', executedAt: new Date().toISOString() });
-    const throughGateway = await t.stack.post(body, { 'content-type': 'application/json', 'x-api-key': t.alice.apiKey }, new URL('/internal/apply-fill', t.stack.gatewayUrl).href);
-    expect(throughGateway.status).toBe(404);
-    expect(await t.alice.order(order.id)).toMatchObject({ status: 'SUBMITTED', filledQuantity: '0' });
+    const result = await t.alice.graphql('mutation ($id: ID!) { applyFill(input: { executionId: "f", orderSubmissionId: $id, quantity: "1", price: "1", fee: "0", liquidity: UNKNOWN }) { outcome } }',
+      { id: order.id },
+    );
+    expect(result.body.errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    const { orderSubmission } = await t.alice.data('query ($id: ID!) { orderSubmission(id: $id) { status } }', { id: order.id });
+    expect(orderSubmission.status).toBe('SUBMITTED');
   });
 
-  it('applies fills to PARTIALLY_FILLED then FILLED, with the exact weighted average price, the order as GraphQL shows it', async () => {
+  it('refuses a call to the orders subgraph without a gateway assertion', async () => {
+    const result = await t.stack.post(
+      JSON.stringify({ query: 'mutation { applyFill(input: { executionId: "f", orderSubmissionId: "x", quantity: "1", price: "1", fee: "0", liquidity: UNKNOWN }) { outcome } }' }),
+      { 'content-type': 'application/json' },
+      t.stack.urls.orders,
+    );
+    expect(result.status).toBe(401);
+  });
+
+  it('applies fills to PARTIALLY_FILLED then FILLED, with the exact weighted average price', async () => {
     const order = await t.alice.submittedOrder({ quantity: '3' });
-    const first = await applyFill(t.alice, { fillId: newId(), orderSubmissionId: order.id, quantity: '1', price: '10' });
+    const first = await applyFill(t.alice, { executionId: newId(), orderSubmissionId: order.id, quantity: '1', price: '10' });
     expect(first.outcome).toBe('APPLIED');
     expect(first.orderSubmission).toMatchObject({ status: 'PARTIALLY_FILLED', filledQuantity: '1', remainingQuantity: '2', averageFillPrice: '10' });
-    const second = await applyFill(t.alice, { fillId: newId(), orderSubmissionId: order.id, quantity: '2', price: '10.0000000001' });
+    const second = await applyFill(t.alice, { executionId: newId(), orderSubmissionId: order.id, quantity: '2', price: '10.0000000001' });
     // (10 + 2 × 10.0000000001) / 3 = 10.0000000000666…, rounded half-even to 10 places.
     expect(second.orderSubmission).toMatchObject({
       status: 'FILLED',
@@ -438,14 +451,14 @@ describe('the fill route, the fills subgraph\'s internal entry point', () => {
       remainingQuantity: '0',
       averageFillPrice: '10.0000000001',
     });
-    expect(second.orderSubmission).toMatchObject({ ...(await t.alice.order(order.id)), replacedAt: null, replacedBy: null, replacesOrderSubmission: null });
+    expect(await t.alice.order(order.id)).toEqual(second.orderSubmission);
   });
 
-  it('answers a repeated fill id ALREADY_APPLIED without counting it twice, even once the order is FILLED', async () => {
+  it('answers a repeated execution id ALREADY_APPLIED without counting it twice, even once the order is FILLED', async () => {
     const order = await t.alice.submittedOrder({ quantity: '2' });
-    const fill = { fillId: newId(), orderSubmissionId: order.id, quantity: '1', price: '5' };
+    const fill = { executionId: newId(), orderSubmissionId: order.id, quantity: '1', price: '5' };
     await applyFill(t.alice, fill);
-    await applyFill(t.alice, { ...fill, fillId: newId() });
+    await applyFill(t.alice, { ...fill, executionId: newId() });
     const retry = await applyFill(t.alice, fill);
     expect(retry.outcome).toBe('ALREADY_APPLIED');
     expect(retry.orderSubmission).toMatchObject({ status: 'FILLED', filledQuantity: '2' });
@@ -453,36 +466,24 @@ describe('the fill route, the fills subgraph\'s internal entry point', () => {
 
   it('refuses beyond the remaining quantity, a final order, and another account\'s order', async () => {
     const order = await t.alice.submittedOrder({ quantity: '1' });
-    const over = await applyFill(t.alice, { fillId: newId(), orderSubmissionId: order.id, quantity: '1.5', price: '1' });
+    const over = await applyFill(t.alice, { executionId: newId(), orderSubmissionId: order.id, quantity: '1.5', price: '1' });
     expect(over).toMatchObject({ outcome: 'EXCEEDS_REMAINING', orderSubmission: { status: 'SUBMITTED', filledQuantity: '0' } });
     await t.alice.cancelOrder(order.id);
-    const late = await applyFill(t.alice, { fillId: newId(), orderSubmissionId: order.id, quantity: '1', price: '1' });
+    const late = await applyFill(t.alice, { executionId: newId(), orderSubmissionId: order.id, quantity: '1', price: '1' });
     expect(late).toMatchObject({ outcome: 'NOT_FILLABLE', orderSubmission: { status: 'CANCELLED' } });
     const other = await t.alice.submittedOrder();
-    expect(await applyFill(t.bob, { fillId: newId(), orderSubmissionId: other.id, quantity: '1', price: '1' })).toEqual({
+    expect(await applyFill(t.bob, { executionId: newId(), orderSubmissionId: other.id, quantity: '1', price: '1' })).toEqual({
       outcome: 'NOT_FOUND',
       orderSubmission: null,
     });
   });
 
-  it('refuses a body outside the contract with 400 naming the field, and applies nothing', async () => {
+  it('refuses a zero quantity or price with BAD_USER_INPUT', async () => {
     const order = await t.alice.submittedOrder();
-    const fill = { fillId: newId(), orderSubmissionId: order.id, quantity: '1', price: '1', executedAt: new Date().toISOString() };
-    const refusals: [unknown, string][] = [
-      [{ ...fill, quantity: '0' }, 'quantity: must be greater than 0'],
-      [{ ...fill, price: '1e3' }, 'price: '],
-      [{ ...fill, quantity: 1 }, 'quantity: '],
-      [{ ...fill, orderSubmissionId: 'order-1' }, 'orderSubmissionId: must be a lower-case UUID'],
-      [{ ...fill, executedAt: 'yesterday' }, 'executedAt: '],
-      [{ ...fill, executedAt: undefined }, 'executedAt: '],
-      ['not an object', 'body: '],
-    ];
-    for (const [body, detail] of refusals) {
-      const result = await postApplyFill(t.alice, body);
-      expect(result.status, JSON.stringify(body)).toBe(400);
-      expect(result.body.detail).toContain(detail);
-    }
-    expect(await t.alice.order(order.id)).toMatchObject({ status: 'SUBMITTED', filledQuantity: '0' });
+    const result = await callOrdersSubgraph(t.alice, `mutation ($id: ID!) { applyFill(input: { executionId: "f-0", orderSubmissionId: $id, quantity: "0", price: "1", fee: "0", liquidity: UNKNOWN }) { outcome } }`, {
+      id: order.id,
+    });
+    expect(result.body.errors[0].extensions.code).toBe('BAD_USER_INPUT');
   });
 });
 

@@ -219,10 +219,20 @@ describe('the prepared writes on a table without statistics', () => {
         repository.recordFillApplication(
           handle,
           accountId,
-          { fillId: newId(), orderId: order.id, quantity: new Decimal(1), price: new Decimal(1) },
+          {
+            fillId: newId(),
+            executionId: newId(),
+            orderId: order.id,
+            quantity: new Decimal(1),
+            price: new Decimal(1),
+            fee: new Decimal(0),
+            liquidity: 'UNKNOWN',
+            executedAt: null,
+          },
           { status: 'PARTIALLY_FILLED', quantity: new Decimal(10), filledQuantity: new Decimal(1), fillNotional: new Decimal(1), cancelledAt: null, replacedAt: null },
           order.commit_xid,
           event,
+          { fill: {} },
         ),
     ];
     for (const write of writes) {

@@ -69,6 +69,8 @@ describe('the resolver edge', () => {
     const replaced = await call(resolvers.Mutation!.replaceOrderSubmission, { id: 'order-1', input: {} });
     expect(replaced).toMatchObject({ orderSubmission: null, replacedOrderSubmission: null, error: { code: 'NOT_FOUND', field: 'id' } });
     expect(replaced.error.message).toContain('order-1');
+    const fill = { executionId: 'exec-1', orderSubmissionId: 'order-1', quantity: new Decimal('1'), price: new Decimal('1'), fee: new Decimal('0'), liquidity: 'UNKNOWN' };
+    expect(await call(resolvers.Mutation!.applyFill, { input: fill })).toMatchObject({ outcome: 'NOT_FOUND', orderSubmission: null });
   });
 
   it('answers a strategy id that is not a UUID with no orders', async () => {

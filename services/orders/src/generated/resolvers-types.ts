@@ -27,6 +27,39 @@ export type Scalars = {
   _FieldSet: { input: string; output: string; }
 };
 
+export type ApplyFillInput = {
+  /** When the venue executed the fill: decides whether a fill reported after a cancel or replace is a late fill. Default: now. */
+  executedAt?: InputMaybe<Scalars['DateTime']['input']>;
+  /** The venue's execution id: a fill is recorded once per execution id of the account, however often it is sent. */
+  executionId: Scalars['String']['input'];
+  fee: Scalars['Decimal']['input'];
+  liquidity: Liquidity;
+  orderSubmissionId: Scalars['ID']['input'];
+  price: Scalars['Decimal']['input'];
+  quantity: Scalars['Decimal']['input'];
+};
+
+export type ApplyFillOutcome =
+  /** A fill with this execution id was recorded before: nothing changed (the caller compares its terms). */
+  | 'ALREADY_APPLIED'
+  /** The fill was applied and recorded now. */
+  | 'APPLIED'
+  /** The fill's quantity is more than the order's remaining quantity. */
+  | 'EXCEEDS_REMAINING'
+  /** The order is FILLED, or CANCELLED or REPLACED before the fill was executed. */
+  | 'NOT_FILLABLE'
+  /** No such order in the caller's account. */
+  | 'NOT_FOUND';
+
+export type ApplyFillResult = {
+  __typename?: 'ApplyFillResult';
+  /** The fill as recorded, now or before (ALREADY_APPLIED); null when refused. */
+  fill?: Maybe<RecordedFill>;
+  /** The order after the call (the recorded fill's, for ALREADY_APPLIED); null for NOT_FOUND. */
+  orderSubmission?: Maybe<OrderSubmission>;
+  outcome: ApplyFillOutcome;
+};
+
 export type CancelOrderSubmissionPayload = {
   __typename?: 'CancelOrderSubmissionPayload';
   error?: Maybe<PayloadError>;
@@ -52,8 +85,20 @@ export type CancelOrderSubmissionsPayload = {
   orderSubmissions: Array<OrderSubmission>;
 };
 
+/** Whether the fill added liquidity to the book (MAKER) or took it (TAKER). */
+export type Liquidity =
+  | 'MAKER'
+  | 'TAKER'
+  | 'UNKNOWN';
+
 export type Mutation = {
   __typename?: 'Mutation';
+  /**
+   * Internal, for the fills subgraph's recordFill: decides a fill on its order and, if the order takes
+   * it, applies and records it with its events, once per executionId of the account. Not part of the
+   * public API.
+   */
+  applyFill: ApplyFillResult;
   /** Cancels a SUBMITTED or PARTIALLY_FILLED order; an already cancelled order is returned as it is. */
   cancelOrderSubmission: CancelOrderSubmissionPayload;
   /**
@@ -75,6 +120,11 @@ export type Mutation = {
    * fields return the existing order (a safe retry) and different ones `DUPLICATE_CLIENT_ORDER_ID`.
    */
   submitOrder: SubmitOrderPayload;
+};
+
+
+export type MutationApplyFillArgs = {
+  input: ApplyFillInput;
 };
 
 
@@ -277,6 +327,19 @@ export type QueryOrderSubmissionArgs = {
   id: Scalars['ID']['input'];
 };
 
+/** A fill as orders recorded it: what the fills subgraph keeps. */
+export type RecordedFill = {
+  __typename?: 'RecordedFill';
+  executedAt: Scalars['DateTime']['output'];
+  executionId: Scalars['String']['output'];
+  fee: Scalars['Decimal']['output'];
+  id: Scalars['ID']['output'];
+  liquidity: Liquidity;
+  price: Scalars['Decimal']['output'];
+  quantity: Scalars['Decimal']['output'];
+  recordedAt: Scalars['DateTime']['output'];
+};
+
 /** Each member defaults to the old order's value; clientOrderId is never inherited. */
 export type ReplaceOrderSubmissionInput = {
   /** The new order's own id, unique per account: a retry with it returns the same replacement. */
@@ -446,15 +509,19 @@ export type FederationReferenceTypes = {
 
 /** Mapping between all available schema types and the resolvers types */
 export type ResolversTypes = {
+  ApplyFillInput: ApplyFillInput;
+  String: ResolverTypeWrapper<Scalars['String']['output']>;
+  ID: ResolverTypeWrapper<Scalars['ID']['output']>;
+  ApplyFillOutcome: ApplyFillOutcome;
+  ApplyFillResult: ResolverTypeWrapper<Omit<ApplyFillResult, 'orderSubmission'> & { orderSubmission?: Maybe<ResolversTypes['OrderSubmission']> }>;
   CancelOrderSubmissionPayload: ResolverTypeWrapper<Omit<CancelOrderSubmissionPayload, 'orderSubmission'> & { orderSubmission?: Maybe<ResolversTypes['OrderSubmission']> }>;
   CancelOrderSubmissionsFilter: CancelOrderSubmissionsFilter;
-  ID: ResolverTypeWrapper<Scalars['ID']['output']>;
-  String: ResolverTypeWrapper<Scalars['String']['output']>;
   CancelOrderSubmissionsPayload: ResolverTypeWrapper<Omit<CancelOrderSubmissionsPayload, 'orderSubmissions'> & { orderSubmissions: Array<ResolversTypes['OrderSubmission']> }>;
   Int: ResolverTypeWrapper<Scalars['Int']['output']>;
   Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
   DateTime: ResolverTypeWrapper<Scalars['DateTime']['output']>;
   Decimal: ResolverTypeWrapper<Scalars['Decimal']['output']>;
+  Liquidity: Liquidity;
   Mutation: ResolverTypeWrapper<Record<PropertyKey, never>>;
   OrderSide: OrderSide;
   OrderStatus: OrderStatus;
@@ -467,6 +534,7 @@ export type ResolversTypes = {
   PageInfo: ResolverTypeWrapper<PageInfo>;
   PayloadError: ResolverTypeWrapper<PayloadError>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
+  RecordedFill: ResolverTypeWrapper<RecordedFill>;
   ReplaceOrderSubmissionInput: ReplaceOrderSubmissionInput;
   ReplaceOrderSubmissionPayload: ResolverTypeWrapper<Omit<ReplaceOrderSubmissionPayload, 'orderSubmission' | 'replacedOrderSubmission'> & { orderSubmission?: Maybe<ResolversTypes['OrderSubmission']>, replacedOrderSubmission?: Maybe<ResolversTypes['OrderSubmission']> }>;
   Strategy: ResolverTypeWrapper<EntityReference>;
@@ -477,10 +545,12 @@ export type ResolversTypes = {
 
 /** Mapping between all available schema types and the resolvers parents */
 export type ResolversParentTypes = {
+  ApplyFillInput: ApplyFillInput;
+  String: Scalars['String']['output'];
+  ID: Scalars['ID']['output'];
+  ApplyFillResult: Omit<ApplyFillResult, 'orderSubmission'> & { orderSubmission?: Maybe<ResolversParentTypes['OrderSubmission']> };
   CancelOrderSubmissionPayload: Omit<CancelOrderSubmissionPayload, 'orderSubmission'> & { orderSubmission?: Maybe<ResolversParentTypes['OrderSubmission']> };
   CancelOrderSubmissionsFilter: CancelOrderSubmissionsFilter;
-  ID: Scalars['ID']['output'];
-  String: Scalars['String']['output'];
   CancelOrderSubmissionsPayload: Omit<CancelOrderSubmissionsPayload, 'orderSubmissions'> & { orderSubmissions: Array<ResolversParentTypes['OrderSubmission']> };
   Int: Scalars['Int']['output'];
   Boolean: Scalars['Boolean']['output'];
@@ -494,11 +564,18 @@ export type ResolversParentTypes = {
   PageInfo: PageInfo;
   PayloadError: PayloadError;
   Query: Record<PropertyKey, never>;
+  RecordedFill: RecordedFill;
   ReplaceOrderSubmissionInput: ReplaceOrderSubmissionInput;
   ReplaceOrderSubmissionPayload: Omit<ReplaceOrderSubmissionPayload, 'orderSubmission' | 'replacedOrderSubmission'> & { orderSubmission?: Maybe<ResolversParentTypes['OrderSubmission']>, replacedOrderSubmission?: Maybe<ResolversParentTypes['OrderSubmission']> };
   Strategy: EntityReference;
   SubmitOrderInput: SubmitOrderInput;
   SubmitOrderPayload: Omit<SubmitOrderPayload, 'orderSubmission'> & { orderSubmission?: Maybe<ResolversParentTypes['OrderSubmission']> };
+};
+
+export type ApplyFillResultResolvers<ContextType = OrdersContext, ParentType extends ResolversParentTypes['ApplyFillResult'] = ResolversParentTypes['ApplyFillResult']> = {
+  fill?: Resolver<Maybe<ResolversTypes['RecordedFill']>, ParentType, ContextType>;
+  orderSubmission?: Resolver<Maybe<ResolversTypes['OrderSubmission']>, ParentType, ContextType>;
+  outcome?: Resolver<ResolversTypes['ApplyFillOutcome'], ParentType, ContextType>;
 };
 
 export type CancelOrderSubmissionPayloadResolvers<ContextType = OrdersContext, ParentType extends ResolversParentTypes['CancelOrderSubmissionPayload'] = ResolversParentTypes['CancelOrderSubmissionPayload']> = {
@@ -522,6 +599,7 @@ export interface DecimalScalarConfig extends GraphQLScalarTypeConfig<ResolversTy
 }
 
 export type MutationResolvers<ContextType = OrdersContext, ParentType extends ResolversParentTypes['Mutation'] = ResolversParentTypes['Mutation']> = {
+  applyFill?: Resolver<ResolversTypes['ApplyFillResult'], ParentType, ContextType, RequireFields<MutationApplyFillArgs, 'input'>>;
   cancelOrderSubmission?: Resolver<ResolversTypes['CancelOrderSubmissionPayload'], ParentType, ContextType, RequireFields<MutationCancelOrderSubmissionArgs, 'id'>>;
   cancelOrderSubmissions?: Resolver<ResolversTypes['CancelOrderSubmissionsPayload'], ParentType, ContextType, Partial<MutationCancelOrderSubmissionsArgs>>;
   replaceOrderSubmission?: Resolver<ResolversTypes['ReplaceOrderSubmissionPayload'], ParentType, ContextType, RequireFields<MutationReplaceOrderSubmissionArgs, 'id' | 'input'>>;
@@ -579,6 +657,17 @@ export type QueryResolvers<ContextType = OrdersContext, ParentType extends Resol
   orderSubmission?: Resolver<Maybe<ResolversTypes['OrderSubmission']>, ParentType, ContextType, RequireFields<QueryOrderSubmissionArgs, 'id'>>;
 };
 
+export type RecordedFillResolvers<ContextType = OrdersContext, ParentType extends ResolversParentTypes['RecordedFill'] = ResolversParentTypes['RecordedFill']> = {
+  executedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  executionId?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  fee?: Resolver<ResolversTypes['Decimal'], ParentType, ContextType>;
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  liquidity?: Resolver<ResolversTypes['Liquidity'], ParentType, ContextType>;
+  price?: Resolver<ResolversTypes['Decimal'], ParentType, ContextType>;
+  quantity?: Resolver<ResolversTypes['Decimal'], ParentType, ContextType>;
+  recordedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+};
+
 export type ReplaceOrderSubmissionPayloadResolvers<ContextType = OrdersContext, ParentType extends ResolversParentTypes['ReplaceOrderSubmissionPayload'] = ResolversParentTypes['ReplaceOrderSubmissionPayload']> = {
   error?: Resolver<Maybe<ResolversTypes['PayloadError']>, ParentType, ContextType>;
   orderSubmission?: Resolver<Maybe<ResolversTypes['OrderSubmission']>, ParentType, ContextType>;
@@ -597,6 +686,7 @@ export type SubmitOrderPayloadResolvers<ContextType = OrdersContext, ParentType 
 };
 
 export type Resolvers<ContextType = OrdersContext> = {
+  ApplyFillResult?: ApplyFillResultResolvers<ContextType>;
   CancelOrderSubmissionPayload?: CancelOrderSubmissionPayloadResolvers<ContextType>;
   CancelOrderSubmissionsPayload?: CancelOrderSubmissionsPayloadResolvers<ContextType>;
   DateTime?: GraphQLScalarType;
@@ -608,6 +698,7 @@ export type Resolvers<ContextType = OrdersContext> = {
   PageInfo?: PageInfoResolvers<ContextType>;
   PayloadError?: PayloadErrorResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
+  RecordedFill?: RecordedFillResolvers<ContextType>;
   ReplaceOrderSubmissionPayload?: ReplaceOrderSubmissionPayloadResolvers<ContextType>;
   Strategy?: StrategyResolvers<ContextType>;
   SubmitOrderPayload?: SubmitOrderPayloadResolvers<ContextType>;
