@@ -55,7 +55,11 @@ export function createKeyRequest(
   const label = form.label.trim();
   if (!label) return { ok: false, field: 'label', message: 'Give the key a label, such as the bot or job that will use it.' };
   if (label.length > MAX_LABEL_LENGTH) return { ok: false, field: 'label', message: `Use at most ${MAX_LABEL_LENGTH} characters.` };
-  const permissions = permissionsRequest({ scopes: form.scopes ?? ALL_SCOPES, allowedCidrs: form.allowedCidrs ?? '' });
+  // Without the permission fields the server gives every scope and any address.
+  const permissions =
+    form.scopes === undefined && form.allowedCidrs === undefined
+      ? ({ ok: true, value: {} } as const)
+      : permissionsRequest({ scopes: form.scopes ?? ALL_SCOPES, allowedCidrs: form.allowedCidrs ?? '' });
   if (!permissions.ok) return permissions;
   if (form.expires !== 'date') return { ok: true, value: { label, expires: form.expires, ...permissions.value } };
   if (!/^\d{4}-\d{2}-\d{2}$/.test(form.expiresOn)) return { ok: false, field: 'expiresOn', message: 'Choose the day the key expires.' };

@@ -61,6 +61,11 @@ async function signIn(page: Page, email: string, password = PASSWORD) {
   await page.getByRole('button', { name: 'Sign in' }).click();
 }
 
+/** A key's row, by the prefix in its Key cell: after a roll the other row names it too ("Replaces ..."). */
+function keyRow(page: Page, prefix: string) {
+  return page.getByRole('row').filter({ has: page.locator('code', { hasText: prefix }) });
+}
+
 /** The key shown once in "New API key"; the dialog is closed afterwards, as an owner closes it. */
 async function readNewKey(page: Page): Promise<string> {
   const field = await shown(page.getByRole('textbox', { name: 'New API key' }));
@@ -141,17 +146,17 @@ describe('the console, in Chromium', () => {
 
     // The key is shown once: gone after the dialog and after a reload, and never stored by the page.
     await page.getByRole('button', { name: 'Done' }).click();
-    const firstRow = await shown(page.getByRole('row').filter({ hasText: firstPrefix }));
+    const firstRow = await shown(keyRow(page, firstPrefix));
     expect(await firstRow.textContent()).toContain('ci-bot');
     expect(await firstRow.textContent()).toContain('Active');
     await page.reload();
-    await shown(page.getByRole('row').filter({ hasText: firstPrefix }));
+    await shown(keyRow(page, firstPrefix));
     expect(await page.getByRole('textbox', { name: 'New API key' }).count()).toBe(0);
     expect(await page.content()).not.toContain(firstKey);
     expect(await keptOutsideMemory(page)).not.toContain(firstKey);
 
     // Roll with a grace of 1 hour: the new key is shown once the same way, and both keys work.
-    await page.getByRole('row').filter({ hasText: firstPrefix }).getByRole('button', { name: 'Roll', exact: true }).click();
+    await keyRow(page, firstPrefix).getByRole('button', { name: 'Roll', exact: true }).click();
     const roll = await shown(page.getByRole('dialog'));
     await roll.getByLabel('Grace period').selectOption({ label: '1 hour' });
     await snapshot(page, 'roll-key');
@@ -164,12 +169,12 @@ describe('the console, in Chromium', () => {
     expect((await viewer(firstKey)).status).toBe(200);
     const secondPrefix: string = second.body.data.viewer.apiKey.displayPrefix;
     await page.getByRole('button', { name: 'Done' }).click();
-    await expect.poll(() => page.getByRole('row').filter({ hasText: firstPrefix }).textContent()).toContain('Expiring');
-    await shown(page.getByRole('row').filter({ hasText: secondPrefix }));
+    await expect.poll(() => keyRow(page, firstPrefix).textContent()).toContain('Expiring');
+    await shown(keyRow(page, secondPrefix));
     await snapshot(page, 'api-keys');
 
     // Revoke the new key: it is refused within a second, the old one keeps its grace.
-    await page.getByRole('row').filter({ hasText: secondPrefix }).getByRole('button', { name: 'Revoke', exact: true }).click();
+    await keyRow(page, secondPrefix).getByRole('button', { name: 'Revoke', exact: true }).click();
     const revoke = await shown(page.getByRole('dialog', { name: 'Revoke this key?' }));
     await snapshot(page, 'revoke-key');
     await revoke.getByRole('button', { name: 'Revoke key' }).click();
@@ -180,7 +185,7 @@ describe('the console, in Chromium', () => {
     expect(status).toBe(401);
     expect(Date.now() - revokedAt).toBeLessThan(1_000);
     expect((await viewer(firstKey)).status).toBe(200);
-    await expect.poll(() => page.getByRole('row').filter({ hasText: secondPrefix }).textContent()).toContain('Revoked');
+    await expect.poll(() => keyRow(page, secondPrefix).textContent()).toContain('Revoked');
 
     // The security log shows each step, newest first, with owner, address and browser.
     await page.getByRole('link', { name: 'Security log' }).click();

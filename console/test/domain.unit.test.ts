@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ApiKey } from '../src/api.ts';
-import { canRevoke, canRoll, createKeyRequest, createWebhookRequest, deliveryResult, durationText, earliestExpiryDate, eventTypesText, formatRelative, keyName, passwordProblem, retryAfterText, tokenFromFragment } from '../src/domain.ts';
+import { allowedFromText, canRevoke, canRoll, cidrLines, createKeyRequest, permissionsText, createWebhookRequest, deliveryResult, durationText, earliestExpiryDate, eventTypesText, formatRelative, keyName, passwordProblem, retryAfterText, tokenFromFragment } from '../src/domain.ts';
 
 const NOW = new Date('2026-11-23T10:00:00.000Z');
 
@@ -98,5 +98,24 @@ describe('webhooks wording and form', () => {
       ok: true,
       value: { url: 'https://x.example/h', eventTypes: ['fill.recorded'], description: 'desk' },
     });
+  });
+});
+
+describe('key permissions', () => {
+  it('the create form sends the checked scopes in the server\'s order and one CIDR per line', () => {
+    const form = { label: 'reporting', expires: 'never' as const, expiresOn: '', scopes: ['fills:write', 'read'], allowedCidrs: ' 127.0.0.1 \n\n2001:db8::/32\n' };
+    expect(createKeyRequest(form, NOW)).toEqual({
+      ok: true,
+      value: { label: 'reporting', expires: 'never', scopes: ['read', 'fills:write'], allowedCidrs: ['127.0.0.1', '2001:db8::/32'] },
+    });
+    expect(createKeyRequest({ ...form, scopes: [] }, NOW)).toMatchObject({ ok: false, field: 'scopes' });
+    expect(cidrLines('')).toEqual([]);
+  });
+
+  it('the table says "Full access" and "Anywhere", or the list', () => {
+    expect(permissionsText(['read', 'orders:write', 'fills:write', 'strategies:write', 'webhooks:write'])).toBe('Full access');
+    expect(permissionsText(['orders:write', 'read'])).toBe('Read, Orders');
+    expect(allowedFromText([])).toBe('Anywhere');
+    expect(allowedFromText(['10.0.0.0/8', '::1/128'])).toBe('10.0.0.0/8, ::1/128');
   });
 });

@@ -466,7 +466,21 @@ describe('API keys in the console', () => {
     const listed = await owner.client.get('/console/api/keys');
     expect(listed.body.keys.map((key: { id: string }) => key.id)).toEqual([created.body.key.id, owner.apiKeyId]);
     expect(JSON.stringify(listed.body)).not.toContain(created.body.apiKey.slice(9, 30));
-    expect(Object.keys(listed.body.keys[0]).sort()).toEqual(['createdAt', 'displayPrefix', 'environment', 'expiresAt', 'id', 'label', 'lastUsedAt', 'revokedAt', 'status']);
+    expect(Object.keys(listed.body.keys[0]).sort()).toEqual([
+      'allowedCidrs',
+      'createdAt',
+      'displayPrefix',
+      'environment',
+      'expiresAt',
+      'id',
+      'label',
+      'lastUsedAt',
+      'replacedByKeyId',
+      'replacesKeyId',
+      'revokedAt',
+      'scopes',
+      'status',
+    ]);
 
     const rolled = await owner.client.post(`/console/api/keys/${created.body.key.id}/roll`, { grace: '1h' });
     expect(rolled.status).toBe(201);
