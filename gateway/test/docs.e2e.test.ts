@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { buildSchema, isObjectType, parse, validate } from 'graphql';
+import { buildSchema, isObjectType, parse, validate, type GraphQLObjectType } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { CLIENT_SAFE_CODES } from '@ots/shared/errors';
 import { useStack } from '../../testing/fixture.ts';
 import { PUBLISHED_API_FILE } from '../src/compose.ts';
 import { OTHER_ERROR_CODES, PAYLOAD_ERROR_CODES } from '../src/reference/error-codes.ts';
-import { exampleOperation, renderDocs, scopesOf } from '../src/reference/render.ts';
+import { exampleOperation, scopeLine } from '../src/reference/render.ts';
 
 /** Contract section 10: the reference at /docs, generated from the published schema, with no key and nothing from elsewhere. */
 const t = useStack({ accounts: [] });
@@ -52,11 +52,38 @@ describe('/docs', () => {
     }
   });
 
-  it('names the scope of each root field that declares one', () => {
-    const supergraph = `type Mutation { submitOrder(input: ID): ID @join__field(graph: ORDERS) @requiresScopes(scopes: [["orders:write"]]) }`;
-    expect(scopesOf(supergraph).get('Mutation.submitOrder')).toEqual(['orders:write']);
-    const pages = renderDocs(publishedSdl, supergraph);
-    expect(pages['reference.html']).toMatch(/id="op-submitOrder">[\s\S]*?Scope: <code>orders:write<\/code>/);
+  it('names the scope of every operation as the supergraph declares it: the contract\'s table, viewer none, events read', async () => {
+    const reference = (await get('/docs/reference.html')).text;
+    const scopeOf = (name: string) => {
+      const section = new RegExp(`<section id="op-${name}">([\\s\\S]*?)</section>`).exec(reference)?.[1] ?? '';
+      return /<p class="scope">Scope: (.*?)<\/p>/.exec(section)?.[1];
+    };
+    // Contract section 5, "Scopes and allowed addresses".
+    const writes: Record<string, string> = {
+      submitOrder: 'orders:write',
+      cancelOrderSubmission: 'orders:write',
+      replaceOrderSubmission: 'orders:write',
+      cancelOrderSubmissions: 'orders:write',
+      recordFill: 'fills:write',
+      createStrategy: 'strategies:write',
+      updateStrategy: 'strategies:write',
+      pauseStrategy: 'strategies:write',
+      resumeStrategy: 'strategies:write',
+      archiveStrategy: 'strategies:write',
+      redeliverEvent: 'webhooks:write',
+    };
+    const expected = (root: string, name: string) => {
+      if (root === 'Query' && name === 'viewer') return '<code>none</code> (any key may ask)';
+      if (root === 'Mutation') return `<code>${writes[name] ?? (name.includes('Webhook') ? 'webhooks:write' : 'undeclared in this test')}</code>`;
+      return '<code>read</code>';
+    };
+    for (const root of ['Query', 'Mutation', 'Subscription']) {
+      for (const field of Object.values((schema.getType(root) as GraphQLObjectType).getFields())) {
+        expect(scopeOf(field.name), `${root}.${field.name}`).toBe(expected(root, field.name));
+      }
+    }
+    expect(scopeOf('events')).toBe('<code>read</code>');
+    expect(scopeLine([['orders:write', 'read'], ['fills:write']])).toBe('Scope: <code>orders:write</code> and <code>read</code> or <code>fills:write</code>');
   });
 
   it('lists every payload error code and every top-level code a client may see', async () => {

@@ -1,28 +1,7 @@
 import { createClient, NetworkError } from 'graphql-sse';
-import { OtsApiError, OtsAuthenticationError, OtsError, OtsPermissionError, OtsRequestError } from './errors.js';
-import type { EventFieldsFragment, EventFilter } from './generated/operations.js';
-import { backoffMs, retryAfterSeconds, type Transport } from './transport.js';
-
-/**
- * The `events` subscription of contract section 4. Written out here rather than generated: the
- * published schema gains its Subscription type with the event stream.
- */
-const EVENTS_SUBSCRIPTION = `subscription Events($filter: EventFilter, $after: String) {
-  events(filter: $filter, after: $after) {
-    cursor
-    event {
-      id
-      type
-      occurredAt
-      data
-    }
-  }
-}`;
-
-interface StreamItem {
-  cursor: string;
-  event: EventFieldsFragment;
-}
+import { OtsAuthenticationError, OtsError, OtsPermissionError, OtsRequestError } from './errors.js';
+import { EventsDocument, type EventFieldsFragment, type EventFilter, type EventsSubscription, type EventsSubscriptionVariables } from './generated/operations.js';
+import { backoffMs, errorOf, retryAfterSeconds, type GraphqlError, type Transport } from './transport.js';
 
 export interface EventStreamOptions {
   filter?: EventFilter;
@@ -69,13 +48,15 @@ export class EventStream implements AsyncIterable<EventFieldsFragment> {
       for (;;) {
         let delayMs: number;
         try {
-          const results = client.iterate<{ events: StreamItem }>({ query: EVENTS_SUBSCRIPTION, variables: { filter: this.options.filter, after: this.position } });
+          const variables: EventsSubscriptionVariables = { filter: this.options.filter, after: this.position };
+          const results = client.iterate<EventsSubscription>({ query: EventsDocument.toString(), variables });
           for await (const result of results) {
-            const error = result.errors?.[0] as { message: string; extensions?: { code?: string } } | undefined;
+            const error = result.errors?.[0] as GraphqlError | undefined;
             if (error) {
               // The stream ended for a consumer that fell behind: carry on from the last event handed out.
               if (error.extensions?.code === 'SLOW_CONSUMER') break;
-              throw new OtsApiError(error.message, { code: error.extensions?.code });
+              // A key without `read`, revoked or of an account whose access was disabled: reconnecting cannot help.
+              throw errorOf(error);
             }
             const item = result.data!.events;
             this.position = item.cursor;

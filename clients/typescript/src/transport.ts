@@ -19,7 +19,7 @@ export interface TransportOptions {
   fetch: typeof fetch;
 }
 
-interface GraphqlError {
+export interface GraphqlError {
   message: string;
   path?: (string | number)[];
   extensions?: { code?: string; requiredScope?: string };
@@ -59,6 +59,19 @@ export function retryAfterSeconds(response: Pick<Response, 'headers'>): number {
   if (Number.isFinite(seconds) && seconds >= 0) return seconds;
   const date = header === null ? NaN : Date.parse(header);
   return Number.isFinite(date) ? Math.max(0, (date - Date.now()) / 1000) : 1;
+}
+
+/**
+ * The class of a top-level GraphQL error, by its `extensions.code`, whether it came with an answer of
+ * POST /graphql or ended an event stream: a missing scope is an `OtsPermissionError` naming it.
+ */
+export function errorOf(error: GraphqlError, context: { status?: number; requestId?: string } = {}): OtsError {
+  const code = error.extensions?.code;
+  const options = { ...context, code };
+  if (code === 'UNAUTHENTICATED') return new OtsAuthenticationError(error.message, options);
+  if (code === 'FORBIDDEN') return new OtsPermissionError(error.message, { ...options, requiredScope: error.extensions?.requiredScope });
+  if (code !== undefined && REQUEST_ERROR_CODES.has(code)) return new OtsRequestError(error.message, options);
+  return new OtsApiError(error.message, options);
 }
 
 /** A payload error of `TEMPORARILY_UNAVAILABLE` on any root field: nothing changed, or it will complete; a retry is safe. */
@@ -144,16 +157,7 @@ export class Transport {
     if (!parsed) throw new AttemptFailure(new OtsApiError('The answer was not JSON', context), true);
 
     const first = parsed.errors?.[0];
-    if (first) {
-      const code = first.extensions?.code;
-      const error = { ...context, code };
-      if (code === 'UNAUTHENTICATED') throw new AttemptFailure(new OtsAuthenticationError(first.message, error), false);
-      if (code === 'FORBIDDEN') {
-        throw new AttemptFailure(new OtsPermissionError(first.message, { ...error, requiredScope: first.extensions?.requiredScope }), false);
-      }
-      if (code !== undefined && REQUEST_ERROR_CODES.has(code)) throw new AttemptFailure(new OtsRequestError(first.message, error), false);
-      throw new AttemptFailure(new OtsApiError(first.message, error), code === 'TEMPORARILY_UNAVAILABLE');
-    }
+    if (first) throw new AttemptFailure(errorOf(first, { status, requestId }), first.extensions?.code === 'TEMPORARILY_UNAVAILABLE');
     const unavailable = unavailablePayload(parsed.data);
     if (unavailable) throw new AttemptFailure(new OtsPayloadError(unavailable, requestId), true);
     return parsed.data ?? {};

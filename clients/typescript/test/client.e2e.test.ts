@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { setApiAccess } from '@ots/accounts';
+import { createKey, setApiAccess } from '@ots/accounts';
 import { useStack } from '../../../testing/fixture.ts';
 import { FaultProxy, type ForwardedRequest } from '../../../testing/fault-proxy.ts';
 import { Receiver } from '../../../testing/webhook-receiver.ts';
@@ -121,6 +121,21 @@ describe('errors', () => {
     await expect(stranger.viewer()).rejects.toBeInstanceOf(OtsAuthenticationError);
     await setApiAccess(t.stack.management, accountId, false);
     await expect(client.viewer()).rejects.toBeInstanceOf(OtsPermissionError);
+  });
+});
+
+describe('a key without the scope a call needs', () => {
+  it('throws OtsPermissionError naming the scope, and creates nothing', async () => {
+    const { accountId } = await newClient();
+    const { apiKey } = await createKey(t.stack.management, accountId, { scopes: ['read'] });
+    const reader = new OtsClient({ apiKey, baseUrl: proxy.origin });
+    const from = proxy.requests.length;
+    const failure = await reader.orders.submit({ symbol: 'SCOPED', side: 'BUY', type: 'MARKET', quantity: '1' }).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(OtsPermissionError);
+    expect(failure).toMatchObject({ code: 'FORBIDDEN', requiredScope: 'orders:write', message: 'This API key lacks the scope orders:write' });
+    // Refused for good: not retried.
+    expect(proxy.requests.length - from).toBe(1);
+    expect(await reader.orders.list().toArray()).toEqual([]);
   });
 });
 

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKey, updateKey } from '@ots/accounts';
 import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
 import { FaultProxy } from '../../../testing/fault-proxy.ts';
-import { OtsClient } from '../src/index.ts';
+import { OtsClient, OtsPermissionError } from '../src/index.ts';
 
 /**
  * `client.events.stream` against the real stack's GraphQL-over-SSE endpoint, through a relay that
@@ -48,5 +49,32 @@ describe('the event stream', () => {
       for await (const event of client.events.stream()) return event;
     };
     await expect(iterate()).rejects.toMatchObject({ name: 'OtsAuthenticationError' });
+  });
+
+  it('is refused with OtsPermissionError naming read for a key without it', async () => {
+    const { accountId } = await t.stack.createAccountWithKey();
+    const { apiKey } = await createKey(t.stack.management, accountId, { scopes: ['orders:write'] });
+    const client = new OtsClient({ apiKey, baseUrl: proxy.origin });
+    const failure = await (async () => {
+      for await (const event of client.events.stream()) return event;
+    })().catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(OtsPermissionError);
+    expect(failure).toMatchObject({ code: 'FORBIDDEN', requiredScope: 'read' });
+  });
+
+  it('ends with OtsPermissionError naming read when its key loses the scope', async () => {
+    const { accountId } = await t.stack.createAccountWithKey();
+    const { key, apiKey } = await createKey(t.stack.management, accountId);
+    const client = new OtsClient({ apiKey, baseUrl: proxy.origin });
+    const start = client.events.list();
+    await start.toArray();
+    const events = client.events.stream({ after: start.cursor })[Symbol.asyncIterator]();
+    const first = events.next();
+    const strategy = await client.strategies.create({ name: 'Before the change' });
+    expect((await first).value).toMatchObject({ type: 'strategy.created', data: { id: strategy.id } });
+    await updateKey(t.stack.management, key.id, { scopes: ['strategies:write'] });
+    const failure = await events.next().catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(OtsPermissionError);
+    expect(failure).toMatchObject({ code: 'FORBIDDEN', requiredScope: 'read' });
   });
 });

@@ -8,7 +8,6 @@ import {
   isNonNullType,
   isObjectType,
   isScalarType,
-  Kind,
   parse,
   print,
   type GraphQLArgument,
@@ -17,8 +16,8 @@ import {
   type GraphQLNamedType,
   type GraphQLOutputType,
   type GraphQLSchema,
-  type StringValueNode,
 } from 'graphql';
+import { rootFieldScopes, type ScopeRequirement } from '@ots/shared/scopes';
 import { OTHER_ERROR_CODES, PAYLOAD_ERROR_CODES, type ErrorCodeDoc } from './error-codes.ts';
 import { GUIDE } from './guide.ts';
 
@@ -54,28 +53,13 @@ function typeLink(type: GraphQLOutputType | GraphQLInputType): string {
 }
 
 /**
- * The scopes each root field requires, read from the supergraph's `@requiresScopes(scopes: [[...]])`.
- * Keyed `Type.field`.
+ * What a root field's `@requiresScopes` in the supergraph says, in words: `none` when any key may ask
+ * (`viewer`), otherwise the scopes, `and` within one alternative, `or` between alternatives.
  */
-export function scopesOf(supergraphSdl: string): Map<string, string[]> {
-  const scopes = new Map<string, string[]>();
-  for (const definition of parse(supergraphSdl).definitions) {
-    if (definition.kind !== Kind.OBJECT_TYPE_DEFINITION && definition.kind !== Kind.OBJECT_TYPE_EXTENSION) continue;
-    if (!(ROOTS as readonly string[]).includes(definition.name.value)) continue;
-    for (const field of definition.fields ?? []) {
-      const directive = field.directives?.find((d) => d.name.value.endsWith('requiresScopes'));
-      const argument = directive?.arguments?.find((a) => a.name.value === 'scopes');
-      if (!argument) continue;
-      const names: string[] = [];
-      const collect = (node: typeof argument.value) => {
-        if (node.kind === Kind.LIST) node.values.forEach(collect);
-        else if (node.kind === Kind.STRING || node.kind === Kind.ENUM) names.push((node as StringValueNode).value);
-      };
-      collect(argument.value);
-      scopes.set(`${definition.name.value}.${field.name.value}`, [...new Set(names)]);
-    }
-  }
-  return scopes;
+export function scopeLine(requirement: ScopeRequirement): string {
+  const alternatives = requirement.filter((all) => all.length > 0);
+  if (alternatives.length < requirement.length || alternatives.length === 0) return 'Scope: <code>none</code> (any key may ask)';
+  return `Scope: ${alternatives.map((all) => all.map((scope) => `<code>${escape(scope)}</code>`).join(' and ')).join(' or ')}`;
 }
 
 const EXAMPLE_STRINGS: Record<string, string> = {
@@ -163,13 +147,14 @@ function argumentsTable(args: readonly GraphQLArgument[]): string {
   return `<table><tr><th>argument</th><th>type</th><th></th></tr>${rows.join('')}</table>`;
 }
 
-function operationSection(root: string, field: GraphQLField<unknown, unknown>, scopes: Map<string, string[]>): string {
-  const scope = root === 'Query' && field.name === 'viewer' ? ['none'] : (scopes.get(`${root}.${field.name}`) ?? []);
+function operationSection(root: string, field: GraphQLField<unknown, unknown>, scopes: Map<string, ScopeRequirement>): string {
+  // Composition refuses a root field that declares no scope: from `npm run compose`, every operation has its line.
+  const requirement = scopes.get(`${root}.${field.name}`);
   const document = exampleOperation(root, field);
   return `<section id="op-${field.name}">
 <h3><code>${field.name}</code>: <code>${typeLink(field.type)}</code></h3>
 ${prose(field.description)}
-${scope.length > 0 ? `<p class="scope">Scope: ${scope.map((s) => `<code>${escape(s)}</code>`).join(', ')}</p>` : ''}
+${requirement ? `<p class="scope">${scopeLine(requirement)}</p>` : ''}
 ${root === 'Mutation' ? '<p class="scope">Accepts <code>Idempotency-Key</code>: a retry with the same key is answered with the first answer.</p>' : ''}
 ${argumentsTable(field.args)}
 <p>Example:</p><pre>${escape(document)}</pre><pre>${escape(curlOf(root, document))}</pre>
@@ -217,7 +202,7 @@ function errorRows(codes: Record<string, ErrorCodeDoc>): string {
 
 export function renderDocs(publishedSdl: string, supergraphSdl: string): DocsPages {
   const schema: GraphQLSchema = buildSchema(publishedSdl);
-  const scopes = scopesOf(supergraphSdl);
+  const scopes = rootFieldScopes(supergraphSdl).required;
   const operations: string[] = [];
   const toc: string[] = [];
   for (const root of ROOTS) {

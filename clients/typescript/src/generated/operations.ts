@@ -254,6 +254,14 @@ export type GetEventQueryVariables = Exact<{
 
 export type GetEventQuery = { event: { id: string, type: string, occurredAt: string, data: Record<string, unknown> } | null };
 
+export type EventsSubscriptionVariables = Exact<{
+  filter?: InputMaybe<EventFilter>;
+  after?: InputMaybe<Scalars['String']['input']>;
+}>;
+
+
+export type EventsSubscription = { events: { cursor: string, event: { id: string, type: string, occurredAt: string, data: Record<string, unknown> } } };
+
 export type RecordFillMutationVariables = Exact<{
   input: RecordFillInput;
 }>;
@@ -612,6 +620,21 @@ export const GetEventDocument = new TypedDocumentString(`
   occurredAt
   data
 }`) as unknown as TypedDocumentString<GetEventQuery, GetEventQueryVariables>;
+export const EventsDocument = new TypedDocumentString(`
+    subscription Events($filter: EventFilter, $after: String) {
+  events(filter: $filter, after: $after) {
+    cursor
+    event {
+      ...EventFields
+    }
+  }
+}
+    fragment EventFields on Event {
+  id
+  type
+  occurredAt
+  data
+}`) as unknown as TypedDocumentString<EventsSubscription, EventsSubscriptionVariables>;
 export const RecordFillDocument = new TypedDocumentString(`
     mutation RecordFill($input: RecordFillInput!) {
   recordFill(input: $input) {
