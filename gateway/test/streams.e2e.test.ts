@@ -1,4 +1,4 @@
-import net from 'node:net';
+import http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { revokeKey } from '@ots/accounts';
 import { createClient as createSseClient } from 'graphql-sse';
@@ -284,24 +284,22 @@ describe('ending streams', () => {
 
 /** An SSE request whose client stops reading at once: the server sees its buffers fill, as with a consumer that cannot keep up. */
 async function stalledSseStream(apiKey: string, variables: Record<string, unknown>) {
-  const url = new URL(urls().sse);
-  const socket = net.connect(Number(url.port), url.hostname);
-  await new Promise((resolve) => socket.once('connect', resolve));
   const body = JSON.stringify({ query: EVENTS_SUBSCRIPTION, variables });
-  socket.write(
-    `POST ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\naccept: text/event-stream\r\nx-api-key: ${apiKey}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
-  const chunks: Buffer[] = [];
-  // A 'data' listener would start the flow again: added first, then paused.
-  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-  socket.pause();
-  const finished = new Promise<void>((resolve) => socket.once('end', resolve));
-  cleanups.push(() => socket.destroy());
+  const request = http.request(urls().sse, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-api-key': apiKey },
+  });
+  request.end(body);
+  // Unread, the response stays paused, and so does its socket once the parser's buffer is full.
+  const response = await new Promise<http.IncomingMessage>((resolve) => request.once('response', resolve));
+  expect(response.statusCode).toBe(200);
+  cleanups.push(() => request.destroy());
   return {
     readAll: async () => {
-      socket.resume();
-      await Promise.race([finished, new Promise((resolve) => setTimeout(resolve, 30_000))]);
-      const text = Buffer.concat(chunks).toString('utf8');
+      response.setEncoding('utf8');
+      let text = '';
+      response.on('data', (chunk: string) => (text += chunk));
+      await Promise.race([new Promise((resolve) => response.once('end', resolve)), new Promise((resolve) => setTimeout(resolve, 30_000))]);
       const items = [...text.matchAll(/event: next\ndata: (.*)\n\n/g)].map((match) => JSON.parse(match[1]!));
       return { items } as { items: { data?: { events: StreamedEvent }; errors?: { extensions?: Record<string, unknown> }[] }[] };
     },
