@@ -28,7 +28,7 @@ describe('two gateways and two events processes', () => {
         headers: { 'content-type': 'application/json', 'x-api-key': t.alice.apiKey },
         body: JSON.stringify({ query: 'mutation { createStrategy(input: { name: "Through the second" }) { strategy { id } error { code } } }' }),
       });
-      expect((await viaSecond.json()).data.createStrategy.error).toBeNull();
+      expect(((await viaSecond.json()) as { data: { createStrategy: { error: unknown } } }).data.createStrategy.error).toBeNull();
       await onFirst.waitFor(() => onFirst.items.length >= 2);
       await onSecond.waitFor(() => onSecond.items.length >= 2);
       expect(names(onFirst)).toEqual(['Through the first', 'Through the second']);

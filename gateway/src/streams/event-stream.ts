@@ -13,8 +13,9 @@ import type { EventFeedAnswer, EventFeedInput, FeedEvent } from '@ots/shared/eve
 /** What a stream reads at a time. */
 const PAGE_SIZE = 200;
 /** Looks after a wake-up that found nothing new (a commit held back behind an older transaction), then the idle look. */
-const LOOK_AGAIN_MS = [10, 25, 50, 100, 250, 500, 1_000, 2_000];
-const IDLE_LOOK_MS = 5_000;
+const LOOK_AGAIN_MS = [10, 25, 50, 100, 250, 500, 1_000, 2_000, 4_000, 8_000];
+/** Idle streams cost a feed read each per look; wake-ups come on every commit, and every stream looks again when the listener reconnects. */
+const IDLE_LOOK_MS = 15_000;
 /** While the consumer does not take what is sent: how often to wait for room, and to count how far behind it is. */
 const ROOM_WAIT_MS = 20;
 const BEHIND_CHECK_MS = 1_000;
