@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { revokeKey } from '@ots/accounts';
+import { revokeKey, setApiAccess } from '@ots/accounts';
 import { createClient as createSseClient } from 'graphql-sse';
 import { createClient as createWsClient, type Client as WsClient } from 'graphql-ws';
 import WebSocket from 'ws';
@@ -254,6 +254,20 @@ describe('ending streams', () => {
     expect(sse.items[0]!.errors![0]!.extensions!.code).toBe('UNAUTHENTICATED');
     await sse.done;
     expect((await ws.closed).code).toBe(4401);
+    await wsEnded;
+  });
+
+  it("ends a disabled account's streams: a FORBIDDEN error over SSE, close 4403 over WebSocket", async () => {
+    const client = await t.newAccount('Disabled');
+    const sse = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION);
+    const ws = wsClient(client.apiKey);
+    const wsEnded = ws.iterate({ query: EVENTS_SUBSCRIPTION }).next().catch((error: unknown) => error);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await setApiAccess(t.stack.management, client.accountId, false);
+    await sse.waitFor(() => sse.items.length >= 1, 3_000);
+    expect(sse.items[0]!.errors![0]!.extensions!.code).toBe('FORBIDDEN');
+    await sse.done;
+    expect(await ws.closed).toMatchObject({ code: 4403, reason: 'API access is not enabled for this account' });
     await wsEnded;
   });
 
