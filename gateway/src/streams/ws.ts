@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
+import proxyAddr from '@fastify/proxy-addr';
 import type { FastifyInstance } from 'fastify';
 import { GraphQLError, type ExecutionArgs } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
@@ -53,6 +54,15 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
   };
   app.server.on('upgrade', onUpgrade);
 
+  // The client's address and scheme as Fastify gives them for /graphql: from X-Forwarded-* only behind a proxy TRUST_PROXY names.
+  const trusted = services.config.trustProxy ? proxyAddr.compile(services.config.trustProxy) : undefined;
+  const clientOf = (request: IncomingMessage) => {
+    const encrypted = (request.socket as TLSSocket).encrypted === true;
+    if (!trusted) return { address: request.socket.remoteAddress ?? '', protocol: encrypted ? 'https' : 'http' };
+    const forwardedProto = String(request.headers['x-forwarded-proto'] ?? '').split(',')[0]?.trim();
+    const fromProxy = trusted(request.socket.remoteAddress ?? '', 0);
+    return { address: proxyAddr(request, trusted), protocol: encrypted ? 'https' : fromProxy && forwardedProto ? forwardedProto : 'http' };
+  };
   const closeWith = (socket: WebSocket, [code, reason]: readonly [number, string]) => socket.close(code, reason);
   const closeFor = (decision: Extract<KeyAuthorisation, { kind: 'refused' }>) =>
     decision.status === 403 ? CLOSE.accessDisabled : decision.status === 429 ? CLOSE.tooManyRequests : decision.status === 400 ? CLOSE.httpsOnly : CLOSE.invalidKey;
@@ -68,12 +78,7 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
           closeWith(ctx.extra.socket, CLOSE.invalidKey);
           return false;
         }
-        const socket = ctx.extra.request.socket;
-        const decision = await authentication.authoriseKey(apiKey, {
-          address: socket.remoteAddress ?? '',
-          protocol: (socket as TLSSocket).encrypted ? 'https' : 'http',
-          connection: ctx.extra.socket,
-        });
+        const decision = await authentication.authoriseKey(apiKey, { ...clientOf(ctx.extra.request), connection: ctx.extra.socket });
         if (decision.kind === 'abandoned') return false;
         if (decision.kind === 'refused') {
           closeWith(ctx.extra.socket, closeFor(decision));
