@@ -1,3 +1,7 @@
+import http from 'node:http';
+import { createClient } from 'graphql-sse';
+import { createKey } from '@ots/accounts';
+import { EVENTS_SUBSCRIPTION, streamUrls, type StreamedEvent } from '../testing/streams.ts';
 import { Receiver } from '../testing/webhook-receiver.ts';
 import { openBenchStack } from './bench-stack.ts';
 
@@ -8,7 +12,7 @@ import { openBenchStack } from './bench-stack.ts';
  * dispatcher by each ingest; their polling intervals (OUTBOX_RELAY_INTERVAL_MS,
  * WEBHOOK_DISPATCH_INTERVAL_MS) only bound what a wake-up misses.
  */
-const { config, stack, apiKey, close } = await openBenchStack('bench-events');
+const { config, stack, apiKey, management, close } = await openBenchStack('bench-events');
 const receiver = await new Receiver().start();
 
 async function graphql<T>(query: string, variables?: Record<string, unknown>): Promise<T> {
@@ -20,6 +24,18 @@ async function graphql<T>(query: string, variables?: Record<string, unknown>): P
   const body = (await response.json()) as { data: T; errors?: unknown };
   if (response.status !== 200 || body.errors) throw new Error(`bench request failed: ${JSON.stringify(body)}`);
   return body.data;
+}
+
+function measureMemory(): { rss: number; heap: number } {
+  (globalThis as { gc?: () => void }).gc?.();
+  const usage = process.memoryUsage();
+  return { rss: usage.rss, heap: usage.heapUsed };
+}
+
+/** The bench account's id, read back through its key. */
+async function keyAccount(): Promise<string> {
+  const { viewer } = await graphql<{ viewer: { account: { id: string } } }>('{ viewer { account { id } } }');
+  return viewer.account.id;
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
@@ -55,6 +71,89 @@ const delays = receiver.received
 console.log(
   `${'committed submitOrder → verified webhook'.padEnd(52)} p50 ${percentile(delays, 50).toFixed(1)} ms   p99 ${percentile(delays, 99).toFixed(1)} ms   (${changes} changes)`,
 );
+
+// Push: 8 clients writing while 8 streams are open (and the webhook endpoint above receives them too).
+// From each write's response to its event on every stream, and to its webhook's first attempt.
+const streamUrl = streamUrls(stack.gateway.url).sse;
+const arrivals = new Map<string, number[]>();
+const streams = Array.from({ length: 8 }, () => createClient({ url: streamUrl, headers: { 'x-api-key': apiKey }, retryAttempts: 0 }));
+const reading = streams.map(async (client) => {
+  for await (const result of client.iterate<{ events: StreamedEvent }>({ query: EVENTS_SUBSCRIPTION })) {
+    const { event } = result.data!.events;
+    const clientOrderId = (event.data as { clientOrderId?: string }).clientOrderId;
+    if (event.type !== 'order_submission.submitted' || !clientOrderId?.startsWith('push-')) continue;
+    const list = arrivals.get(clientOrderId) ?? [];
+    list.push(performance.now());
+    arrivals.set(clientOrderId, list);
+  }
+});
+await new Promise((resolve) => setTimeout(resolve, 500));
+const answeredAt = new Map<string, number>();
+const webhooksBefore = receiver.received.length;
+const pushWrites = 400;
+let nextPush = 0;
+await Promise.all(
+  Array.from({ length: 8 }, async () => {
+    while (nextPush < pushWrites) {
+      const clientOrderId = `push-${nextPush++}`;
+      await submitOrder(clientOrderId);
+      answeredAt.set(clientOrderId, performance.now());
+    }
+  }),
+);
+const pushDeadline = Date.now() + 30_000;
+while ((arrivals.size < pushWrites || [...arrivals.values()].some((list) => list.length < 8)) && Date.now() < pushDeadline) {
+  await new Promise((resolve) => setTimeout(resolve, 50));
+}
+await receiver.waitFor(webhooksBefore + pushWrites, 30_000);
+for (const client of streams) client.dispose();
+await Promise.allSettled(reading);
+const toStream = [...arrivals].flatMap(([clientOrderId, list]) => list.map((at) => Math.max(0, at - answeredAt.get(clientOrderId)!))).sort((a, b) => a - b);
+const toWebhook = receiver.received
+  .slice(webhooksBefore)
+  .map((hook) => {
+    const { data } = JSON.parse(hook.body) as { data: { clientOrderId: string } };
+    return Math.max(0, hook.receivedAt - answeredAt.get(data.clientOrderId)!);
+  })
+  .sort((a, b) => a - b);
+console.log(
+  `${'write response → event on a stream (8 writers, 8 streams)'.padEnd(52)} p50 ${percentile(toStream, 50).toFixed(1)} ms   p99 ${percentile(toStream, 99).toFixed(1)} ms   (${toStream.length} arrivals)`,
+);
+console.log(
+  `${'write response → first webhook attempt (same run)'.padEnd(52)} p50 ${percentile(toWebhook, 50).toFixed(1)} ms   p99 ${percentile(toWebhook, 99).toFixed(1)} ms   (${toWebhook.length} webhooks)`,
+);
+
+// Idle streams: how many one gateway process holds, and what each costs. The clients' sockets live
+// in this process too, so the figure per stream is an upper bound for the gateway's share.
+const idleTarget = Number(process.env.BENCH_IDLE_STREAMS ?? 2_000);
+const accountId = await keyAccount();
+const idleKeys = await Promise.all(
+  Array.from({ length: Math.ceil(idleTarget / 10) }, async (_, index) => (await createKey(management, accountId, { name: `idle ${index}` })).apiKey),
+);
+const memoryBefore = measureMemory();
+const idle: http.ClientRequest[] = [];
+let opened = 0;
+for (let index = 0; index < idleTarget; index += 1) {
+  const request = http.request(streamUrl, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-api-key': idleKeys[Math.floor(index / 10)]! } });
+  request.end(JSON.stringify({ query: EVENTS_SUBSCRIPTION }));
+  const status = await new Promise<number>((resolve) => {
+    request.once('response', (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+    });
+    request.once('error', () => resolve(0));
+  });
+  idle.push(request);
+  if (status !== 200) break;
+  opened += 1;
+}
+await new Promise((resolve) => setTimeout(resolve, 2_000));
+const memoryAfter = measureMemory();
+console.log(
+  `${'idle streams held by one gateway process'.padEnd(52)} ${opened} of ${idleTarget} tried   ` +
+    `~${((memoryAfter.heap - memoryBefore.heap) / opened / 1024).toFixed(1)} KiB of heap each, clients' sockets included (RSS ${((memoryAfter.rss - memoryBefore.rss) / 1024 / 1024).toFixed(0)} MiB more in all)`,
+);
+for (const request of idle) request.destroy();
 
 // Feed: seed events with 8 concurrent writers, wait until the feed holds them all, then page through it.
 const seed = 3_000;

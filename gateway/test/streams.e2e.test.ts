@@ -1,6 +1,6 @@
-import net from 'node:net';
+import http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { revokeKey } from '@ots/accounts';
+import { revokeKey, setApiAccess } from '@ots/accounts';
 import { createClient as createSseClient } from 'graphql-sse';
 import { createClient as createWsClient, type Client as WsClient } from 'graphql-ws';
 import WebSocket from 'ws';
@@ -257,6 +257,20 @@ describe('ending streams', () => {
     await wsEnded;
   });
 
+  it("ends a disabled account's streams: a FORBIDDEN error over SSE, close 4403 over WebSocket", async () => {
+    const client = await t.newAccount('Disabled');
+    const sse = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION);
+    const ws = wsClient(client.apiKey);
+    const wsEnded = ws.iterate({ query: EVENTS_SUBSCRIPTION }).next().catch((error: unknown) => error);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await setApiAccess(t.stack.management, client.accountId, false);
+    await sse.waitFor(() => sse.items.length >= 1, 3_000);
+    expect(sse.items[0]!.errors![0]!.extensions!.code).toBe('FORBIDDEN');
+    await sse.done;
+    expect(await ws.closed).toMatchObject({ code: 4403, reason: 'API access is not enabled for this account' });
+    await wsEnded;
+  });
+
   it('ends a consumer more than 1,000 events behind with SLOW_CONSUMER and its last cursor, from which it resumes', async () => {
     const client = await t.newAccount('Slow');
     const start = await endCursor(client);
@@ -284,24 +298,22 @@ describe('ending streams', () => {
 
 /** An SSE request whose client stops reading at once: the server sees its buffers fill, as with a consumer that cannot keep up. */
 async function stalledSseStream(apiKey: string, variables: Record<string, unknown>) {
-  const url = new URL(urls().sse);
-  const socket = net.connect(Number(url.port), url.hostname);
-  await new Promise((resolve) => socket.once('connect', resolve));
   const body = JSON.stringify({ query: EVENTS_SUBSCRIPTION, variables });
-  socket.write(
-    `POST ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\naccept: text/event-stream\r\nx-api-key: ${apiKey}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
-  const chunks: Buffer[] = [];
-  // A 'data' listener would start the flow again: added first, then paused.
-  socket.on('data', (chunk: Buffer) => chunks.push(chunk));
-  socket.pause();
-  const finished = new Promise<void>((resolve) => socket.once('end', resolve));
-  cleanups.push(() => socket.destroy());
+  const request = http.request(urls().sse, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-api-key': apiKey },
+  });
+  request.end(body);
+  // Unread, the response stays paused, and so does its socket once the parser's buffer is full.
+  const response = await new Promise<http.IncomingMessage>((resolve) => request.once('response', resolve));
+  expect(response.statusCode).toBe(200);
+  cleanups.push(() => request.destroy());
   return {
     readAll: async () => {
-      socket.resume();
-      await Promise.race([finished, new Promise((resolve) => setTimeout(resolve, 30_000))]);
-      const text = Buffer.concat(chunks).toString('utf8');
+      response.setEncoding('utf8');
+      let text = '';
+      response.on('data', (chunk: string) => (text += chunk));
+      await Promise.race([new Promise((resolve) => response.once('end', resolve)), new Promise((resolve) => setTimeout(resolve, 30_000))]);
       const items = [...text.matchAll(/event: next\ndata: (.*)\n\n/g)].map((match) => JSON.parse(match[1]!));
       return { items } as { items: { data?: { events: StreamedEvent }; errors?: { extensions?: Record<string, unknown> }[] }[] };
     },

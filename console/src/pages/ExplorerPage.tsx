@@ -1,4 +1,6 @@
+import { createGraphiQLFetcher } from '@graphiql/toolkit';
 import { GraphiQL } from 'graphiql';
+import { GraphQLError } from 'graphql';
 import 'graphiql/style.css';
 import './explorer.css';
 import { useEffect, useMemo, useRef, useState, type ComponentProps } from 'react';
@@ -15,6 +17,11 @@ const DEFAULT_QUERY = `# Run with Ctrl+Enter or ▶
     }
   }
 }
+
+# Streams the account's events as they happen (GraphQL over WebSocket); stop it with ■
+# subscription {
+#   events { cursor event { type occurredAt data } }
+# }
 `;
 
 /**
@@ -35,17 +42,27 @@ function memoryStorage(): Storage {
   };
 }
 
-/** Sends each operation to /graphql with the key as X-API-Key; without a key it explains instead of calling. */
+/** The gateway's GraphQL over WebSocket endpoint, on the console's own origin. */
+function webSocketUrl(): string {
+  return `${window.location.protocol === 'https:' ? 'wss' : 'ws'}://${window.location.host}/graphql/ws`;
+}
+
+/**
+ * Queries and mutations go to /graphql with the key as X-API-Key; subscriptions (the `events`
+ * stream) to /graphql/ws, the key in the connection_init payload since a browser cannot set headers
+ * on a WebSocket. Without a key it explains instead of calling.
+ */
 function keyFetcher(currentKey: () => string): Fetcher {
-  return async (params) => {
-    const apiKey = currentKey();
-    if (!apiKey) return { errors: [{ message: 'Paste an API key into "API key" above the editor to run queries.' }] };
-    const response = await fetch('/graphql', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
-      body: JSON.stringify(params),
-    });
-    return response.json();
+  const fetcher = createGraphiQLFetcher({
+    url: '/graphql',
+    subscriptionUrl: webSocketUrl(),
+    wsConnectionParams: () => ({ 'X-API-Key': currentKey() }),
+    enableIncrementalDelivery: false,
+    fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), 'x-api-key': currentKey() } }),
+  });
+  return (params, options) => {
+    if (!currentKey()) return { errors: [new GraphQLError('Paste an API key into "API key" above the editor to run queries.')] };
+    return fetcher(params, options);
   };
 }
 

@@ -13,11 +13,14 @@ import type { EventFeedAnswer, EventFeedInput, FeedEvent } from '@ots/shared/eve
 /** What a stream reads at a time. */
 const PAGE_SIZE = 200;
 /** Looks after a wake-up that found nothing new (a commit held back behind an older transaction), then the idle look. */
-const LOOK_AGAIN_MS = [10, 25, 50, 100, 250, 500, 1_000, 2_000];
-const IDLE_LOOK_MS = 5_000;
+const LOOK_AGAIN_MS = [10, 25, 50, 100, 250, 500, 1_000, 2_000, 4_000, 8_000];
+/** Idle streams cost a feed read each per look; wake-ups come on every commit, and every stream looks again when the listener reconnects. */
+const IDLE_LOOK_MS = 15_000;
 /** While the consumer does not take what is sent: how often to wait for room, and to count how far behind it is. */
 const ROOM_WAIT_MS = 20;
 const BEHIND_CHECK_MS = 1_000;
+/** How far a backlog is counted: enough to tell whether it shrinks. */
+const MAX_BACKLOG_COUNT = 10_000;
 /** A feed that does not answer for this long ends the stream, so that the client resumes elsewhere instead of waiting on a silent stream. */
 const FEED_OUTAGE_MS = 5_000;
 
@@ -71,6 +74,10 @@ export class EventStream {
   private delivered: string | null;
   private lastYielded: string | null;
   private woken = false;
+  private roomWaiter: (() => void) | undefined;
+  private lastBehindCheck = Date.now();
+  /** Events beyond what the consumer was sent, at the last count. */
+  private lastBacklog: number | undefined;
   private wakeWaiter: (() => void) | undefined;
   private readonly ending = new AbortController();
   endReason: EndReason | undefined;
@@ -89,7 +96,13 @@ export class EventStream {
   written(): string | null {
     const cursor = this.pending.shift() ?? null;
     if (cursor !== null) this.delivered = cursor;
+    this.roomMaybe();
     return cursor;
+  }
+
+  /** The transport may have room again (its socket drained): a stream waiting for room looks at once. */
+  roomMaybe(): void {
+    this.roomWaiter?.();
   }
 
   /** Ends the stream from outside (revocation, shutdown); the transport closes what it must. */
@@ -143,20 +156,40 @@ export class EventStream {
     });
   }
 
+  /** Resolves when the transport says it may have room, the stream ends, or after ROOM_WAIT_MS (a transport that cannot say). */
+  private roomOrTimeout(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.ending.signal.removeEventListener('abort', done);
+        this.roomWaiter = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ROOM_WAIT_MS);
+      this.roomWaiter = done;
+      this.ending.signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
   /**
-   * Waits while the transport is full. A consumer that does not keep up is counted against the
-   * feed: more than `maxBehind` events beyond what it was sent, and it is told so and ended.
+   * Waits while the transport is full. A consumer held back is counted against the feed once a
+   * second: more than `maxBehind` events beyond what it was sent, and not catching up since the last
+   * count, and it is told so and ended. A consumer that replays a long backlog as fast as it reads
+   * is catching up, not falling behind.
    */
   private async untilRoom(): Promise<'room' | 'slow' | 'ended'> {
-    let nextCheck = Date.now() + BEHIND_CHECK_MS;
     while (!this.options.hasRoom()) {
       if (this.ended) return 'ended';
-      if (Date.now() >= nextCheck) {
-        nextCheck = Date.now() + BEHIND_CHECK_MS;
-        const counted = await this.read({ after: this.delivered, limit: 0, countUpTo: this.options.limits.maxBehind + 1 });
-        if (counted && !('error' in counted) && (counted.beyond ?? 0) > this.options.limits.maxBehind) return 'slow';
+      if (Date.now() - this.lastBehindCheck >= BEHIND_CHECK_MS) {
+        this.lastBehindCheck = Date.now();
+        const counted = await this.read({ after: this.delivered, limit: 0, countUpTo: MAX_BACKLOG_COUNT });
+        if (counted && !('error' in counted) && counted.beyond !== null) {
+          const previous = this.lastBacklog;
+          this.lastBacklog = counted.beyond;
+          if (counted.beyond > this.options.limits.maxBehind && previous !== undefined && counted.beyond >= previous) return 'slow';
+        }
       }
-      await this.sleep(ROOM_WAIT_MS);
+      await this.roomOrTimeout();
     }
     return this.ended ? 'ended' : 'room';
   }

@@ -92,6 +92,8 @@ export async function registerSseRoute(app: FastifyInstance, services: StreamSer
       };
       request.raw.once('close', leave);
       response.once('close', leave);
+      const drained = () => stream?.roomMaybe();
+      response.on('drain', drained);
       try {
         for await (const chunk of body) {
           if (chunk.startsWith('event: next')) {
@@ -107,6 +109,7 @@ export async function registerSseRoute(app: FastifyInstance, services: StreamSer
         clearInterval(heartbeat);
         request.raw.off('close', leave);
         response.off('close', leave);
+        response.off('drain', drained);
         if (!response.writableEnded) response.end();
       }
       return reply;

@@ -65,6 +65,15 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
   };
   app.server.on('upgrade', onUpgrade);
 
+  // The client's address and scheme as Fastify gives them for /graphql: from X-Forwarded-* only behind a proxy TRUST_PROXY names.
+  const trusted = services.config.trustProxy ? proxyAddr.compile(services.config.trustProxy) : undefined;
+  const clientOf = (request: IncomingMessage) => {
+    const encrypted = (request.socket as TLSSocket).encrypted === true;
+    if (!trusted) return { address: request.socket.remoteAddress ?? '', protocol: encrypted ? 'https' : 'http' };
+    const forwardedProto = String(request.headers['x-forwarded-proto'] ?? '').split(',')[0]?.trim();
+    const fromProxy = trusted(request.socket.remoteAddress ?? '', 0);
+    return { address: proxyAddr(request, trusted), protocol: encrypted ? 'https' : fromProxy && forwardedProto ? forwardedProto : 'http' };
+  };
   const closeWith = (socket: WebSocket, [code, reason]: readonly [number, string]) => socket.close(code, reason);
   const closeFor = (decision: Extract<KeyAuthorisation, { kind: 'refused' }>) =>
     decision.status === 403 ? CLOSE.accessDisabled : decision.status === 429 ? CLOSE.tooManyRequests : decision.status === 400 ? CLOSE.httpsOnly : CLOSE.invalidKey;

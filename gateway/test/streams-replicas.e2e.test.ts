@@ -1,0 +1,61 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchStack, type RunningStack } from '../../scripts/stack.ts';
+import { useStack } from '../../testing/fixture.ts';
+import { EVENTS_SUBSCRIPTION, RawSseStream, streamUrls } from '../../testing/streams.ts';
+
+const t = useStack({ redis: 'direct', env: { OUTBOX_RELAY_INTERVAL_MS: '20' }, accounts: ['alice'] });
+
+// A second replica of everything (gateway and subgraphs, events included) on the same database and cache.
+let second: RunningStack;
+beforeAll(async () => {
+  second = await launchStack(t.stack.config, { freePorts: true });
+});
+afterAll(async () => {
+  await second?.close();
+});
+
+const names = (stream: RawSseStream) => stream.items.map((item) => item.data?.events.event.data.name);
+
+describe('two gateways and two events processes', () => {
+  it('deliver every event to every stream, whichever replica the write went through', async () => {
+    const onFirst = await new RawSseStream().open(streamUrls(t.stack.gatewayUrl).sse, t.alice.apiKey, EVENTS_SUBSCRIPTION);
+    const onSecond = await new RawSseStream().open(streamUrls(second.gateway.url).sse, t.alice.apiKey, EVENTS_SUBSCRIPTION);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await t.alice.createdStrategy('Through the first');
+      const viaSecond = await fetch(second.gateway.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': t.alice.apiKey },
+        body: JSON.stringify({ query: 'mutation { createStrategy(input: { name: "Through the second" }) { strategy { id } error { code } } }' }),
+      });
+      expect(((await viaSecond.json()) as { data: { createStrategy: { error: unknown } } }).data.createStrategy.error).toBeNull();
+      await onFirst.waitFor(() => onFirst.items.length >= 2);
+      await onSecond.waitFor(() => onSecond.items.length >= 2);
+      expect(names(onFirst)).toEqual(['Through the first', 'Through the second']);
+      expect(names(onSecond)).toEqual(['Through the first', 'Through the second']);
+    } finally {
+      onFirst.close();
+      onSecond.close();
+    }
+  });
+
+  it('a stopping gateway ends its streams without completing them, and the client resumes on the other from its last id', async () => {
+    const onSecond = await new RawSseStream().open(streamUrls(second.gateway.url).sse, t.alice.apiKey, EVENTS_SUBSCRIPTION);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await t.alice.createdStrategy('Before the stop');
+    await onSecond.waitFor(() => onSecond.items.length >= 1);
+    await second.gateway.close();
+    await onSecond.done;
+    expect(onSecond.messages.map((message) => message.event)).toEqual(['next']);
+
+    const lastId = onSecond.messages.at(-1)!.id!;
+    await t.alice.createdStrategy('After the stop');
+    const resumed = await new RawSseStream().open(streamUrls(t.stack.gatewayUrl).sse, t.alice.apiKey, EVENTS_SUBSCRIPTION, {}, { 'last-event-id': lastId });
+    try {
+      await resumed.waitFor(() => resumed.items.length >= 1);
+      expect(names(resumed)).toEqual(['After the stop']);
+    } finally {
+      resumed.close();
+    }
+  });
+});
