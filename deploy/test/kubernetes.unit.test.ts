@@ -230,7 +230,9 @@ describe.each(['base', 'overlays/production'])('the Kubernetes manifests (%s)', 
       expect(config.production).toBe(true);
       // The gateway reads API keys from the accounts database.
       expect(databaseUrlOf(config, service === 'gateway' ? 'accounts' : service), deployment.metadata.name).toBeDefined();
-      if (service === 'gateway' || service === 'fills') expect(config.assertionPrivateKey, deployment.metadata.name).toBeDefined();
+      // Only the gateway signs assertions; the subgraphs verify them with the public key.
+      if (service === 'gateway') expect(config.assertionPrivateKey, deployment.metadata.name).toBeDefined();
+      else expect(config.assertionPrivateKey, deployment.metadata.name).toBeUndefined();
       if (service === 'gateway') expect(config.redisUrl).toBeDefined();
       if (['orders', 'strategies', 'fills', 'events'].includes(service)) expect(config.eventsIngestSecret, deployment.metadata.name).toBeDefined();
       if (service === 'events') expect(config.webhookSecretKey).toBeDefined();

@@ -44,17 +44,6 @@ type StreamArgs = ExecutionArgs & { contextValue: StreamContext & { stream?: Eve
  */
 export function attachWebSocketServer(app: FastifyInstance, services: StreamServices): { close(): Promise<void> } {
   const { authentication, registry, limits, schema } = services;
-  // The upgrade bypasses Fastify's request, so the client's address and scheme follow TRUST_PROXY here as Fastify does for /graphql.
-  const trusted = services.config.trustProxy ? proxyAddr.compile(services.config.trustProxy) : () => false;
-  const clientOf = (request: IncomingMessage) => {
-    const socket = request.socket;
-    const forwardedProto = request.headers['x-forwarded-proto'];
-    const viaTrustedProxy = trusted(socket.remoteAddress ?? '', 0);
-    const protocol =
-      viaTrustedProxy && typeof forwardedProto === 'string' ? forwardedProto.split(',')[0]!.trim() : (socket as TLSSocket).encrypted ? 'https' : 'http';
-    const agent = request.headers['user-agent'];
-    return { address: proxyAddr(request, trusted), protocol, userAgent: typeof agent === 'string' ? agent : undefined };
-  };
   const server = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (new URL(request.url ?? '/', 'http://gateway').pathname !== WS_PATH) {
@@ -69,10 +58,12 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
   const trusted = services.config.trustProxy ? proxyAddr.compile(services.config.trustProxy) : undefined;
   const clientOf = (request: IncomingMessage) => {
     const encrypted = (request.socket as TLSSocket).encrypted === true;
-    if (!trusted) return { address: request.socket.remoteAddress ?? '', protocol: encrypted ? 'https' : 'http' };
+    const agent = request.headers['user-agent'];
+    const userAgent = typeof agent === 'string' ? agent : undefined;
+    if (!trusted) return { address: request.socket.remoteAddress ?? '', protocol: encrypted ? 'https' : 'http', userAgent };
     const forwardedProto = String(request.headers['x-forwarded-proto'] ?? '').split(',')[0]?.trim();
     const fromProxy = trusted(request.socket.remoteAddress ?? '', 0);
-    return { address: proxyAddr(request, trusted), protocol: encrypted ? 'https' : fromProxy && forwardedProto ? forwardedProto : 'http' };
+    return { address: proxyAddr(request, trusted), protocol: encrypted ? 'https' : fromProxy && forwardedProto ? forwardedProto : 'http', userAgent };
   };
   const closeWith = (socket: WebSocket, [code, reason]: readonly [number, string]) => socket.close(code, reason);
   const closeFor = (decision: Extract<KeyAuthorisation, { kind: 'refused' }>) =>

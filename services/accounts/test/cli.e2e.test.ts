@@ -10,7 +10,8 @@ import { createKey, revokeKey } from '../src/index.ts';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const KEY = /^svc_live_[0-9A-Za-z]{38}$/;
-const KEY_FIELDS = ['createdAt', 'displayPrefix', 'environment', 'expiresAt', 'id', 'lastUsedAt', 'name', 'revokedAt'];
+/** The contract's key fields, with what issue 22 added: scopes, allowed addresses and the roll chain. */
+const KEY_FIELDS = ['allowedCidrs', 'createdAt', 'displayPrefix', 'environment', 'expiresAt', 'id', 'lastUsedAt', 'name', 'replacedByKeyId', 'replacesKeyId', 'revokedAt', 'scopes'];
 
 let stack: TestStack;
 let db: pg.Client;
@@ -134,7 +135,7 @@ describe('every command, with --json and without', () => {
       cli('key', 'create', '--account', humanAccountId, '--name', 'human-bot', '--expires-in', '30s'),
     ]);
     const out = jsonOf(json);
-    expect(Object.keys(out).sort()).toEqual(['apiKey', 'keyId']);
+    expect(Object.keys(out).sort()).toEqual(['allowedCidrs', 'apiKey', 'keyId', 'scopes']);
     expect(out.keyId).toMatch(UUID);
     expect(out.apiKey).toMatch(KEY);
     first = { keyId: out.keyId, apiKey: out.apiKey };
@@ -199,7 +200,7 @@ describe('every command, with --json and without', () => {
 
   it('key roll KEY_ID -> {keyId, apiKey, previousKeyId, previousExpiresAt}; the old key works through the default grace of 24 h', async () => {
     const out = jsonOf(await cli('key', 'roll', first.keyId, '--json'));
-    expect(Object.keys(out).sort()).toEqual(['apiKey', 'keyId', 'previousExpiresAt', 'previousKeyId']);
+    expect(Object.keys(out).sort()).toEqual(['allowedCidrs', 'apiKey', 'keyId', 'previousExpiresAt', 'previousKeyId', 'scopes']);
     expect(out.previousKeyId).toBe(first.keyId);
     expect(out.apiKey).toMatch(KEY);
     expect(out.keyId).not.toBe(first.keyId);
