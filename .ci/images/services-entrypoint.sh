@@ -19,4 +19,4 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
     echo "create database \"$POSTGRES_DB\"" | postgres --single -D "$PGDATA" postgres >/dev/null
   fi
 fi
-exec postgres -D "$PGDATA" -c listen_addresses='*' -c unix_socket_directories=/tmp "$@"
+exec postgres -D "$PGDATA" -c listen_addresses='*' "$@"
