@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeKey } from '@ots/accounts';
 import { startReplicatedStack, type Part, type ReplicatedStack } from '../../testing/replicated-stack.ts';
+import { Receiver } from '../../testing/webhook-receiver.ts';
 
 /**
  * Contract section 11: the guarantees hold with two replicas of the gateway and of every subgraph
@@ -89,6 +90,27 @@ describe('two replicas of everything behind round-robin', () => {
       Array.from({ length: 12 }, async (_, i) => (await graphql(own, SUBMIT, { input: orderInput(`feed-${i}`) })).body.data.submitOrder.orderSubmission.id as string),
     );
     await expect.poll(() => submittedEventOrderIds(own).then((ids) => ids.sort())).toEqual([...written].sort());
+  });
+
+  it('delivers each event to a webhook once, though both events replicas claim deliveries', async () => {
+    const { apiKey: own } = await stack.createAccountWithKey('Hooks');
+    const receiver = await new Receiver().start();
+    try {
+      const created = await graphql(own, 'mutation ($input: CreateWebhookEndpointInput!) { createWebhookEndpoint(input: $input) { webhookEndpoint { id } error { code } } }', {
+        input: { url: receiver.url, eventTypes: ['order_submission.submitted'] },
+      });
+      expect(created.body.data.createWebhookEndpoint.error).toBeNull();
+      const written = await Promise.all(
+        Array.from({ length: 10 }, async (_, i) => (await graphql(own, SUBMIT, { input: orderInput(`hook-${i}`) })).body.data.submitOrder.orderSubmission.id as string),
+      );
+      await receiver.waitFor(written.length, 30_000);
+      // Long enough for a second claim of any delivery to arrive, were there one.
+      await sleep(2_000);
+      const delivered = receiver.received.map((hook) => JSON.parse(hook.body).data.id as string);
+      expect(delivered.sort()).toEqual([...written].sort());
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('loses no acknowledged write when one replica of each service is killed with SIGKILL under load', async () => {
