@@ -13,11 +13,15 @@ import { Receiver } from '../../testing/webhook-receiver.ts';
  * the Idempotency-Key header across replicas, and streams delivering events written through other
  * replicas. Each belongs in its own `describe` below, on the same stack.
  */
+// A burst no other test's key spends, and a refill slow enough that one bucket per gateway (twice
+// the burst) and one shared bucket are far apart.
+const BURST = 400;
+const PER_SECOND = 4;
 let stack: ReplicatedStack;
 let apiKey: string;
 
 beforeAll(async () => {
-  stack = await startReplicatedStack({ env: { RATE_LIMIT_BURST: '100000', RATE_LIMIT_PER_SECOND: '100000' } });
+  stack = await startReplicatedStack({ env: { RATE_LIMIT_BURST: String(BURST), RATE_LIMIT_PER_SECOND: String(PER_SECOND) } });
   ({ apiKey } = await stack.createAccountWithKey());
 }, 300_000);
 
@@ -75,6 +79,22 @@ describe('two replicas of everything behind round-robin', () => {
     expect(statuses).toEqual(stack.gatewayReplicaUrls.map(() => 401));
   });
 
+  it('shares one rate-limit bucket per key across the gateway replicas', async () => {
+    const { apiKey: limited } = await stack.createAccountWithKey('Limited');
+    const startedAt = Date.now();
+    let accepted = 0;
+    for (let i = 0; ; i += 1) {
+      const url = stack.gatewayReplicaUrls[i % stack.gatewayReplicaUrls.length]!;
+      const { status } = await graphql(limited, '{ viewer { apiKey { id } } }', {}, url);
+      if (status === 429) break;
+      expect(status).toBe(200);
+      accepted += 1;
+    }
+    // The burst plus what refilled meanwhile; a bucket per replica would have let through twice the burst.
+    expect(accepted).toBeGreaterThanOrEqual(BURST);
+    expect(accepted).toBeLessThanOrEqual(BURST + Math.ceil(((Date.now() - startedAt) / 1000) * PER_SECOND));
+  });
+
   it('makes one order of a clientOrderId submitted through every replica at once', async () => {
     const clientOrderId = `same-${randomBytes(4).toString('hex')}`;
     const answers = await Promise.all(Array.from({ length: 8 }, () => graphql(apiKey, SUBMIT, { input: orderInput(clientOrderId) })));
@@ -89,7 +109,7 @@ describe('two replicas of everything behind round-robin', () => {
     const written = await Promise.all(
       Array.from({ length: 12 }, async (_, i) => (await graphql(own, SUBMIT, { input: orderInput(`feed-${i}`) })).body.data.submitOrder.orderSubmission.id as string),
     );
-    await expect.poll(() => submittedEventOrderIds(own).then((ids) => ids.sort())).toEqual([...written].sort());
+    await expect.poll(() => submittedEventOrderIds(own).then((ids) => ids.sort()), { interval: 250 }).toEqual([...written].sort());
   });
 
   it('delivers each event to a webhook once, though both events replicas claim deliveries', async () => {
@@ -139,7 +159,7 @@ describe('two replicas of everything behind round-robin', () => {
     // the feed (the survivors' relays take over what the killed ones had not sent). A write the
     // killed replica committed but never answered may be there too, but every event only once.
     for (const id of acknowledged) expect((await graphql(own, READ, { id })).body.data.orderSubmission?.id).toBe(id);
-    await expect.poll(() => submittedEventOrderIds(own), { timeout: 30_000 }).toEqual(expect.arrayContaining(acknowledged));
+    await expect.poll(() => submittedEventOrderIds(own), { timeout: 30_000, interval: 500 }).toEqual(expect.arrayContaining(acknowledged));
     const feed = await submittedEventOrderIds(own);
     expect(feed.length).toBe(new Set(feed).size);
     // Writes went on after the kill, through the survivors; the ones the killed replicas held are
