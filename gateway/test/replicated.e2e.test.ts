@@ -21,7 +21,9 @@ let stack: ReplicatedStack;
 let apiKey: string;
 
 beforeAll(async () => {
-  stack = await startReplicatedStack({ env: { RATE_LIMIT_BURST: String(BURST), RATE_LIMIT_PER_SECOND: String(PER_SECOND) } });
+  stack = await startReplicatedStack({
+    env: { RATE_LIMIT_BURST: String(BURST), RATE_LIMIT_PER_SECOND: String(PER_SECOND), FILL_SWEEP_INTERVAL_MS: '100', FILL_SWEEP_MIN_AGE_MS: '2000' },
+  });
   ({ apiKey } = await stack.createAccountWithKey());
 }, 300_000);
 
@@ -132,6 +134,26 @@ describe('two replicas of everything behind round-robin', () => {
       await receiver.close();
     }
   });
+
+  it('recovers a fill recorded while orders is down exactly once, both fills replicas sweeping', async () => {
+    const { apiKey: own } = await stack.createAccountWithKey('Fills');
+    const order = (await graphql(own, SUBMIT, { input: orderInput('fill-recovery') })).body.data.submitOrder.orderSubmission;
+    const input = { orderSubmissionId: order.id, executionId: `exec-${randomBytes(4).toString('hex')}`, quantity: '1', price: '10' };
+    const RECORD = 'mutation ($input: RecordFillInput!) { recordFill(input: $input) { fill { id } orderSubmission { filledQuantity } error { code } } }';
+    const FILLED = 'query ($id: ID!) { orderSubmission(id: $id) { status filledQuantity fills { executionId } } }';
+
+    stack.kill('orders', 0);
+    stack.kill('orders', 1);
+    expect((await graphql(own, RECORD, { input })).body.data.recordFill.error.code).toBe('TEMPORARILY_UNAVAILABLE');
+    await Promise.all([stack.restart('orders', 0), stack.restart('orders', 1)]);
+
+    await expect
+      .poll(async () => (await graphql(own, FILLED, { id: order.id })).body.data.orderSubmission, { timeout: 30_000, interval: 250 })
+      .toEqual({ status: 'FILLED', filledQuantity: '1', fills: [{ executionId: input.executionId }] });
+    // The venue's retry finds the recovered fill; nothing is counted twice.
+    const retried = (await graphql(own, RECORD, { input })).body.data.recordFill;
+    expect(retried.orderSubmission.filledQuantity).toBe('1');
+  }, 180_000);
 
   it('loses no acknowledged write when one replica of each service is killed with SIGKILL under load', async () => {
     const { apiKey: own } = await stack.createAccountWithKey('Crash');
