@@ -2,7 +2,11 @@
 # The build stage compiles the TypeScript; the image runs that JavaScript with `node` on the
 # production dependencies only: no tsx, no TypeScript, no embedded Postgres, no test tools.
 
-FROM node:22-bookworm-slim AS build
+# Any Debian-based image with Node 22, npm and a `node` user will do; CI, which reaches no image
+# registry, builds one from Debian packages and the npm registry's Node (.ci/engine node_image).
+ARG NODE_IMAGE=node:22-bookworm-slim
+
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 
 # Manifests first, so that the dependency layer is rebuilt only when one of them changes.
@@ -36,7 +40,7 @@ RUN rm -rf node_modules shared/node_modules gateway/node_modules services/*/node
  && npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force
 
-FROM node:22-bookworm-slim
+FROM ${NODE_IMAGE}
 # `compiled`: workspace packages resolve to their JavaScript (package.json "exports"), not their TypeScript.
 ENV NODE_ENV=production \
     NODE_OPTIONS=--conditions=compiled \
