@@ -110,7 +110,7 @@ export async function startReplicatedStack(options: { env?: Record<string, strin
   };
 
   try {
-    await migrateAll(database.url);
+    await migrateAll({ databaseUrl: database.url, serviceDatabaseUrls: {} });
     for (const part of PARTS) {
       const list: Replica[] = [];
       for (let i = 0; i < replicaCount; i += 1) list.push({ port: await freePort(), metricsPort: await freePort(), process: undefined, output: '' });
