@@ -51,7 +51,8 @@ function stringsIn(type: GraphQLInputType, path: string[], multiline: boolean, f
 function stringInputs(): StringInput[] {
   const inputs: StringInput[] = [];
   for (const type of Object.values(schema.getTypeMap())) {
-    if (!isObjectType(type) || type.name.startsWith('__')) continue;
+    // A subscription's arguments travel over the streams, not POST /graphql: this walk covers queries and mutations.
+    if (!isObjectType(type) || type.name.startsWith('__') || type === schema.getSubscriptionType()) continue;
     for (const field of Object.values(type.getFields())) {
       for (const argument of field.args) {
         stringsIn(argument.type, [], false, (path, multiline) => inputs.push({ owner: type, field, argument, path, multiline }));
