@@ -35,6 +35,8 @@ export interface ReplicatedStack {
   gatewayUrl: string;
   /** Each gateway replica's own URL, for checks that must hold on every one. */
   gatewayReplicaUrls: string[];
+  /** Each subgraph's balancer (its /graphql URL), for what one subgraph sends another. */
+  subgraphUrls: Record<ServiceName, string>;
   databaseUrl: string;
   /** Test-side configuration (same database, Redis and prefix as the processes). */
   config: Config;
@@ -110,7 +112,7 @@ export async function startReplicatedStack(options: { env?: Record<string, strin
   };
 
   try {
-    await migrateAll(database.url);
+    await migrateAll({ databaseUrl: database.url, serviceDatabaseUrls: {} });
     for (const part of PARTS) {
       const list: Replica[] = [];
       for (let i = 0; i < replicaCount; i += 1) list.push({ port: await freePort(), metricsPort: await freePort(), process: undefined, output: '' });
@@ -135,6 +137,7 @@ export async function startReplicatedStack(options: { env?: Record<string, strin
   return {
     gatewayUrl: `${proxies.get('gateway')!.url}/graphql`,
     gatewayReplicaUrls: replicas.get('gateway')!.map((replica) => `http://127.0.0.1:${replica.port}/graphql`),
+    subgraphUrls: Object.fromEntries(SERVICE_NAMES.map((name) => [name, `${proxies.get(name)!.url}/graphql`])) as Record<ServiceName, string>,
     databaseUrl: database.url,
     config,
     management,
