@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { revokeKey } from '@ots/accounts';
+import { createClient as createSseClient } from 'graphql-sse';
+import { revokeKey, updateKey } from '@ots/accounts';
 import { signAssertion } from '@ots/shared/assertion';
 import { API_KEY_SCOPES } from '@ots/shared/scopes';
 import { startReplicatedStack, type Part, type ReplicatedStack } from '../../testing/replicated-stack.ts';
+import { EVENTS_SUBSCRIPTION, streamUrls, type StreamedEvent } from '../../testing/streams.ts';
 import { Receiver } from '../../testing/webhook-receiver.ts';
 
 /**
@@ -254,4 +256,93 @@ describe('fill recovery with two replicas of orders and fills', () => {
     expect((await graphql(own, FILLED, { id: order.id })).body.data.orderSubmission.fills).toEqual([{ id: fillId, executionId: input.executionId }]);
     expect((await graphql(own, '{ listFills(first: 10) { nodes { id } } }')).body.data.listFills.nodes).toEqual([{ id: fillId }]);
   }, 180_000);
+});
+
+describe('scope changes with two gateway replicas', () => {
+  const CREATE_STRATEGY = 'mutation ($name: String!) { createStrategy(input: { name: $name }) { strategy { id } error { code } } }';
+
+  it('refuses a mutation needing a removed scope with FORBIDDEN on every gateway replica within 1 s', async () => {
+    const { apiKeyId, apiKey: scoped } = await stack.createAccountWithKey('Scoped');
+    for (const [index, url] of stack.gatewayReplicaUrls.entries()) {
+      expect((await graphql(scoped, CREATE_STRATEGY, { name: `before-${index}` }, url)).body.data.createStrategy.error).toBeNull();
+    }
+    const changedAt = Date.now();
+    await updateKey(stack.management, apiKeyId, { scopes: ['read', 'orders:write'] });
+    await sleep(Math.max(0, changedAt + 1_000 - Date.now()));
+    const answers = await Promise.all(stack.gatewayReplicaUrls.map((url, index) => graphql(scoped, CREATE_STRATEGY, { name: `after-${index}` }, url)));
+    expect(answers.map((answer) => answer.body.errors?.[0]?.extensions?.code)).toEqual(stack.gatewayReplicaUrls.map(() => 'FORBIDDEN'));
+    // Refused before anything ran, and what the key kept still works on every replica.
+    const names = (await graphql(scoped, '{ listStrategies(first: 100) { nodes { name } } }')).body.data.listStrategies.nodes.map((node: { name: string }) => node.name);
+    expect(names.sort()).toEqual(stack.gatewayReplicaUrls.map((_, index) => `before-${index}`));
+    for (const [index, url] of stack.gatewayReplicaUrls.entries()) {
+      expect((await graphql(scoped, SUBMIT, { input: orderInput(`scoped-${index}`) }, url)).body.data.submitOrder.error).toBeNull();
+    }
+  });
+});
+
+describe('Idempotency-Key with two gateway replicas', () => {
+  it('runs a key sent through the round-robin gateways at once once: one order, every other answer its replay or "in progress"', async () => {
+    const { apiKey: own } = await stack.createAccountWithKey('Idempotent');
+    const key = `replicated-${randomBytes(6).toString('hex')}`;
+    // No clientOrderId: the key alone makes the repeats one order.
+    const input = { symbol: 'IDEM', side: 'BUY', type: 'LIMIT', quantity: '1', limitPrice: '10' };
+    const send = (url = stack.gatewayUrl) => graphql(own, SUBMIT, { input }, url, { 'idempotency-key': key });
+
+    const answers = await Promise.all(Array.from({ length: 8 }, () => send()));
+    const ran = answers.filter((answer) => answer.status === 200 && answer.headers.get('idempotent-replayed') === null);
+    expect(ran).toHaveLength(1);
+    const first = ran[0]!.body;
+    expect(first.data.submitOrder.error).toBeNull();
+    for (const answer of answers) {
+      if (answer.status === 409) expect(answer.body).toEqual({ detail: 'A request with this Idempotency-Key is in progress' });
+      else expect(answer.body).toEqual(first);
+    }
+    // Once it has run, every replica replays it.
+    for (const url of stack.gatewayReplicaUrls) {
+      const replay = await send(url);
+      expect(replay.status).toBe(200);
+      expect(replay.headers.get('idempotent-replayed')).toBe('true');
+      expect(replay.body).toEqual(first);
+    }
+    const orders = (await graphql(own, '{ listOrderSubmissions(first: 100) { nodes { id } } }')).body.data.listOrderSubmissions.nodes;
+    expect(orders).toEqual([{ id: first.data.submitOrder.orderSubmission.id }]);
+  });
+});
+
+describe('streams with two gateway replicas', () => {
+  const CREATE_STRATEGY = 'mutation ($name: String!) { createStrategy(input: { name: $name }) { strategy { id } error { code } } }';
+
+  it('delivers to an SSE stream on one gateway replica the events written through the others, each once, in order', async () => {
+    const { apiKey: own } = await stack.createAccountWithKey('Streams');
+    const [streamUrl, ...otherUrls] = stack.gatewayReplicaUrls;
+    // A first event, so that the stream starts from a cursor and misses nothing written after it.
+    expect((await graphql(own, CREATE_STRATEGY, { name: 'start' }, streamUrl)).body.data.createStrategy.error).toBeNull();
+    const endCursor = async () => (await graphql(own, '{ listEvents(first: 10) { pageInfo { endCursor } } }')).body.data.listEvents.pageInfo.endCursor as string | null;
+    await expect.poll(endCursor, { interval: 100 }).toBeTruthy();
+    const after = await endCursor();
+
+    const sse = createSseClient({ url: streamUrls(streamUrl!).sse, headers: { 'x-api-key': own }, retryAttempts: 0 });
+    const iterator = sse.iterate<{ events: StreamedEvent }>({ query: EVENTS_SUBSCRIPTION, variables: { after } });
+    const received: string[] = [];
+    const reading = (async () => {
+      for await (const result of iterator) received.push(String(result.data!.events.event.data.name));
+    })();
+    try {
+      const written: string[] = [];
+      for (let i = 0; i < 8; i += 1) {
+        const name = `other-${i}`;
+        expect((await graphql(own, CREATE_STRATEGY, { name }, otherUrls[i % otherUrls.length])).body.data.createStrategy.error).toBeNull();
+        written.push(name);
+      }
+      await expect.poll(() => received.length, { timeout: 15_000, interval: 100 }).toBeGreaterThanOrEqual(written.length);
+      // Long enough for a repeat to arrive, were there one.
+      await sleep(1_000);
+      expect(received).toEqual(written);
+    } finally {
+      await iterator.return?.();
+      sse.dispose();
+      // Ending the stream from this side may end the loop with the client's abort; what was received is checked above.
+      await reading.catch(() => undefined);
+    }
+  });
 });
