@@ -11,11 +11,10 @@ import { Receiver } from '../../testing/webhook-receiver.ts';
 /**
  * Contract section 11: the guarantees hold with two replicas of the gateway and of every subgraph
  * behind round-robin balancing, each replica a process of its own, and the SIGKILL of one replica
- * of each under load loses no acknowledged write.
- *
- * Not yet here, because they are being built elsewhere: scope changes within 1 s on every gateway,
- * the Idempotency-Key header across replicas, and streams delivering events written through other
- * replicas. Each belongs in its own `describe` below, on the same stack.
+ * of each under load loses no acknowledged write. Here: revocation and scope changes within 1 s on
+ * every gateway, the shared rate limit, idempotent writes (natural ids and `Idempotency-Key`), each
+ * outbox event relayed once, the exact sync, webhook deliveries claimed once, fill recovery through
+ * orders' relays, and streams delivering events written through the other gateways.
  */
 // A burst no other test's key spends, and a refill slow enough that one bucket per gateway (twice
 // the burst) and one shared bucket are far apart.
