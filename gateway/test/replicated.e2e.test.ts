@@ -223,7 +223,7 @@ describe('fill recovery with two replicas of orders and fills', () => {
     const { accountId, apiKeyId, apiKey: own } = await stack.createAccountWithKey('Fills');
     const order = (await graphql(own, SUBMIT, { input: orderInput('fill-recovery') })).body.data.submitOrder.orderSubmission;
     const input = { orderSubmissionId: order.id, executionId: `exec-${randomBytes(4).toString('hex')}`, quantity: '1', price: '10' };
-    const fillsReplicas = stack.gatewayReplicaUrls.map((_, index) => index);
+    const fillsReplicas = Array.from({ length: stack.replicaCount }, (_, index) => index);
 
     for (const index of fillsReplicas) stack.kill('fills', index);
     let fillId: string;
