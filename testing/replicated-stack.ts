@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { inject } from 'vitest';
 import { loadConfig, SERVICE_NAMES, type Config, type ServiceName } from '@ots/shared/config';
 import { createLogger } from '@ots/shared/logger';
 import { createTestDatabase, type TestDatabase } from '@ots/shared/testing/database';
-import { freePort } from '@ots/shared/testing/ports';
 import { RoundRobinProxy } from '@ots/shared/testing/round-robin-proxy';
 import { createAccount, createKey, openKeyStore, type KeyManagement, type OpenedKeyStore } from '@ots/accounts';
 import { migrateAll } from '../scripts/stack.ts';
@@ -35,6 +35,10 @@ export interface ReplicatedStack {
   gatewayUrl: string;
   /** Each gateway replica's own URL, for checks that must hold on every one. */
   gatewayReplicaUrls: string[];
+  /** How many replicas each part runs. */
+  replicaCount: number;
+  /** Each subgraph's balancer (its /graphql URL), for what one subgraph sends another. */
+  subgraphUrls: Record<ServiceName, string>;
   databaseUrl: string;
   /** Test-side configuration (same database, Redis and prefix as the processes). */
   config: Config;
@@ -49,6 +53,17 @@ export interface ReplicatedStack {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * A free port, held open until just before its process starts: a port that was only asked for and
+ * released could meanwhile go to a balancer's port 0, or to a started replica's outgoing connection.
+ */
+async function reservePort(held: net.Server[]): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  held.push(server);
+  return (server.address() as net.AddressInfo).port;
+}
 
 /**
  * The whole service as production runs it, two replicas at a time: a fresh migrated database, and
@@ -109,11 +124,15 @@ export async function startReplicatedStack(options: { env?: Record<string, strin
     await keys?.close();
   };
 
+  const held = new Map<Part, net.Server[]>(PARTS.map((part) => [part, []]));
+  const releasePorts = (parts: readonly Part[]) =>
+    Promise.all(parts.flatMap((part) => held.get(part)!.splice(0)).map((server) => new Promise((resolve) => server.close(resolve))));
+
   try {
     await migrateAll({ databaseUrl: database.url, serviceDatabaseUrls: {} });
     for (const part of PARTS) {
       const list: Replica[] = [];
-      for (let i = 0; i < replicaCount; i += 1) list.push({ port: await freePort(), metricsPort: await freePort(), process: undefined, output: '' });
+      for (let i = 0; i < replicaCount; i += 1) list.push({ port: await reservePort(held.get(part)!), metricsPort: await reservePort(held.get(part)!), process: undefined, output: '' });
       replicas.set(part, list);
       const proxy = new RoundRobinProxy(list.map((replica) => ({ host: '127.0.0.1', port: replica.port })));
       await proxy.start();
@@ -121,8 +140,12 @@ export async function startReplicatedStack(options: { env?: Record<string, strin
     }
     // Subgraphs first (the gateway composes nothing at start, but its readiness wants them), each
     // part's replicas side by side.
-    for (const part of PARTS) await Promise.all(replicas.get(part)!.map((replica) => launch(part, replica)));
+    for (const part of PARTS) {
+      await releasePorts([part]);
+      await Promise.all(replicas.get(part)!.map((replica) => launch(part, replica)));
+    }
   } catch (error) {
+    await releasePorts(PARTS);
     await stopAll();
     await database.drop();
     throw error;
@@ -135,6 +158,8 @@ export async function startReplicatedStack(options: { env?: Record<string, strin
   return {
     gatewayUrl: `${proxies.get('gateway')!.url}/graphql`,
     gatewayReplicaUrls: replicas.get('gateway')!.map((replica) => `http://127.0.0.1:${replica.port}/graphql`),
+    replicaCount,
+    subgraphUrls: Object.fromEntries(SERVICE_NAMES.map((name) => [name, `${proxies.get(name)!.url}/graphql`])) as Record<ServiceName, string>,
     databaseUrl: database.url,
     config,
     management,
