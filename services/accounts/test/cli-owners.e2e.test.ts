@@ -90,7 +90,7 @@ describe('owner invite, owner reset-password and key events', () => {
     const out = jsonOf(await cli('key', 'events', '--account', accountId, '--json'));
     expect(Object.keys(out)).toEqual(['events']);
     for (const event of out.events) {
-      expect(Object.keys(event).sort()).toEqual(['clientAddress', 'id', 'keyDisplayPrefix', 'occurredAt', 'ownerEmail', 'type', 'userAgent']);
+      expect(Object.keys(event).sort()).toEqual(['clientAddress', 'detail', 'id', 'keyDisplayPrefix', 'occurredAt', 'ownerEmail', 'type', 'userAgent']);
     }
     const types = out.events.map((event: { type: string }) => event.type);
     expect(types.slice(0, 2)).toEqual(['key.revoked', 'key.created']);
