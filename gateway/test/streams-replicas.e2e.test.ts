@@ -1,4 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient as createWsClient } from 'graphql-ws';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import WebSocket from 'ws';
 import { launchStack, type RunningStack } from '../../scripts/stack.ts';
 import { useStack } from '../../testing/fixture.ts';
 import { EVENTS_SUBSCRIPTION, RawSseStream, streamUrls } from '../../testing/streams.ts';
@@ -13,6 +15,27 @@ beforeAll(async () => {
 afterAll(async () => {
   await second?.close();
 });
+
+/** The 11th stream's refusal over WebSocket: the subscription's error code. */
+async function refusalOverWebSocket(graphqlUrl: string, apiKey: string): Promise<unknown> {
+  const client = createWsClient({
+    url: streamUrls(graphqlUrl).ws,
+    webSocketImpl: class extends WebSocket {
+      constructor(address: string, protocols?: string | string[]) {
+        super(address, protocols, { headers: { 'x-api-key': apiKey } });
+      }
+    },
+    retryAttempts: 0,
+  });
+  try {
+    await client.iterate({ query: EVENTS_SUBSCRIPTION }).next();
+    return 'opened';
+  } catch (errors) {
+    return (errors as { extensions?: { code?: string } }[])[0]?.extensions?.code;
+  } finally {
+    await client.dispose();
+  }
+}
 
 const names = (stream: RawSseStream) => stream.items.map((item) => item.data?.events.event.data.name);
 
@@ -36,6 +59,37 @@ describe('two gateways and two events processes', () => {
     } finally {
       onFirst.close();
       onSecond.close();
+    }
+  });
+
+  it('count the open streams of a key together: 6 on one and 4 on the other, then the 11th is refused on either', async () => {
+    // Until its Redis connection is up a gateway counts on its own.
+    await vi.waitFor(() => expect([t.stack.running.keys.redis?.status, second.keys.redis?.status]).toEqual(['ready', 'ready']), { timeout: 15_000 });
+    const client = await t.newAccount('Ten streams');
+    const [first, other] = [t.stack.gatewayUrl, second.gateway.url];
+    const open = (url: string) => new RawSseStream().open(streamUrls(url).sse, client.apiKey, EVENTS_SUBSCRIPTION);
+    const streams = await Promise.all([...Array.from({ length: 6 }, () => open(first)), ...Array.from({ length: 4 }, () => open(other))]);
+    try {
+      expect(streams.map((stream) => stream.status)).toEqual(Array(10).fill(200));
+      for (const url of [first, other]) {
+        const eleventh = await open(url);
+        expect(eleventh.status).toBe(429);
+        expect(await refusalOverWebSocket(url, client.apiKey)).toBe('TOO_MANY_STREAMS');
+      }
+
+      // Closing one on the second gateway frees its place on the first.
+      streams.pop()!.close();
+      let reopened: RawSseStream | undefined;
+      await expect
+        .poll(async () => {
+          reopened = await open(first);
+          return reopened.status;
+        })
+        .toBe(200);
+      streams.push(reopened!);
+      expect((await open(other)).status).toBe(429);
+    } finally {
+      for (const stream of streams) stream.close();
     }
   });
 
