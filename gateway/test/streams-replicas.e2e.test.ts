@@ -5,7 +5,7 @@ import { launchStack, type RunningStack } from '../../scripts/stack.ts';
 import { useStack } from '../../testing/fixture.ts';
 import { EVENTS_SUBSCRIPTION, RawSseStream, streamUrls } from '../../testing/streams.ts';
 
-const t = useStack({ redis: 'direct', env: { OUTBOX_RELAY_INTERVAL_MS: '20' }, accounts: ['alice'] });
+const t = useStack({ redis: 'proxied', env: { OUTBOX_RELAY_INTERVAL_MS: '20' }, accounts: ['alice'] });
 
 // A second replica of everything (gateway and subgraphs, events included) on the same database and cache.
 let second: RunningStack;
@@ -37,6 +37,10 @@ async function refusalOverWebSocket(graphqlUrl: string, apiKey: string): Promise
   }
 }
 
+// Until its Redis connection is up a gateway counts on its own.
+const redisReady = () =>
+  vi.waitFor(() => expect([t.stack.running.keys.redis?.status, second.keys.redis?.status]).toEqual(['ready', 'ready']), { timeout: 15_000, interval: 50 });
+
 const names = (stream: RawSseStream) => stream.items.map((item) => item.data?.events.event.data.name);
 
 describe('two gateways and two events processes', () => {
@@ -63,8 +67,7 @@ describe('two gateways and two events processes', () => {
   });
 
   it('count the open streams of a key together: 6 on one and 4 on the other, then the 11th is refused on either', async () => {
-    // Until its Redis connection is up a gateway counts on its own.
-    await vi.waitFor(() => expect([t.stack.running.keys.redis?.status, second.keys.redis?.status]).toEqual(['ready', 'ready']), { timeout: 15_000 });
+    await redisReady();
     const client = await t.newAccount('Ten streams');
     const [first, other] = [t.stack.gatewayUrl, second.gateway.url];
     const open = (url: string) => new RawSseStream().open(streamUrls(url).sse, client.apiKey, EVENTS_SUBSCRIPTION);
@@ -90,6 +93,23 @@ describe('two gateways and two events processes', () => {
       expect((await open(other)).status).toBe(429);
     } finally {
       for (const stream of streams) stream.close();
+    }
+  });
+
+  it('while Redis is unreachable, each gateway counts the streams it holds: the outage refuses none below the limit', async () => {
+    await redisReady();
+    const client = await t.newAccount('Outage');
+    const open = () => new RawSseStream().open(streamUrls(t.stack.gatewayUrl).sse, client.apiKey, EVENTS_SUBSCRIPTION);
+    const streams: RawSseStream[] = [];
+    await t.stack.redisProxy!.cut();
+    try {
+      for (let i = 0; i < 10; i += 1) streams.push(await open());
+      expect(streams.map((stream) => stream.status)).toEqual(Array(10).fill(200));
+      expect((await open()).status).toBe(429);
+    } finally {
+      for (const stream of streams) stream.close();
+      await t.stack.redisProxy!.restore();
+      await redisReady();
     }
   });
 
