@@ -1,5 +1,6 @@
 import { createClient as createWsClient } from 'graphql-ws';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import { launchStack, type RunningStack } from '../../scripts/stack.ts';
 import { useStack } from '../../testing/fixture.ts';
@@ -111,6 +112,30 @@ describe('two gateways and two events processes', () => {
       await t.stack.redisProxy!.restore();
       await redisReady();
     }
+  });
+
+  it("a crashed gateway's streams free their places when their leases run out, unrenewed", async () => {
+    await redisReady();
+    const client = await t.newAccount('Crashed');
+    // What a gateway killed while holding 10 streams of the key leaves in Redis, a second before the leases run out.
+    const direct = new Redis(inject('redisUrl'));
+    try {
+      const [seconds] = await direct.time();
+      const expiry = Number(seconds) * 1000 + 1_000;
+      await direct.zadd(`${t.stack.config.redisKeyPrefix}streams:${client.apiKeyId}`, ...Array.from({ length: 10 }, (_, i) => [expiry, `crashed-${i}`]).flat());
+    } finally {
+      direct.disconnect();
+    }
+    const open = () => new RawSseStream().open(streamUrls(second.gateway.url).sse, client.apiKey, EVENTS_SUBSCRIPTION);
+    expect((await open()).status).toBe(429);
+    let reopened: RawSseStream | undefined;
+    await expect
+      .poll(async () => {
+        reopened = await open();
+        return reopened.status;
+      })
+      .toBe(200);
+    reopened!.close();
   });
 
   it('a stopping gateway ends its streams without completing them, and the client resumes on the other from its last id', async () => {
