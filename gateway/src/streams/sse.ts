@@ -92,6 +92,8 @@ export async function registerSseRoute(app: FastifyInstance, services: StreamSer
       };
       request.raw.once('close', leave);
       response.once('close', leave);
+      // A client gone while the stream was opening (its place taken in Redis) was never seen leaving.
+      if (response.destroyed) leave();
       const drained = () => stream?.roomMaybe();
       response.on('drain', drained);
       try {
