@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import { launchStack, type RunningStack } from '../../scripts/stack.ts';
 import { useStack } from '../../testing/fixture.ts';
+import { LEASE_MS } from '../src/streams/leases.ts';
 import { EVENTS_SUBSCRIPTION, RawSseStream, streamUrls } from '../../testing/streams.ts';
 
 const t = useStack({ redis: 'proxied', env: { OUTBOX_RELAY_INTERVAL_MS: '20' }, accounts: ['alice'] });
@@ -111,6 +112,24 @@ describe('two gateways and two events processes', () => {
       for (const stream of streams) stream.close();
       await t.stack.redisProxy!.restore();
       await redisReady();
+    }
+  });
+
+  it('streams open longer than a lease keep their places: their gateways renew them', async () => {
+    await redisReady();
+    const client = await t.newAccount('Long streams');
+    const open = (url: string) => new RawSseStream().open(streamUrls(url).sse, client.apiKey, EVENTS_SUBSCRIPTION);
+    const direct = new Redis(inject('redisUrl'));
+    const redisNow = async () => Number((await direct.time())[0]) * 1000;
+    const streams = await Promise.all(Array.from({ length: 10 }, (_, i) => open(i % 2 === 0 ? t.stack.gatewayUrl : second.gateway.url)));
+    try {
+      expect(streams.map((stream) => stream.status)).toEqual(Array(10).fill(200));
+      const openedAt = await redisNow();
+      await vi.waitFor(async () => expect(await redisNow()).toBeGreaterThan(openedAt + LEASE_MS + 1_000), { timeout: LEASE_MS * 2, interval: 500 });
+      for (const url of [t.stack.gatewayUrl, second.gateway.url]) expect((await open(url)).status).toBe(429);
+    } finally {
+      for (const stream of streams) stream.close();
+      direct.disconnect();
     }
   });
 
