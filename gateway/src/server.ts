@@ -36,7 +36,7 @@ export const SUPERGRAPH_PATH = new URL('../supergraph.graphql', import.meta.url)
 export interface GatewayOptions {
   config: Config;
   keyStore: ApiKeyStore;
-  /** Shares the per-key rate limit between gateway instances; absent when REDIS_URL is unset. */
+  /** Shares the per-key rate limit and stream count between gateway instances; absent when REDIS_URL is unset. */
   redis?: Redis;
   isReady: () => Promise<boolean>;
   logger?: Logger;
@@ -125,7 +125,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
   await registerGraphqlRoute(app, apollo, authentication, (routes) => {
     idempotencyPurge = registerIdempotency(routes, new IdempotencyStore(keyStore.db), authentication.identityOf, logger);
   });
-  await registerStreams(app, { config, authentication, keyStore, logger });
+  await registerStreams(app, { config, authentication, keyStore, logger, redis: options.redis });
   addHealthRoutes(app, options.isReady);
   registerDocs(app);
   await registerConsole(app, { config, keyStore, now: options.consoleClock });

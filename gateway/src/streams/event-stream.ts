@@ -78,6 +78,7 @@ export class EventStream {
   private lastBehindCheck = Date.now();
   /** Events beyond what the consumer was sent, at the last count. */
   private lastBacklog: number | undefined;
+  private closed = false;
   private wakeWaiter: (() => void) | undefined;
   private readonly ending = new AbortController();
   endReason: EndReason | undefined;
@@ -223,15 +224,28 @@ export class EventStream {
       next: () => produced.next(),
       return: async () => {
         this.end('client-gone');
-        return produced.return(undefined);
+        const result = await produced.return(undefined);
+        // A generator ended before it started runs no `finally`: the stream still gives back its place.
+        this.close();
+        return result;
       },
       throw: async (error: unknown) => {
         this.end('client-gone');
-        return produced.throw(error);
+        try {
+          return await produced.throw(error);
+        } finally {
+          this.close();
+        }
       },
       [Symbol.asyncIterator]: () => iterator,
     };
     return iterator;
+  }
+
+  private close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.options.onClosed?.();
   }
 
   private async *produce(): AsyncGenerator<StreamMessage, undefined> {
@@ -297,7 +311,7 @@ export class EventStream {
       if (last) yield emit(last, null);
     } finally {
       unsubscribe();
-      this.options.onClosed?.();
+      this.close();
     }
     return undefined;
   }

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
 import { GraphQLError } from 'graphql';
 import type { ApiKeyStore } from '@ots/accounts';
 import type { Config } from '@ots/shared/config';
@@ -9,6 +10,7 @@ import { callSubgraphRoute } from '@ots/shared/subgraph-client';
 import type { AuthorisedKey, Authentication } from '../authentication.ts';
 import type { GatewayContext } from '../data-source.ts';
 import { DEFAULT_STREAM_LIMITS, EventStream, missingReadScope, type EndReason } from './event-stream.ts';
+import { StreamLeases } from './leases.ts';
 import { StreamRegistry } from './registry.ts';
 import { streamSchema, type EventsArgs } from './schema.ts';
 import { registerSseRoute } from './sse.ts';
@@ -19,6 +21,8 @@ export interface StreamDeps {
   authentication: Authentication;
   keyStore: ApiKeyStore;
   logger: Logger;
+  /** Counts each key's open streams across every gateway; absent when REDIS_URL is unset. */
+  redis?: Redis | undefined;
   limits?: Partial<typeof DEFAULT_STREAM_LIMITS>;
 }
 
@@ -31,7 +35,7 @@ export interface StreamServices {
   schema: ReturnType<typeof streamSchema>;
   logger: Logger;
   /** Opens a stream for the caller, or throws FORBIDDEN without the `read` scope, TOO_MANY_STREAMS when its key holds `perKey` already. */
-  openStream(caller: GatewayContext['caller'], key: AuthorisedKey, args: EventsArgs, transport: StreamTransport): EventStream;
+  openStream(caller: GatewayContext['caller'], key: AuthorisedKey, args: EventsArgs, transport: StreamTransport): Promise<EventStream>;
 }
 
 export interface StreamTransport {
@@ -58,7 +62,8 @@ export async function registerStreams(app: FastifyInstance, deps: StreamDeps): P
   if (!config.databaseUrl) throw new Error('the gateway needs DATABASE_URL to follow event wake-ups');
   const wakeups = new FeedWakeups(config.databaseUrl, logger);
   wakeups.start();
-  const registry = new StreamRegistry(limits.perKey, authentication.keyStatus);
+  const leases = deps.redis && new StreamLeases(deps.redis, config.redisKeyPrefix);
+  const registry = new StreamRegistry(limits.perKey, authentication.keyStatus, leases, logger);
   const stopFollowingKeys = deps.keyStore.onChange(() => registry.keysChanged());
   const eventsUrl = config.subgraphUrls.events;
 
@@ -81,7 +86,7 @@ export async function registerStreams(app: FastifyInstance, deps: StreamDeps): P
     limits,
     schema: streamSchema(),
     logger,
-    openStream: (caller, key, args, transport) => {
+    openStream: async (caller, key, args, transport) => {
       if (!caller.scopes.includes('read')) throw missingReadScope();
       const stream: EventStream = new EventStream({
         accountId: caller.accountId,
@@ -94,7 +99,7 @@ export async function registerStreams(app: FastifyInstance, deps: StreamDeps): P
         onEnd: (reason) => transport.onEnd(reason),
         onClosed: () => registry.close(stream, key.apiKeyId),
       });
-      if (!registry.open(stream, key)) throw tooManyStreams(limits.perKey);
+      if (!(await registry.open(stream, key))) throw tooManyStreams(limits.perKey);
       return stream;
     },
   };

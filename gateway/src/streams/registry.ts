@@ -1,5 +1,8 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '@ots/shared/logger';
 import type { AuthorisedKey } from '../authentication.ts';
 import type { EndReason, EventStream } from './event-stream.ts';
+import { RENEW_MS, type StreamLeases } from './leases.ts';
 
 /** The key a stream was opened with: enough to check it again, and when it expires. */
 export type StreamKey = AuthorisedKey;
@@ -10,6 +13,8 @@ export type KeyStatus = 'authenticated' | 'invalid' | 'access-disabled' | 'read-
 interface OpenStream {
   stream: EventStream;
   key: StreamKey;
+  /** Its place among the key's streams of every gateway. */
+  leaseId: string;
   expiry: NodeJS.Timeout | undefined;
 }
 
@@ -17,7 +22,9 @@ interface OpenStream {
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
- * The open streams of this gateway process, by key: at most `perKey` each; each ended within the
+ * The open streams of this gateway process, by key: at most `perKey` each, counted with every
+ * other gateway's through `leases` (Redis) when given, and by this process alone without them or
+ * while Redis does not answer (an outage never refuses every stream); each ended within the
  * second when its key is revoked, expires or loses the `read` scope or its allowed address, or its
  * account's API access is disabled (checked again
  * whenever the key cache sees a change, which it does within half a second of any, and at the key's
@@ -27,26 +34,52 @@ export class StreamRegistry {
   private readonly byKey = new Map<string, Set<OpenStream>>();
   private checking: Promise<void> | undefined;
   private recheck = false;
+  private stopped = false;
+  private readonly renewal: NodeJS.Timeout | undefined;
+  /** Whether the last call to Redis failed: the change either way is logged once. */
+  private sharedCountDown = false;
 
   constructor(
     private readonly perKey: number,
     private readonly keyStatus: (key: StreamKey) => Promise<KeyStatus>,
-  ) {}
+    private readonly leases?: StreamLeases,
+    private readonly logger?: Logger,
+  ) {
+    if (!leases) return;
+    this.renewal = setInterval(() => this.renew(), RENEW_MS);
+    this.renewal.unref();
+  }
 
   /** Registers the stream; false when its key already holds `perKey` open streams. */
-  open(stream: EventStream, key: StreamKey): boolean {
+  async open(stream: EventStream, key: StreamKey): Promise<boolean> {
+    const leaseId = randomUUID();
+    const admitted = await this.shared(
+      (leases) => leases.acquire(key.apiKeyId, leaseId, this.perKey),
+      () => {
+        if (this.localCount(key.apiKeyId) < this.perKey) return true;
+        // Redis may have taken the place before failing to answer.
+        this.leases?.release(key.apiKeyId, leaseId);
+        return false;
+      },
+    );
+    if (!admitted) return false;
     let set = this.byKey.get(key.apiKeyId);
-    if (set && set.size >= this.perKey) return false;
     if (!set) this.byKey.set(key.apiKeyId, (set = new Set()));
-    const entry: OpenStream = { stream, key, expiry: undefined };
+    const entry: OpenStream = { stream, key, leaseId, expiry: undefined };
     this.armExpiry(entry);
     set.add(entry);
+    // Admitted while the gateway was stopping: it ends with the others.
+    if (this.stopped) stream.end('shutdown');
     return true;
   }
 
   /** Whether another stream of this key would be refused. */
-  full(apiKeyId: string): boolean {
-    return (this.byKey.get(apiKeyId)?.size ?? 0) >= this.perKey;
+  async full(apiKeyId: string): Promise<boolean> {
+    const count = await this.shared(
+      (leases) => leases.count(apiKeyId),
+      () => this.localCount(apiKeyId),
+    );
+    return count >= this.perKey;
   }
 
   close(stream: EventStream, apiKeyId: string): void {
@@ -56,8 +89,47 @@ export class StreamRegistry {
       if (entry.stream !== stream) continue;
       clearTimeout(entry.expiry);
       set.delete(entry);
+      this.leases?.release(apiKeyId, entry.leaseId);
     }
     if (set.size === 0) this.byKey.delete(apiKeyId);
+  }
+
+  private localCount(apiKeyId: string): number {
+    return this.byKey.get(apiKeyId)?.size ?? 0;
+  }
+
+  /** Asks Redis when there is one, and this process's count when Redis does not answer. */
+  private async shared<T>(ask: (leases: StreamLeases) => Promise<T>, local: () => T): Promise<T> {
+    if (!this.leases) return local();
+    try {
+      const answer = await ask(this.leases);
+      this.sharedCountUp();
+      return answer;
+    } catch (error) {
+      this.sharedCountFailed(error);
+      return local();
+    }
+  }
+
+  private renew(): void {
+    const held = new Map<string, string[]>();
+    for (const [apiKeyId, set] of this.byKey) held.set(apiKeyId, [...set].map((entry) => entry.leaseId));
+    void this.leases?.renew(held).then(
+      () => this.sharedCountUp(),
+      (error: unknown) => this.sharedCountFailed(error),
+    );
+  }
+
+  private sharedCountFailed(error: unknown): void {
+    if (this.sharedCountDown) return;
+    this.sharedCountDown = true;
+    this.logger?.warn({ err: error }, "Redis does not answer: each key's open streams are counted on this gateway alone until it does");
+  }
+
+  private sharedCountUp(): void {
+    if (!this.sharedCountDown) return;
+    this.sharedCountDown = false;
+    this.logger?.info("Redis answers again: each key's open streams are counted across the gateways");
   }
 
   get size(): number {
@@ -109,6 +181,8 @@ export class StreamRegistry {
 
   /** Ends every stream (shutdown); each transport closes its connection so that clients reconnect elsewhere. */
   endAll(reason: EndReason): void {
+    this.stopped = true;
+    clearInterval(this.renewal);
     for (const set of this.byKey.values()) for (const entry of set) entry.stream.end(reason);
   }
 

@@ -19,14 +19,14 @@ export interface EventsArgs {
 
 /** What the transport hands execution: how to open the stream for the operation's arguments. */
 export type StreamContext = {
-  openStream(args: EventsArgs): EventStream;
+  openStream(args: EventsArgs): Promise<EventStream>;
 };
 
 export function streamSchema(): GraphQLSchema {
   const schema = buildSchema(readFileSync(PUBLISHED_API, 'utf8'));
   const events = schema.getSubscriptionType()?.getFields().events;
   if (!events) throw new Error('the published API has no Subscription.events: run npm run compose');
-  events.subscribe = (_root: unknown, args: EventsArgs, context: StreamContext) => context.openStream(args).messages();
+  events.subscribe = async (_root: unknown, args: EventsArgs, context: StreamContext) => (await context.openStream(args)).messages();
   events.resolve = (message: StreamMessage) => {
     if ('end' in message) throw message.end;
     return message;

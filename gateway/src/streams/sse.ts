@@ -39,7 +39,7 @@ export async function registerSseRoute(app: FastifyInstance, services: StreamSer
       if (!String(request.headers.accept ?? '').includes('text/event-stream')) {
         return reply.code(406).send({ detail: 'The stream is sent as text/event-stream: send Accept: text/event-stream' });
       }
-      if (registry.full(key.apiKeyId)) {
+      if (await registry.full(key.apiKeyId)) {
         return reply.code(429).header('Retry-After', '1').send({ detail: `At most ${limits.perKey} open streams per API key: close one first` });
       }
       const response = reply.raw;
@@ -47,8 +47,8 @@ export async function registerSseRoute(app: FastifyInstance, services: StreamSer
       let stream: EventStream | undefined;
       let shuttingDown = false;
       const context: StreamContext = {
-        openStream: (args) =>
-          (stream = services.openStream(caller, key, args, {
+        openStream: async (args) =>
+          (stream = await services.openStream(caller, key, args, {
             resumeFrom: typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : undefined,
             hasRoom: (opened) => opened.unwritten < MAX_UNWRITTEN && !response.writableNeedDrain,
             onEnd: (reason) => {
@@ -92,6 +92,8 @@ export async function registerSseRoute(app: FastifyInstance, services: StreamSer
       };
       request.raw.once('close', leave);
       response.once('close', leave);
+      // A client gone while the stream was opening (its place taken in Redis) was never seen leaving.
+      if (response.destroyed) leave();
       const drained = () => stream?.roomMaybe();
       response.on('drain', drained);
       try {

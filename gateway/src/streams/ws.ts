@@ -90,17 +90,17 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
         ctx.extra.key = decision.key;
         return true;
       },
-      onSubscribe: (ctx, _id, payload): StreamArgs | readonly GraphQLError[] => {
+      onSubscribe: async (ctx, _id, payload): Promise<StreamArgs | readonly GraphQLError[]> => {
         const prepared = prepareSubscription(schema, services.config.limits, payload);
         if (!prepared.ok) return prepared.errors;
         // graphql-ws subscribes only after onConnect accepted the connection, which set both.
         const { caller, key } = ctx.extra;
         if (!caller || !key) return [new GraphQLError('Invalid or expired API key', { extensions: { code: 'UNAUTHENTICATED' } })];
-        if (registry.full(key.apiKeyId)) return [tooManyStreams(limits.perKey)];
+        if (await registry.full(key.apiKeyId)) return [tooManyStreams(limits.perKey)];
         const socket = ctx.extra.socket;
         const contextValue: StreamArgs['contextValue'] = {
-          openStream: (args) => {
-            const stream = services.openStream(caller, key, args, {
+          openStream: async (args) => {
+            const stream = await services.openStream(caller, key, args, {
               hasRoom: (opened) => opened.unwritten < 64 && socket.bufferedAmount < MAX_BUFFERED_BYTES,
               onEnd: (reason: EndReason) => {
                 if (reason === 'key-invalid') closeWith(socket, CLOSE.invalidKey);
