@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, inviteOwner } from '@ots/accounts';
 import { startStack, type TestStack } from '../../testing/stack.ts';
 import { ensureConsoleBuilt } from '../ensure-built.ts';
-import { launchBrowser, openSession, shown, snapshot } from './browser.ts';
+import { LAPTOP, launchBrowser, openSession, overflowsSideways, PHONE, shown, snapshot } from './browser.ts';
 
 /**
  * The console's key permissions (contract section 5) in Chromium, by role and accessible name:
@@ -121,6 +121,12 @@ describe('key permissions in the console', () => {
       expect(await inFrame(page.getByRole('columnheader', { name, exact: true })), name).toBe(true);
     }
     await snapshot(page, 'api-keys-permissions');
+    // At phone width each key is a card: still nothing to scroll sideways, the environment beside the key.
+    await page.setViewportSize(PHONE);
+    expect(await overflowsSideways(page)).toBe(false);
+    expect(await rowOf(successorPrefix).getByRole('cell').first().textContent()).toContain('Live');
+    await snapshot(page, 'api-keys-permissions');
+    await page.setViewportSize(LAPTOP);
 
     // The security log says what each change did, and where a refused request came from.
     await page.getByRole('link', { name: 'Security log' }).click();

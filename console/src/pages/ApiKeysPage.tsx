@@ -95,20 +95,23 @@ function KeyTable({ keys, onEdit, onRoll, onRevoke }: { keys: ApiKey[]; onEdit(k
               {key.label || <span className="muted">Unnamed</span>}
             </th>
             <td role="cell" data-label="Key">
-              <code className="nowrap">{key.displayPrefix}</code>{' '}
-              {/* The environment rides along with the key rather than taking a column a laptop has no room for. */}
-              <span className="badge badge-muted badge-small">{key.environment === 'LIVE' ? 'Live' : 'Sandbox'}</span>
-              {/* After a roll two rows share a label: each says which key it replaces or is replaced by. */}
-              {key.replacesKeyId && (
-                <span className="hint roll-chain">
-                  Replaces <span className="nowrap">{prefixes.get(key.replacesKeyId) ?? 'an earlier key'}</span>
-                </span>
-              )}
-              {key.replacedByKeyId && (
-                <span className="hint roll-chain">
-                  Replaced by <span className="nowrap">{prefixes.get(key.replacedByKeyId) ?? 'a newer key'}</span>
-                </span>
-              )}
+              {/* One flex item in the phone card, however many notes it has. */}
+              <span>
+                <code className="nowrap">{key.displayPrefix}</code>{' '}
+                {/* The environment rides along with the key rather than taking a column a laptop has no room for. */}
+                <span className="badge badge-muted badge-small">{key.environment === 'LIVE' ? 'Live' : 'Sandbox'}</span>
+                {/* After a roll two rows share a label: each says which key it replaces or is replaced by. */}
+                {key.replacesKeyId && (
+                  <span className="hint roll-chain">
+                    Replaces <span className="nowrap">{prefixes.get(key.replacesKeyId) ?? 'an earlier key'}</span>
+                  </span>
+                )}
+                {key.replacedByKeyId && (
+                  <span className="hint roll-chain">
+                    Replaced by <span className="nowrap">{prefixes.get(key.replacedByKeyId) ?? 'a newer key'}</span>
+                  </span>
+                )}
+              </span>
             </td>
             <td role="cell" data-label="Permissions">
               {permissionsText(key.scopes)}
