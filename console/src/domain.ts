@@ -142,6 +142,34 @@ export function eventLabel(type: string): string {
   return EVENT_LABELS[type as LogEventType] ?? type;
 }
 
+function strings(value: unknown): string[] | undefined {
+  return Array.isArray(value) && value.every((item) => typeof item === 'string') ? value : undefined;
+}
+
+function change(name: string, before: string | undefined, after: string | undefined): string | undefined {
+  if (after === undefined) return undefined;
+  if (before === undefined) return `${name}: ${after}`;
+  return before === after ? undefined : `${name}: ${before} → ${after}`;
+}
+
+/**
+ * What a security log entry did, in the table's words: the permissions a key was created with,
+ * what an edit changed ("Permissions: Read → Read, Orders"), the successor of a roll, and the
+ * address a key was refused from. Undefined when the entry says nothing more than its label.
+ */
+export function eventDetailText(event: { type: string; clientAddress: string | null; detail: Record<string, unknown> | null }): string | undefined {
+  const detail = event.detail ?? {};
+  if (event.type === 'key.refused_address') return event.clientAddress ? `Request from ${event.clientAddress}, which the key does not allow` : undefined;
+  if (typeof detail.replacedByDisplayPrefix === 'string') return `Replaced by ${detail.replacedByDisplayPrefix}`;
+  const text = (list: string[] | undefined, format: (items: string[]) => string) => (list === undefined ? undefined : format(list));
+  const parts = [
+    change('Permissions', text(strings(detail.previousScopes), permissionsText), text(strings(detail.scopes), permissionsText)),
+    change('Allowed from', text(strings(detail.previousAllowedCidrs), allowedFromText), text(strings(detail.allowedCidrs), allowedFromText)),
+  ].filter((part) => part !== undefined);
+  if (parts.length > 0) return parts.join('; ');
+  return event.type === 'key.updated' ? 'Nothing changed' : undefined;
+}
+
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
 const dateOnly = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' });
 

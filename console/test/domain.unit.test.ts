@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ApiKey } from '../src/api.ts';
-import { allowedFromText, canRevoke, canRoll, cidrLines, createKeyRequest, permissionsText, createWebhookRequest, deliveryResult, durationText, earliestExpiryDate, eventTypesText, formatRelative, keyName, passwordProblem, retryAfterText, tokenFromFragment } from '../src/domain.ts';
+import { ALL_SCOPES, allowedFromText, eventDetailText, canRevoke, canRoll, cidrLines, createKeyRequest, permissionsText, createWebhookRequest, deliveryResult, durationText, earliestExpiryDate, eventTypesText, formatRelative, keyName, passwordProblem, retryAfterText, tokenFromFragment } from '../src/domain.ts';
 
 const NOW = new Date('2026-11-23T10:00:00.000Z');
 
@@ -117,5 +117,19 @@ describe('key permissions', () => {
     expect(permissionsText(['orders:write', 'read'])).toBe('Read, Orders');
     expect(allowedFromText([])).toBe('Anywhere');
     expect(allowedFromText(['10.0.0.0/8', '::1/128'])).toBe('10.0.0.0/8, ::1/128');
+  });
+
+  it('the security log says what an entry changed, and where a refused request came from', () => {
+    const entry = { clientAddress: '203.0.113.9', detail: null };
+    const updated = (detail: Record<string, unknown>) => eventDetailText({ ...entry, type: 'key.updated', detail });
+    expect(updated({ scopes: ['read'], previousScopes: ['read', 'orders:write'], allowedCidrs: ['10.0.0.0/8'], previousAllowedCidrs: [] })).toBe(
+      'Permissions: Read, Orders → Read; Allowed from: Anywhere → 10.0.0.0/8',
+    );
+    expect(updated({ scopes: ['read'], previousScopes: ['read'], allowedCidrs: [], previousAllowedCidrs: ['::1/128'] })).toBe('Allowed from: ::1/128 → Anywhere');
+    expect(updated({ scopes: ['read'], previousScopes: ['read'], allowedCidrs: [], previousAllowedCidrs: [] })).toBe('Nothing changed');
+    expect(eventDetailText({ ...entry, type: 'key.created', detail: { scopes: ALL_SCOPES, allowedCidrs: [] } })).toBe('Permissions: Full access; Allowed from: Anywhere');
+    expect(eventDetailText({ ...entry, type: 'key.rolled', detail: { replacedByDisplayPrefix: 'svc_live_abcd…wxyz' } })).toBe('Replaced by svc_live_abcd…wxyz');
+    expect(eventDetailText({ ...entry, type: 'key.refused_address' })).toBe('Request from 203.0.113.9, which the key does not allow');
+    expect(eventDetailText({ ...entry, type: 'key.revoked' })).toBeUndefined();
   });
 });

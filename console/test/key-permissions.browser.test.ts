@@ -1,9 +1,9 @@
-import type { Browser } from 'playwright-core';
+import type { Browser, Locator } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, inviteOwner } from '@ots/accounts';
 import { startStack, type TestStack } from '../../testing/stack.ts';
 import { ensureConsoleBuilt } from '../ensure-built.ts';
-import { launchBrowser, openSession, shown, snapshot } from './browser.ts';
+import { LAPTOP, launchBrowser, openSession, overflowsSideways, PHONE, shown, snapshot } from './browser.ts';
 
 /**
  * The console's key permissions (contract section 5) in Chromium, by role and accessible name:
@@ -92,11 +92,57 @@ describe('key permissions in the console', () => {
     await expect.poll(() => row().textContent()).toContain(`Replaced by ${successorPrefix}`);
     await expect.poll(() => rowOf(successorPrefix).textContent()).toContain(`Replaces ${prefix}`);
     expect(await rowOf(successorPrefix).textContent()).toContain('Read, Orders');
-    await snapshot(page, 'api-keys-permissions');
 
-    // The security log says what changed.
+    // Narrow the successor to two networks this machine is not in: the API refuses it from here.
+    await rowOf(successorPrefix).getByRole('button', { name: 'Edit', exact: true }).click();
+    const narrow = await shown(page.getByRole('dialog'));
+    await narrow.getByRole('textbox', { name: 'Allowed IP addresses' }).fill('10.0.0.0/8\n2001:db8:abcd:12::/64');
+    await narrow.getByRole('button', { name: 'Save' }).click();
+    await expect.poll(async () => (await rowOf(successorPrefix).getByRole('cell').allTextContents()).join('|')).toContain('Read, Orders|10.0.0.0/8, 2001:db8:abcd:12::/64');
+    expect((await stack.graphql(successor, VIEWER)).status).toBe(401);
+
+    // At laptop width the whole table fits its card: every column, each row's label and its buttons.
+    const table = page.getByRole('region', { name: 'API keys' });
+    expect(await table.evaluate((frame) => frame.scrollWidth - frame.clientWidth)).toBeLessThanOrEqual(0);
+    const frame = (await table.boundingBox())!;
+    const inFrame = async (locator: Locator) => {
+      const box = (await locator.boundingBox())!;
+      return box.x >= frame.x && box.x + box.width <= frame.x + frame.width;
+    };
+    for (const keyPrefix of [prefix, successorPrefix]) {
+      const keyRow = rowOf(keyPrefix);
+      expect(await keyRow.getByRole('rowheader').textContent()).toBe('reporting');
+      expect(await inFrame(keyRow.getByRole('rowheader'))).toBe(true);
+      expect(await keyRow.getByRole('cell').first().textContent()).toContain('Live');
+      for (const button of await keyRow.getByRole('button').all()) expect(await inFrame(button), await button.textContent() ?? '').toBe(true);
+    }
+    expect(await rowOf(successorPrefix).getByRole('button').allTextContents()).toEqual(['Edit', 'Roll', 'Revoke']);
+    for (const name of ['Label', 'Key', 'Permissions', 'Allowed from', 'Created', 'Last used', 'Expires', 'Status']) {
+      expect(await inFrame(page.getByRole('columnheader', { name, exact: true })), name).toBe(true);
+    }
+    await snapshot(page, 'api-keys-permissions');
+    // At phone width each key is a card: still nothing to scroll sideways, the environment beside the key.
+    await page.setViewportSize(PHONE);
+    expect(await overflowsSideways(page)).toBe(false);
+    expect(await rowOf(successorPrefix).getByRole('cell').first().textContent()).toContain('Live');
+    await snapshot(page, 'api-keys-permissions');
+    await page.setViewportSize(LAPTOP);
+
+    // The security log says what each change did, and where a refused request came from.
     await page.getByRole('link', { name: 'Security log' }).click();
     await shown(page.getByText('Key permissions changed').first());
+    const logRow = (text: string) => page.getByRole('row').filter({ hasText: text });
+    // The refusal is written after the 401 is answered; the page shows the log as it was when opened.
+    await expect.poll(async () => (await page.reload(), await shown(page.getByRole('heading', { level: 1, name: 'Security log' })), logRow('Key refused').count())).toBe(1);
+    expect(await logRow(`Key refused: address not allowed${successorPrefix}`).textContent()).toMatch(/Request from (::ffff:)?127\.0\.0\.1, which the key does not allow/);
+    expect(await logRow(`Key permissions changed${successorPrefix}`).getByRole('rowheader').textContent()).toContain('Allowed from: Anywhere → 10.0.0.0/8, 2001:db8:abcd:12::/64');
+    expect(await logRow(`Key permissions changed${successorPrefix}`).getByRole('rowheader').textContent()).not.toContain('Permissions:');
+    expect(await logRow(`Key permissions changed${prefix}`).getByRole('rowheader').textContent()).toContain(
+      'Permissions: Read → Read, Orders; Allowed from: 127.0.0.1/32, 2001:db8::/32 → Anywhere',
+    );
+    expect(await logRow(`Key rolled${prefix}`).getByRole('rowheader').textContent()).toContain(`Replaced by ${successorPrefix}`);
+    expect(await logRow(`Key created${prefix}`).getByRole('rowheader').textContent()).toContain('Permissions: Read; Allowed from: 127.0.0.1/32, 2001:db8::/32');
+    expect(await page.getByRole('region', { name: 'Security log' }).evaluate((frame) => frame.scrollWidth - frame.clientWidth)).toBeLessThanOrEqual(0);
     await snapshot(page, 'security-log-permissions');
     // The refused Save above is the browser's one logged 400; nothing else went wrong.
     expect(consoleErrors.filter((error) => !/status of 400/.test(error))).toEqual([]);

@@ -5,10 +5,10 @@ import type { ReactNode } from 'react';
  * per row at phone widths (styles.css). The explicit roles keep it a table for assistive technology
  * when CSS changes how its rows are laid out.
  */
-export function DataTable({ label, columns, children }: { label: string; columns: ReactNode[]; children: ReactNode }) {
+export function DataTable({ label, columns, className = '', children }: { label: string; columns: ReactNode[]; className?: string; children: ReactNode }) {
   return (
     <div className="table-wrap" role="region" aria-label={label} tabIndex={0}>
-      <table className="table table-cards" role="table">
+      <table className={`table table-cards ${className}`.trimEnd()} role="table">
         <thead role="rowgroup">
           <tr role="row">
             {columns.map((column, index) => (

@@ -73,10 +73,10 @@ function KeyTable({ keys, onEdit, onRoll, onRevoke }: { keys: ApiKey[]; onEdit(k
   return (
     <DataTable
       label="API keys"
+      className="table-keys"
       columns={[
         'Label',
         'Key',
-        'Environment',
         'Permissions',
         'Allowed from',
         'Created',
@@ -95,27 +95,38 @@ function KeyTable({ keys, onEdit, onRoll, onRevoke }: { keys: ApiKey[]; onEdit(k
               {key.label || <span className="muted">Unnamed</span>}
             </th>
             <td role="cell" data-label="Key">
-              <code className="nowrap">{key.displayPrefix}</code>
-              {/* After a roll two rows share a label: each says which key it replaces or is replaced by. */}
-              {key.replacesKeyId && <span className="hint roll-chain">Replaces {prefixes.get(key.replacesKeyId) ?? 'an earlier key'}</span>}
-              {key.replacedByKeyId && <span className="hint roll-chain">Replaced by {prefixes.get(key.replacedByKeyId) ?? 'a newer key'}</span>}
-            </td>
-            <td role="cell" data-label="Environment">
-              {key.environment === 'LIVE' ? 'Live' : 'Sandbox'}
+              {/* One flex item in the phone card, however many notes it has. */}
+              <span>
+                <code className="nowrap">{key.displayPrefix}</code>{' '}
+                {/* The environment rides along with the key rather than taking a column a laptop has no room for. */}
+                <span className="badge badge-muted badge-small">{key.environment === 'LIVE' ? 'Live' : 'Sandbox'}</span>
+                {/* After a roll two rows share a label: each says which key it replaces or is replaced by. */}
+                {key.replacesKeyId && (
+                  <span className="hint roll-chain">
+                    Replaces <span className="nowrap">{prefixes.get(key.replacesKeyId) ?? 'an earlier key'}</span>
+                  </span>
+                )}
+                {key.replacedByKeyId && (
+                  <span className="hint roll-chain">
+                    Replaced by <span className="nowrap">{prefixes.get(key.replacedByKeyId) ?? 'a newer key'}</span>
+                  </span>
+                )}
+              </span>
             </td>
             <td role="cell" data-label="Permissions">
               {permissionsText(key.scopes)}
             </td>
-            <td role="cell" data-label="Allowed from">
+            <td role="cell" data-label="Allowed from" className="cidrs">
               {allowedFromText(key.allowedCidrs)}
             </td>
             <td role="cell" data-label="Created" className="nowrap">
               <Time iso={key.createdAt} as="date" />
             </td>
-            <td role="cell" data-label="Last used" className="nowrap">
+            <td role="cell" data-label="Last used">
               <Time iso={key.lastUsedAt} as="relative" empty="Never" />
             </td>
-            <td role="cell" data-label="Expires" className="nowrap">
+            {/* "in 59 minutes" may wrap; a date stays whole. */}
+            <td role="cell" data-label="Expires" className={key.status === 'Expiring' ? undefined : 'nowrap'}>
               {key.status === 'Revoked' ? (
                 <span className="muted">—</span>
               ) : (

@@ -4,7 +4,7 @@ import { DataTable } from '../components/DataTable.tsx';
 import { Loading } from '../components/Loading.tsx';
 import { PageHeader } from '../components/PageHeader.tsx';
 import { Time } from '../components/Time.tsx';
-import { eventLabel } from '../domain.ts';
+import { eventDetailText, eventLabel } from '../domain.ts';
 import { ErrorCallout } from '../components/ErrorCallout.tsx';
 
 export function SecurityLogPage() {
@@ -35,7 +35,7 @@ export function SecurityLogPage() {
     <>
       <PageHeader title="Security log" eyebrow="Settings" />
       <p className="lead">
-        Every key created, rolled and revoked, every sign-in and password change of this account, newest first. Changes
+        Every key created, changed, rolled, revoked and refused from an address it does not allow, every sign-in and password change of this account, newest first. Changes
         made by an operator with the CLI show no owner.
       </p>
       <ErrorCallout message={error} />
@@ -54,6 +54,7 @@ export function SecurityLogPage() {
                 <th scope="row" role="rowheader">
                   <span className={`event event-${event.type.replace('.', '-')}`}>{eventLabel(event.type)}</span>
                   {event.keyDisplayPrefix && <code className="subtle nowrap">{event.keyDisplayPrefix}</code>}
+                  <EventDetail text={eventDetailText(event)} />
                 </th>
                 <td role="cell" data-label="Time" className="nowrap">
                   <Time iso={event.occurredAt} />
@@ -77,4 +78,8 @@ export function SecurityLogPage() {
       )}
     </>
   );
+}
+
+function EventDetail({ text }: { text: string | undefined }) {
+  return text ? <span className="event-detail">{text}</span> : null;
 }
