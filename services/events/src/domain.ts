@@ -109,11 +109,6 @@ export function activeSecrets(endpoint: EndpointSecrets, now: Date): string[] {
   return previousValid ? [endpoint.secret, endpoint.previous_secret!] : [endpoint.secret];
 }
 
-/** Does an endpoint with these `eventTypes` want events of `type`? Empty means every type. */
-export function isSubscribed(eventTypes: readonly string[], type: string): boolean {
-  return eventTypes.length === 0 || eventTypes.includes(type);
-}
-
 export type AfterFailure = { kind: 'retry'; at: Date } | { kind: 'failed' };
 
 /**
