@@ -16,7 +16,7 @@ import type { Logger } from './logger.ts';
 import { answerOutagesInPayloads } from './outage-payloads.ts';
 import { missingScope, rootFieldScopes, scopeSet, type ScopeRequirement } from './scopes.ts';
 import { refuseIllFormedStrings } from './string-inputs.ts';
-import type { SubgraphRouteContract } from './subgraph-client.ts';
+import type { SubgraphRouteContract } from './subgraph-route.ts';
 import { observeCaller, observeContext, observeRequests, requestLogPlugin } from './request-log.ts';
 
 export const REQUEST_ID_HEADER = 'x-request-id';

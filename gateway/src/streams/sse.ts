@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createHandler } from 'graphql-sse';
 import { REQUEST_ID_HEADER } from '@ots/shared/subgraph-server';
 import type { EventStream } from './event-stream.ts';
-import type { StreamServices } from './index.ts';
+import type { StreamServices } from './services.ts';
 import { prepareSubscription, type StreamContext } from './schema.ts';
 
 export const SSE_PATH = '/graphql/stream';
