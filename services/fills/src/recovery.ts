@@ -70,6 +70,7 @@ export async function registerRecoveryRoute(app: FastifyInstance, runtime: Servi
   const webhook = new StandardWebhook(requireIngestSecret(runtime.config));
   await app.register(async (scope) => {
     // The signature covers the exact bytes: the body is kept as text until it is verified.
+    scope.removeContentTypeParser('application/json');
     scope.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: BODY_LIMIT }, (_request, body, done) => done(null, body));
     scope.post(RECORDED_FILLS_PATH, async (request, reply) => {
       const body = typeof request.body === 'string' ? request.body : '';
