@@ -1,7 +1,7 @@
 import { GraphiQL } from 'graphiql';
 import 'graphiql/style.css';
 import './explorer.css';
-import { useEffect, useMemo, useRef, useState, type ComponentProps } from 'react';
+import { useEffect, useRef, useState, type ComponentProps } from 'react';
 import { Field } from '../components/Field.tsx';
 import { PageHeader } from '../components/PageHeader.tsx';
 
@@ -35,18 +35,15 @@ function memoryStorage(): Storage {
   };
 }
 
-/** Sends each operation to /graphql with the key as X-API-Key; without a key it explains instead of calling. */
-function keyFetcher(currentKey: () => string): Fetcher {
-  return async (params) => {
-    const apiKey = currentKey();
-    if (!apiKey) return { errors: [{ message: 'Paste an API key into "API key" above the editor to run queries.' }] };
-    const response = await fetch('/graphql', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
-      body: JSON.stringify(params),
-    });
-    return response.json();
-  };
+/** Sends an operation to /graphql with the key as X-API-Key; without a key it explains instead of calling. */
+async function sendWithKey(apiKey: string, params: Parameters<Fetcher>[0]) {
+  if (!apiKey) return { errors: [{ message: 'Paste an API key into "API key" above the editor to run queries.' }] };
+  const response = await fetch('/graphql', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
+    body: JSON.stringify(params),
+  });
+  return response.json();
 }
 
 export default function ExplorerPage() {
@@ -54,13 +51,16 @@ export default function ExplorerPage() {
   const apiKey = useRef('');
   // A new fetcher makes GraphiQL load the schema again: only once typing pauses, so that a half-typed
   // key is not sent (and counted as a failed authentication). Queries always use the key as it is now.
-  const [schemaKey, setSchemaKey] = useState('');
+  const newFetcher = (): Fetcher => (params) => sendWithKey(apiKey.current, params);
+  const [schema, setSchema] = useState(() => ({ key: '', fetcher: newFetcher() }));
   useEffect(() => {
-    const timer = setTimeout(() => setSchemaKey(typed.trim()), 400);
+    const timer = setTimeout(() => {
+      const key = typed.trim();
+      setSchema((current) => (current.key === key ? current : { key, fetcher: newFetcher() }));
+    }, 400);
     return () => clearTimeout(timer);
   }, [typed]);
-  const fetcher = useMemo(() => keyFetcher(() => apiKey.current), [schemaKey]);
-  const storage = useMemo(memoryStorage, []);
+  const [storage] = useState(memoryStorage);
 
   return (
     <div className="explorer">
@@ -89,7 +89,7 @@ export default function ExplorerPage() {
       </div>
       <div className="explorer-ide">
         <GraphiQL
-          fetcher={fetcher}
+          fetcher={schema.fetcher}
           storage={storage}
           defaultQuery={DEFAULT_QUERY}
           isHeadersEditorEnabled={false}
