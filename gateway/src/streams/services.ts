@@ -19,7 +19,7 @@ export interface StreamServices {
   openStream(caller: GatewayContext['caller'], key: AuthorisedKey, args: EventsArgs, transport: StreamTransport): EventStream;
 }
 
-export interface StreamTransport {
+interface StreamTransport {
   /** A resume point sent by the transport itself (SSE's Last-Event-ID), over the operation's `after`. */
   resumeFrom?: string | undefined;
   hasRoom(stream: EventStream): boolean;

@@ -5,7 +5,7 @@ import type { EventStream } from './event-stream.ts';
 import type { StreamServices } from './services.ts';
 import { prepareSubscription, type StreamContext } from './schema.ts';
 
-export const SSE_PATH = '/graphql/stream';
+const SSE_PATH = '/graphql/stream';
 
 /** Messages the transport may hold unwritten before the stream waits (the socket's own buffer aside). */
 const MAX_UNWRITTEN = 64;
