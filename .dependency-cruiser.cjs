@@ -6,6 +6,15 @@
 module.exports = {
   forbidden: [
     {
+      name: 'no-circular',
+      comment:
+        'No module reaches itself through its imports, type-only imports included: a cycle means two modules are one ' +
+        'idea split in two, or share something that belongs in a third (a constant, a mapper type).',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    {
       name: 'resolvable-through-exports',
       comment:
         'Every import resolves; a package is reached only through a path its package.json `exports` declares. ' +

@@ -81,18 +81,18 @@ const config: CodegenConfig = {
   overwrite: true,
   generates: {
     'services/accounts/src/generated/resolvers-types.ts': subgraph('accounts', '../context.ts#AccountsContext', {
-      Viewer: '../resolvers.ts#ViewerParent',
-      ApiKey: '../resolvers.ts#ApiKeyParent',
+      Viewer: '../mappers.ts#ViewerParent',
+      ApiKey: '../mappers.ts#ApiKeyParent',
     }),
     'services/orders/src/generated/resolvers-types.ts': subgraph('orders', '../context.ts#OrdersContext', {
-      OrderSubmission: '../resolvers.ts#OrderView',
+      OrderSubmission: '../mappers.ts#OrderView',
       Strategy: ENTITY_REFERENCE,
     }, [DECIMAL_IMPORT]),
     'services/strategies/src/generated/resolvers-types.ts': subgraph('strategies', '../context.ts#StrategiesContext', {
       Strategy: '../repository.ts#StrategyRow',
     }),
     'services/fills/src/generated/resolvers-types.ts': subgraph('fills', '../context.ts#FillsContext', {
-      Fill: '../resolvers.ts#FillObject',
+      Fill: '../mappers.ts#FillObject',
       OrderSubmission: ENTITY_REFERENCE,
       Strategy: ENTITY_REFERENCE,
     }, [DECIMAL_IMPORT]),

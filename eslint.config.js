@@ -3,6 +3,7 @@
 // dependency-cruiser (.dependency-cruiser.cjs, run by `npm run lint` too) resolves every import against
 // the packages' `exports` and holds the rules on which folder may use which.
 import js from '@eslint/js';
+import reactHooks from 'eslint-plugin-react-hooks';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -30,4 +31,6 @@ export default tseslint.config(
       ],
     },
   },
+  // The console's components: the rules of hooks and the React Compiler's checks, as React recommends them.
+  { files: ['console/**/*.ts', 'console/**/*.tsx'], ...reactHooks.configs.flat.recommended },
 );

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { decideKey, findAccount, hashApiKey, createAccount, createKey, type KeyManagement, hasAnyAccount } from '@ots/accounts';
 
 /** Where `npm start` keeps the demo key of the embedded database: in the ignored `.data/`, owner-only. */
-export const DEMO_KEY_FILE = fileURLToPath(new URL('../.data/demo-api-key', import.meta.url));
+const DEMO_KEY_FILE = fileURLToPath(new URL('../.data/demo-api-key', import.meta.url));
 
 export interface DemoKeyOptions {
   management: KeyManagement;

@@ -6,7 +6,7 @@ import pg from 'pg';
  * statements (round trips) per service and calls between services.
  */
 
-export type Send = (apiKey: string, query: string, variables?: Record<string, unknown>) => Promise<unknown>;
+type Send = (apiKey: string, query: string, variables?: Record<string, unknown>) => Promise<unknown>;
 
 export interface PerRequestOptions {
   send: Send;
@@ -103,7 +103,7 @@ interface Counters {
  * service) and the HTTP requests each service receives from the others or from the gateway (every
  * outgoing call, fetch or undici's `request`, is announced on undici's `undici:request:create` channel).
  */
-export async function countingCalls<T>(serviceOfPort: Map<string, string>, body: () => Promise<T>): Promise<{ result: T; counters: Counters }> {
+async function countingCalls<T>(serviceOfPort: Map<string, string>, body: () => Promise<T>): Promise<{ result: T; counters: Counters }> {
   const counters: Counters = { statements: new Map(), calls: new Map() };
   const originalQuery = pg.Client.prototype.query;
   pg.Client.prototype.query = function (this: pg.Client & { connectionParameters?: { application_name?: string } }, ...args: unknown[]) {

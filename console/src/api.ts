@@ -6,7 +6,7 @@ import type { SecurityEventType } from '@ots/accounts/domain';
 import type { securityEventView } from '@ots/accounts/operations';
 import type { ExpiryChoice, GraceChoice } from '@ots/accounts/console/domain';
 import type { KeyView, SessionView } from '@ots/accounts/console/operations';
-import type { WebhookDeliveryView, WebhookEndpointView } from '@ots/accounts/console/webhooks';
+import type { WebhookEndpointView } from '@ots/accounts/console/webhooks';
 
 export type { ExpiryChoice, GraceChoice };
 
@@ -16,7 +16,6 @@ export type KeyStatus = KeyView['status'];
 export type LogEventType = SecurityEventType;
 export type LogEvent = ReturnType<typeof securityEventView>;
 export type WebhookEndpoint = WebhookEndpointView;
-export type WebhookDelivery = WebhookDeliveryView;
 
 export interface CreateWebhookInput {
   url: string;

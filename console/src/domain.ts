@@ -3,7 +3,7 @@ import type { ApiKey, CreateKeyInput, CreateWebhookInput, ExpiryChoice, GraceCho
 /** The console's rules and wording, as plain functions (tested in console/test/domain.unit.test.ts). */
 
 export const MIN_PASSWORD_LENGTH = 12;
-export const MAX_LABEL_LENGTH = 100;
+const MAX_LABEL_LENGTH = 100;
 
 export function passwordProblem(password: string): string | undefined {
   if (password.length < MIN_PASSWORD_LENGTH) return `Use at least ${MIN_PASSWORD_LENGTH} characters.`;
@@ -89,7 +89,7 @@ export const STATUS_TONE: Record<KeyStatus, 'ok' | 'warn' | 'muted' | 'danger'> 
   Revoked: 'danger',
 };
 
-export const EVENT_LABELS: Record<LogEventType, string> = {
+const EVENT_LABELS: Record<LogEventType, string> = {
   'key.created': 'Key created',
   'key.rolled': 'Key rolled',
   'key.revoked': 'Key revoked',

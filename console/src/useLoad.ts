@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useEffectEvent, useState } from 'react';
 import { ApiError } from './api.ts';
 
 export interface Loaded<T> {
@@ -12,9 +12,11 @@ export function useLoad<T>(load: () => Promise<T>): Loaded<T> {
   const [data, setData] = useState<T>();
   const [error, setError] = useState<string>();
   const [generation, setGeneration] = useState(0);
+  // `load` is a fixed API call per page; a new generation is what asks for a fresh answer.
+  const read = useEffectEvent(load);
   useEffect(() => {
     let current = true;
-    load()
+    read()
       .then((value) => {
         if (!current) return;
         setData(value);
@@ -24,7 +26,6 @@ export function useLoad<T>(load: () => Promise<T>): Loaded<T> {
     return () => {
       current = false;
     };
-    // `load` is a fixed API call per page; a new generation is what asks for a fresh answer.
   }, [generation]);
   const reload = useCallback(() => setGeneration((n) => n + 1), []);
   return { data, error, reload };

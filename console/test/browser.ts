@@ -5,9 +5,9 @@ import { chromium, type Browser, type BrowserContext, type BrowserContextOptions
 import { onTestFailed } from 'vitest';
 
 /** Debian's Chromium (`apt-get install chromium`), or CHROMIUM_PATH: playwright-core downloads no browser. */
-export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
-export const SCREENSHOT_DIR = fileURLToPath(new URL('../../test-results/console/', import.meta.url));
+const SCREENSHOT_DIR = fileURLToPath(new URL('../../test-results/console/', import.meta.url));
 
 export const LAPTOP = { width: 1280, height: 800 };
 export const PHONE = { width: 390, height: 844 };

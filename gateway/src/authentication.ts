@@ -18,7 +18,7 @@ function tooManyRequests(retryAfterSeconds: number, headers: Record<string, stri
 }
 
 /** Where a key was presented from: the client's address and scheme, and the connection whose close abandons the look-up. */
-export interface ClientConnection {
+interface ClientConnection {
   address: string;
   protocol: string;
   userAgent?: string;

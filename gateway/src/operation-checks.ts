@@ -1,7 +1,7 @@
 import type { ApolloServerPlugin } from '@apollo/server';
 import { badRequest, unresolvedOperation } from './root-fields.ts';
 
-export const SUBSCRIPTIONS_ELSEWHERE =
+const SUBSCRIPTIONS_ELSEWHERE =
   'Subscriptions are not served on POST /graphql: subscribe on /graphql/stream (Server-Sent Events) or /graphql/ws (graphql-transport-ws)';
 
 /**

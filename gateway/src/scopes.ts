@@ -67,7 +67,7 @@ export function supergraphForExecution(supergraphSdl: string): string {
 let supergraphRequirements: ReadonlyMap<string, ScopeRequirement> | undefined;
 
 /** What each root field of the gateway's supergraph needs, read once per process. */
-export function supergraphScopes(): ReadonlyMap<string, ScopeRequirement> {
+function supergraphScopes(): ReadonlyMap<string, ScopeRequirement> {
   supergraphRequirements ??= rootFieldScopes(readFileSync(new URL('../supergraph.graphql', import.meta.url), 'utf8')).required;
   return supergraphRequirements;
 }

@@ -26,8 +26,6 @@ import { rootFieldScopes, scopeCheckPlugin, supergraphForExecution } from './sco
 import { addGatewayTimeout } from './timeouts.ts';
 import { registerStreams } from './streams/index.ts';
 
-export type { GatewayContext } from './data-source.ts';
-
 // The gateway never reports usage or schema anywhere.
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
 

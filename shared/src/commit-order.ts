@@ -29,7 +29,7 @@ import { decodeCursor, encodeCursor, foreignCursor } from './pagination.ts';
  */
 
 /** The column name every feed uses for the writer's transaction id, unless told otherwise. */
-export const COMMIT_XID_COLUMN = 'commit_xid';
+const COMMIT_XID_COLUMN = 'commit_xid';
 
 /** Where a reader stands: the transaction id and row id of the last row it was given. */
 export interface FeedPosition {
@@ -166,7 +166,7 @@ export async function dropCommitOrder(db: Kysely<unknown>, target: CommitOrderTa
 }
 
 /** E.g. `order_submissions_account_id_commit_order`: named, like every index, after the table and its leading columns. */
-export function feedIndexName(target: Pick<CommitOrderTable, 'table' | 'scope'>): string {
+function feedIndexName(target: Pick<CommitOrderTable, 'table' | 'scope'>): string {
   return [target.table, ...target.scope, 'commit_order'].join('_');
 }
 

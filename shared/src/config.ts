@@ -100,7 +100,7 @@ const DEV_ASSERTION_PRIVATE_KEY = createPrivateKey({
   type: 'pkcs8',
 });
 
-export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 /** Node's timers hold at most this many milliseconds; a longer one fires at once. */
 const MAX_TIMER_MS = 2_147_483_647;
 const MAX_INTEGER = 2_147_483_647;

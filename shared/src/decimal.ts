@@ -7,7 +7,7 @@ import { Decimal as DecimalJs } from 'decimal.js';
 export const Decimal = DecimalJs.clone({ precision: 200, rounding: DecimalJs.ROUND_HALF_EVEN, toExpNeg: -100, toExpPos: 100 });
 export type Decimal = InstanceType<typeof Decimal>;
 
-export const MAX_INTEGER_DIGITS = 20;
+const MAX_INTEGER_DIGITS = 20;
 export const MAX_FRACTION_DIGITS = 10;
 
 const UNSIGNED = /^(\d+)(?:\.(\d+))?$/;

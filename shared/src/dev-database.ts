@@ -17,7 +17,7 @@ const USER = 'postgres';
 const PASSWORD = 'ots-development';
 const DATABASE = 'ots';
 
-export const DEV_DATABASE_URL = `postgres://${USER}:${PASSWORD}@127.0.0.1:${PORT}/${DATABASE}`;
+const DEV_DATABASE_URL = `postgres://${USER}:${PASSWORD}@127.0.0.1:${PORT}/${DATABASE}`;
 
 async function canConnect(database: string): Promise<boolean> {
   const client = new pg.Client({ host: '127.0.0.1', port: PORT, user: USER, password: PASSWORD, database, connectionTimeoutMillis: 1_000 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { SubgraphRouteContract } from './subgraph-client.ts';
+import type { SubgraphRouteContract } from './subgraph-route.ts';
 
 /**
  * How the gateway's event streams read the events subgraph's feed (contract section 6, push side):

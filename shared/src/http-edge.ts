@@ -5,7 +5,7 @@ import type { Limits } from './config.ts';
  * Contract section 8: the rest of a refused body is read and discarded up to this much, or for this
  * long, before the connection closes.
  */
-export const DISCARD_LIMIT = { bytes: 10 * 1024 * 1024, ms: 5_000 };
+const DISCARD_LIMIT = { bytes: 10 * 1024 * 1024, ms: 5_000 };
 
 /**
  * Node's own header and request timeouts, checked often enough that a connection is closed close to

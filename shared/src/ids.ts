@@ -12,7 +12,7 @@ export function newId(now?: number): Uuid {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Ids arrive as opaque strings; anything that is not a UUID cannot name a row, so callers treat it as absent. */
-export function isUuid(value: string): boolean {
+function isUuid(value: string): boolean {
   return UUID.test(value);
 }
 

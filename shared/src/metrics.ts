@@ -12,7 +12,7 @@ import type { Logger } from './logger.ts';
  * Labels stay bounded: services, subgraphs, outcomes, layers and pools are fixed sets; operation
  * names are capped per service (`operationLabel`); account ids, key ids and keys are never labels.
  */
-export const registry = new Registry();
+const registry = new Registry();
 
 /** Distinct operation names kept per service; later ones are counted as "other". */
 export const MAX_OPERATION_NAMES = 100;
@@ -37,7 +37,7 @@ export const requestDuration = new Histogram({
   registers: [registry],
 });
 
-export const subgraphFetchDuration = new Histogram({
+const subgraphFetchDuration = new Histogram({
   name: 'ots_subgraph_fetch_duration_seconds',
   help: 'Time a call to a subgraph took, by caller (gateway or a subgraph) and subgraph called',
   labelNames: ['caller', 'subgraph'] as const,
@@ -45,7 +45,7 @@ export const subgraphFetchDuration = new Histogram({
   registers: [registry],
 });
 
-export const subgraphFetchErrors = new Counter({
+const subgraphFetchErrors = new Counter({
   name: 'ots_subgraph_fetch_errors_total',
   help: 'Calls to a subgraph that failed: timeout, unreachable, or an HTTP error status',
   labelNames: ['caller', 'subgraph', 'reason'] as const,

@@ -82,10 +82,8 @@ export interface NewEvent {
   data: Record<string, unknown>;
 }
 
-export type OutboxRow = ReturnType<typeof outboxRow>;
-
 /** The outbox row of an event, for a statement that writes it together with its change. */
-export function outboxRow(event: NewEvent) {
+function outboxRow(event: NewEvent) {
   return {
     id: event.id ?? newId(),
     account_id: event.accountId,
@@ -103,7 +101,11 @@ export async function recordEvent<DB extends OutboxDatabase>(trx: Kysely<DB>, ev
   await (trx as unknown as Kysely<OutboxDatabase>).insertInto('outbox').values(outboxRow(event)).execute();
 }
 
-/** What the relay posts to the events service's ingest route. */
+/**
+ * What the relay posts to the events service's ingest route: the wire contract the comments here
+ * and in the events service name.
+ * @public
+ */
 export interface IngestBatch {
   events: { id: string; accountId: string; type: string; occurredAt: string; data: Record<string, unknown> }[];
 }

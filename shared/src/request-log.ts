@@ -19,7 +19,7 @@ interface Observation {
   graphqlErrors: boolean;
 }
 
-export type ObservedServer = 'gateway' | 'subgraph';
+type ObservedServer = 'gateway' | 'subgraph';
 
 const byRequest = new WeakMap<FastifyRequest, Observation>();
 /** A property rather than a WeakMap entry: Apollo hands plugins a shallow copy of the context value. */

@@ -15,9 +15,14 @@ export function isApiKeyScope(text: string): text is ApiKeyScope {
   return KNOWN.has(text);
 }
 
+type EnumSpelling<Scope extends string> = Uppercase<Scope extends `${infer Resource}:${infer Action}` ? `${Resource}_${Action}` : Scope>;
+
+/** A scope as the GraphQL enum `ApiKeyScope` spells it. */
+export type ScopeEnumValue = EnumSpelling<ApiKeyScope>;
+
 /** The GraphQL enum `ApiKeyScope` spells each scope in capitals: `orders:write` is `ORDERS_WRITE`. */
-export function scopeEnumValue(scope: ApiKeyScope): string {
-  return scope.toUpperCase().replace(':', '_');
+export function scopeEnumValue(scope: ApiKeyScope): ScopeEnumValue {
+  return scope.toUpperCase().replace(':', '_') as ScopeEnumValue;
 }
 
 /**

@@ -5,6 +5,7 @@ import { ASSERTION_HEADER } from './assertion.ts';
 import { postJson, type HttpAnswer } from './http-client.ts';
 import { timedSubgraphFetch } from './metrics.ts';
 import { REQUEST_ID_HEADER } from './subgraph-server.ts';
+import type { SubgraphRouteContract } from './subgraph-route.ts';
 
 /** The other subgraph did not answer in time, or answered with something other than what was asked for. */
 export class SubgraphUnavailableError extends Error {}
@@ -66,16 +67,6 @@ async function postToSubgraph(link: SubgraphLink, body: string): Promise<unknown
 /** A subgraph-to-subgraph GraphQL call with a hard timeout; failures as in `postToSubgraph`. */
 export async function callSubgraph<Result, Variables>(call: SubgraphCall<Result, Variables>): Promise<SubgraphResponse<Result>> {
   return (await postToSubgraph(call, JSON.stringify({ query: queryText(call.document), variables: call.variables }))) as SubgraphResponse<Result>;
-}
-
-/**
- * A route one subgraph serves to another beside /graphql (see `CallerRoute` in subgraph-server.ts):
- * its path and the shapes of what it takes and answers, both ends importing the same contract.
- */
-export interface SubgraphRouteContract {
-  path: string;
-  input: z.ZodType;
-  answer: z.ZodType;
 }
 
 export interface SubgraphRouteCall<Route extends SubgraphRouteContract> extends Omit<SubgraphLink, 'url'> {

@@ -16,7 +16,7 @@ import type { Logger } from './logger.ts';
 import { answerOutagesInPayloads } from './outage-payloads.ts';
 import { missingScope, rootFieldScopes, scopeSet, type ScopeRequirement } from './scopes.ts';
 import { refuseIllFormedStrings } from './string-inputs.ts';
-import type { SubgraphRouteContract } from './subgraph-client.ts';
+import type { SubgraphRouteContract } from './subgraph-route.ts';
 import { observeCaller, observeContext, observeRequests, requestLogPlugin } from './request-log.ts';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
@@ -91,7 +91,7 @@ export function loadTypeDefs(schemaFileUrl: URL): DocumentNode {
   return parse(readFileSync(schemaFileUrl, 'utf8'));
 }
 
-export function requestIdOf(request: { headers: Record<string, string | string[] | undefined> }): string {
+function requestIdOf(request: { headers: Record<string, string | string[] | undefined> }): string {
   const header = request.headers[REQUEST_ID_HEADER];
   return typeof header === 'string' && /^[A-Za-z0-9._:-]{1,64}$/.test(header) ? header : randomUUID();
 }
@@ -133,7 +133,7 @@ export function maskErrors(log: Logger) {
  * assertion of a read-only key places no order even sent straight to a subgraph. Federation's
  * `_entities` is left alone: the gateway resolves nested fields of a root field it allowed through it.
  */
-export function requireScopes(schema: GraphQLSchema, typeDefs: DocumentNode): GraphQLSchema {
+function requireScopes(schema: GraphQLSchema, typeDefs: DocumentNode): GraphQLSchema {
   const { required } = rootFieldScopes(typeDefs);
   const undeclared: ScopeRequirement = [['read']];
   for (const type of [schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()]) {

@@ -3,7 +3,7 @@ import { GraphiQL } from 'graphiql';
 import { GraphQLError } from 'graphql';
 import 'graphiql/style.css';
 import './explorer.css';
-import { useEffect, useMemo, useRef, useState, type ComponentProps } from 'react';
+import { useEffect, useRef, useState, type ComponentProps } from 'react';
 import { Field } from '../components/Field.tsx';
 import { PageHeader } from '../components/PageHeader.tsx';
 
@@ -71,13 +71,18 @@ export default function ExplorerPage() {
   const apiKey = useRef('');
   // A new fetcher makes GraphiQL load the schema again: only once typing pauses, so that a half-typed
   // key is not sent (and counted as a failed authentication). Queries always use the key as it is now.
-  const [schemaKey, setSchemaKey] = useState('');
+  const newFetcher = (): Fetcher => keyFetcher(() => apiKey.current);
+  // The fetcher reads the ref only when GraphiQL sends an operation, never while rendering.
+  // eslint-disable-next-line react-hooks/refs
+  const [schema, setSchema] = useState(() => ({ key: '', fetcher: newFetcher() }));
   useEffect(() => {
-    const timer = setTimeout(() => setSchemaKey(typed.trim()), 400);
+    const timer = setTimeout(() => {
+      const key = typed.trim();
+      setSchema((current) => (current.key === key ? current : { key, fetcher: newFetcher() }));
+    }, 400);
     return () => clearTimeout(timer);
   }, [typed]);
-  const fetcher = useMemo(() => keyFetcher(() => apiKey.current), [schemaKey]);
-  const storage = useMemo(memoryStorage, []);
+  const [storage] = useState(memoryStorage);
 
   return (
     <div className="explorer">
@@ -106,7 +111,7 @@ export default function ExplorerPage() {
       </div>
       <div className="explorer-ide">
         <GraphiQL
-          fetcher={fetcher}
+          fetcher={schema.fetcher}
           storage={storage}
           defaultQuery={DEFAULT_QUERY}
           isHeadersEditorEnabled={false}

@@ -174,21 +174,20 @@ export function RollKeyDialog({ apiKey, onClose, onRolled }: { apiKey: ApiKey; o
       replace={async (grace) => {
         const rolled = await consoleApi.rollKey(apiKey.id, grace);
         onRolled(rolled.key);
-        return rolled;
-      }}
-      reveal={(rolled) => {
+        // Judged when the answer arrives, so that rendering reads no clock.
         const until = rolled.previousKey.expiresAt;
         const previousStillWorks = until !== null && new Date(until).getTime() > Date.now() && rolled.previousKey.status !== 'Revoked';
-        return (
-          <Dialog title="Key rolled" onClose={onClose} wide>
-            <NewKeyReveal apiKey={rolled.apiKey}>
-              {previousStillWorks
-                ? `The previous key ${rolled.previousKey.displayPrefix} keeps working until ${formatDateTime(until)}. Deploy the new key before then.`
-                : `The previous key ${rolled.previousKey.displayPrefix} no longer works.`}
-            </NewKeyReveal>
-          </Dialog>
-        );
+        return { ...rolled, previousWorksUntil: previousStillWorks ? until : null };
       }}
+      reveal={(rolled) => (
+        <Dialog title="Key rolled" onClose={onClose} wide>
+          <NewKeyReveal apiKey={rolled.apiKey}>
+            {rolled.previousWorksUntil !== null
+              ? `The previous key ${rolled.previousKey.displayPrefix} keeps working until ${formatDateTime(rolled.previousWorksUntil)}. Deploy the new key before then.`
+              : `The previous key ${rolled.previousKey.displayPrefix} no longer works.`}
+          </NewKeyReveal>
+        </Dialog>
+      )}
     >
       Rolling makes a new key to replace <code>{apiKey.displayPrefix}</code>. The old key keeps working for the grace period, so you
       can deploy the new one first.

@@ -11,21 +11,21 @@ export function SecurityLogPage() {
   const [events, setEvents] = useState<LogEvent[]>();
   const [nextCursor, setNextCursor] = useState<string | null>(null);
   const [error, setError] = useState<string>();
-  const [busy, setBusy] = useState(false);
+  // The first page loads as the page opens.
+  const [busy, setBusy] = useState(true);
 
-  const load = async (after?: string) => {
-    setBusy(true);
-    try {
-      const page = await consoleApi.securityLog(after);
-      setEvents((shown) => (after ? [...(shown ?? []), ...page.events] : page.events));
-      setNextCursor(page.nextCursor);
-      setError(undefined);
-    } catch (failure) {
-      setError(failure instanceof ApiError ? failure.detail : 'Loading failed. Try again.');
-    } finally {
-      setBusy(false);
-    }
-  };
+  const load = (after?: string) =>
+    consoleApi
+      .securityLog(after)
+      .then(
+        (page) => {
+          setEvents((shown) => (after ? [...(shown ?? []), ...page.events] : page.events));
+          setNextCursor(page.nextCursor);
+          setError(undefined);
+        },
+        (failure) => setError(failure instanceof ApiError ? failure.detail : 'Loading failed. Try again.'),
+      )
+      .finally(() => setBusy(false));
 
   useEffect(() => {
     void load();
@@ -69,7 +69,15 @@ export function SecurityLogPage() {
           </DataTable>
           {nextCursor && (
             <p className="more">
-              <button type="button" className="button" disabled={busy} onClick={() => load(nextCursor)}>
+              <button
+                type="button"
+                className="button"
+                disabled={busy}
+                onClick={() => {
+                  setBusy(true);
+                  void load(nextCursor);
+                }}
+              >
                 Show older events
               </button>
             </p>

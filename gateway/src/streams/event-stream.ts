@@ -24,14 +24,14 @@ const MAX_BACKLOG_COUNT = 10_000;
 /** A feed that does not answer for this long ends the stream, so that the client resumes elsewhere instead of waiting on a silent stream. */
 const FEED_OUTAGE_MS = 5_000;
 
-export interface StreamLimits {
+interface StreamLimits {
   /** A consumer more than this many events behind is ended with SLOW_CONSUMER. */
   maxBehind: number;
 }
 
 export const DEFAULT_STREAM_LIMITS = { maxBehind: 1_000, perKey: 10, heartbeatMs: 8_000 };
 
-export interface StreamItem {
+interface StreamItem {
   cursor: string;
   event: FeedEvent;
 }
@@ -62,7 +62,7 @@ export interface EventStreamOptions {
   onClosed?(): void;
 }
 
-export function slowConsumer(cursor: string | null): GraphQLError {
+function slowConsumer(cursor: string | null): GraphQLError {
   return new GraphQLError('The consumer fell more than 1,000 events behind; resume from extensions.cursor', {
     extensions: { code: 'SLOW_CONSUMER', cursor },
   });

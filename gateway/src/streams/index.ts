@@ -1,18 +1,18 @@
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
-import { GraphQLError } from 'graphql';
 import type { ApiKeyStore } from '@ots/accounts';
 import type { Config } from '@ots/shared/config';
 import { eventFeedRoute, type EventFeedInput } from '@ots/shared/event-feed';
 import { FeedWakeups } from '@ots/shared/feed-wakeups';
 import type { Logger } from '@ots/shared/logger';
 import { callSubgraphRoute } from '@ots/shared/subgraph-client';
-import type { AuthorisedKey, Authentication } from '../authentication.ts';
+import type { Authentication } from '../authentication.ts';
 import type { GatewayContext } from '../data-source.ts';
-import { DEFAULT_STREAM_LIMITS, EventStream, missingReadScope, type EndReason } from './event-stream.ts';
+import { DEFAULT_STREAM_LIMITS, EventStream, missingReadScope } from './event-stream.ts';
 import { StreamLeases } from './leases.ts';
 import { StreamRegistry } from './registry.ts';
-import { streamSchema, type EventsArgs } from './schema.ts';
+import { streamSchema } from './schema.ts';
+import { tooManyStreams, type StreamServices } from './services.ts';
 import { registerSseRoute } from './sse.ts';
 import { attachWebSocketServer } from './ws.ts';
 
@@ -24,29 +24,6 @@ export interface StreamDeps {
   /** Counts each key's open streams across every gateway; absent when REDIS_URL is unset. */
   redis?: Redis | undefined;
   limits?: Partial<typeof DEFAULT_STREAM_LIMITS>;
-}
-
-/** What both transports need to open a stream for an authorised caller. */
-export interface StreamServices {
-  config: Config;
-  authentication: Authentication;
-  registry: StreamRegistry;
-  limits: typeof DEFAULT_STREAM_LIMITS;
-  schema: ReturnType<typeof streamSchema>;
-  logger: Logger;
-  /** Opens a stream for the caller, or throws FORBIDDEN without the `read` scope, TOO_MANY_STREAMS when its key holds `perKey` already. */
-  openStream(caller: GatewayContext['caller'], key: AuthorisedKey, args: EventsArgs, transport: StreamTransport): Promise<EventStream>;
-}
-
-export interface StreamTransport {
-  /** A resume point sent by the transport itself (SSE's Last-Event-ID), over the operation's `after`. */
-  resumeFrom?: string | undefined;
-  hasRoom(stream: EventStream): boolean;
-  onEnd(reason: EndReason): void;
-}
-
-export function tooManyStreams(perKey: number): GraphQLError {
-  return new GraphQLError(`At most ${perKey} open streams per API key: close one first`, { extensions: { code: 'TOO_MANY_STREAMS', http: { status: 429 } } });
 }
 
 /**

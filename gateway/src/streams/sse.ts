@@ -2,10 +2,10 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createHandler } from 'graphql-sse';
 import { REQUEST_ID_HEADER } from '@ots/shared/subgraph-server';
 import type { EventStream } from './event-stream.ts';
-import type { StreamServices } from './index.ts';
+import type { StreamServices } from './services.ts';
 import { prepareSubscription, type StreamContext } from './schema.ts';
 
-export const SSE_PATH = '/graphql/stream';
+const SSE_PATH = '/graphql/stream';
 
 /** Messages the transport may hold unwritten before the stream waits (the socket's own buffer aside). */
 const MAX_UNWRITTEN = 64;

@@ -9,10 +9,10 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { GatewayContext } from '../data-source.ts';
 import type { AuthorisedKey, KeyAuthorisation } from '../authentication.ts';
 import type { EndReason, EventStream } from './event-stream.ts';
-import { tooManyStreams, type StreamServices } from './index.ts';
+import { tooManyStreams, type StreamServices } from './services.ts';
 import { prepareSubscription, type StreamContext } from './schema.ts';
 
-export const WS_PATH = '/graphql/ws';
+const WS_PATH = '/graphql/ws';
 
 /** Bytes a socket may hold unsent before its streams wait. */
 const MAX_BUFFERED_BYTES = 1024 * 1024;

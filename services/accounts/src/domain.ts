@@ -66,7 +66,7 @@ export function displayPrefixOf(key: string): string {
 const DURATION = /^(\d{1,9})([smhd])$/;
 const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 /** A key lives at most a century: longer is a typo, and a date beyond it would not be stored. */
-export const MAX_DURATION_MS = 36_500 * UNIT_MS.d;
+const MAX_DURATION_MS = 36_500 * UNIT_MS.d;
 
 // As the API's strings (contract section 2): control characters are invisible in every list that
 // shows a name, and a lone surrogate would be stored as U+FFFD.
@@ -140,7 +140,7 @@ export function parseScopes(names: readonly string[]): ApiKeyScope[] | { problem
   return API_KEY_SCOPES.filter((scope) => given.includes(scope));
 }
 
-export const MAX_ALLOWED_CIDRS = 32;
+const MAX_ALLOWED_CIDRS = 32;
 
 /**
  * Allowed addresses as given (`203.0.113.0/24`, `2001:db8::/48`, or a single address): each an IPv4
@@ -190,7 +190,7 @@ export function canonicalAddress(clientAddress: string): string {
 }
 
 /** True when the address lies in one of the CIDRs. */
-export function addressAllowed(cidrs: readonly string[], clientAddress: string): boolean {
+function addressAllowed(cidrs: readonly string[], clientAddress: string): boolean {
   const address = clientIp(clientAddress);
   if (!address) return false;
   let ranges = parsedCidrs.get(cidrs);

@@ -16,7 +16,7 @@ export { registerConsole } from './console/http.ts';
 export type { ConsoleDeps } from './console/operations.ts';
 export { decideKey, displayPrefixOf, generateApiKey, hashApiKey, isWellFormedApiKey, LIVE_PREFIX, type KeyRecord } from './domain.ts';
 export { createAccount, type KeyManagement } from './operations.ts';
-export { IdempotencyStore, type IdempotencyClaim, type StoredAnswer } from './idempotency-store.ts';
+export { IdempotencyStore } from './idempotency-store.ts';
 export { ApiKeyStore, openKeyStore, type OpenedKeyStore } from './key-store.ts';
 export { findAccount, hasAnyAccount, readKeyCacheGeneration, type AccountsDatabase } from './repository.ts';
 export { accountsService } from './service.ts';

@@ -95,7 +95,7 @@ interface KeyPermissions {
 }
 
 /** Checks the input against the rules; a KeyManagementError naming the first problem, before anything changes. */
-export function checkPermissions(input: KeyPermissionsInput, current: KeyPermissions): KeyPermissions {
+function checkPermissions(input: KeyPermissionsInput, current: KeyPermissions): KeyPermissions {
   const scopes = input.scopes === undefined ? current.scopes : parseScopes(input.scopes);
   if (!Array.isArray(scopes)) throw new KeyManagementError(scopes.problem, 'invalid', 'scopes');
   const allowedCidrs = input.allowedCidrs === undefined ? current.allowedCidrs : parseCidrs(input.allowedCidrs);

@@ -1,11 +1,7 @@
 import { DateTimeScalar } from '@ots/shared/scalars';
 import type { Resolvers } from './generated/resolvers-types.ts';
-import { scopeEnumValue, isApiKeyScope } from '@ots/shared/scopes';
-import type { ApiKey, ApiKeyScope } from './generated/resolvers-types.ts';
-import { findAccount, findApiKeyOfAccount, findReplacedApiKey, type ApiKeyRow } from './repository.ts';
-
-/** A Viewer carries nothing: its account and key are the caller's, read from the context. */
-export type ViewerParent = Record<PropertyKey, never>;
+import { apiKeyOf } from './mappers.ts';
+import { findAccount, findApiKeyOfAccount, findReplacedApiKey } from './repository.ts';
 
 export const resolvers: Resolvers = {
   DateTime: DateTimeScalar,
@@ -35,22 +31,3 @@ export const resolvers: Resolvers = {
     },
   },
 };
-
-/** The key as the API shows it, with the id of its successor for `replacedByApiKey`. */
-export type ApiKeyParent = Omit<ApiKey, 'replacesApiKey' | 'replacedByApiKey'> & { replacedByKeyId: string | null };
-
-function apiKeyOf(key: ApiKeyRow): ApiKeyParent {
-  return {
-    id: key.id,
-    name: key.name,
-    environment: key.environment,
-    displayPrefix: key.display_prefix,
-    createdAt: key.created_at,
-    expiresAt: key.expires_at,
-    lastUsedAt: key.last_used_at,
-    revokedAt: key.revoked_at,
-    scopes: key.scopes.filter(isApiKeyScope).map((scope) => scopeEnumValue(scope) as ApiKeyScope),
-    allowedCidrs: key.allowed_cidrs,
-    replacedByKeyId: key.replaced_by_key_id,
-  };
-}

@@ -47,7 +47,7 @@ export interface DispatcherDeps {
 }
 
 /** Attempts in flight at once in one process, across endpoints. */
-export const MAX_IN_FLIGHT = 100;
+const MAX_IN_FLIGHT = 100;
 /**
  * Attempts in flight at once to one endpoint, per process: a receiver that never answers holds at
  * most these, each for the 10 s, while every other endpoint's deliveries go on beside them.

@@ -5,10 +5,10 @@ import { EVENT_TYPES, isEventType, type EventType } from '@ots/shared/outbox';
 import { checkLiteralAddress } from './url-policy.ts';
 
 export const MAX_ENDPOINTS_PER_ACCOUNT = 16;
-export const MAX_URL_LENGTH = 2048;
-export const MAX_DESCRIPTION_LENGTH = 500;
+const MAX_URL_LENGTH = 2048;
+const MAX_DESCRIPTION_LENGTH = 500;
 /** A rotation's grace: at most a week of two signing secrets. */
-export const MAX_GRACE_SECONDS = 7 * 24 * 3600;
+const MAX_GRACE_SECONDS = 7 * 24 * 3600;
 export const DEFAULT_GRACE_SECONDS = 24 * 3600;
 
 /** Events are kept 30 days (contract section 6); the clean-up job deletes older ones. */
@@ -24,9 +24,9 @@ export const RETRY_DELAYS_MS: readonly number[] = [5 * SECOND, 5 * MINUTE, 30 * 
 /** Retries stop this long after the first attempt was due, and the message is marked failed. */
 export const DELIVERY_WINDOW_MS = 3 * DAY;
 /** An endpoint whose every attempt failed for this long is disabled. */
-export const DISABLE_AFTER_FAILING_MS = 5 * DAY;
+const DISABLE_AFTER_FAILING_MS = 5 * DAY;
 /** Each wait is stretched or shrunk by up to this fraction, so that endpoints that failed together do not retry together. */
-export const JITTER = 0.1;
+const JITTER = 0.1;
 /** A 2xx within this counts as delivered. */
 export const DELIVERY_TIMEOUT_MS = 10 * SECOND;
 
@@ -107,11 +107,6 @@ export interface EndpointSecrets {
 export function activeSecrets(endpoint: EndpointSecrets, now: Date): string[] {
   const previousValid = endpoint.previous_secret !== null && endpoint.previous_secret_expires_at !== null && endpoint.previous_secret_expires_at > now;
   return previousValid ? [endpoint.secret, endpoint.previous_secret!] : [endpoint.secret];
-}
-
-/** Does an endpoint with these `eventTypes` want events of `type`? Empty means every type. */
-export function isSubscribed(eventTypes: readonly string[], type: string): boolean {
-  return eventTypes.length === 0 || eventTypes.includes(type);
 }
 
 export type AfterFailure = { kind: 'retry'; at: Date } | { kind: 'failed' };

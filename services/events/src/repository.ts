@@ -66,7 +66,6 @@ export type EventsDb = Kysely<EventsDatabase>;
 export type EventRow = Selectable<EventsDatabase['events']>;
 export type EndpointRow = Selectable<EventsDatabase['webhook_endpoints']>;
 export type AttemptRow = Selectable<EventsDatabase['webhook_attempts']>;
-export type MessageRow = Selectable<EventsDatabase['webhook_messages']>;
 
 // ---- events ----
 

@@ -14,13 +14,13 @@ import { streamFeed } from './feed.ts';
 import { eventFeedRoute } from '@ots/shared/event-feed';
 import { callerRoute } from '@ots/shared/subgraph-server';
 
-export interface EventsServiceOptions {
+interface EventsServiceOptions {
   /** The retry schedule's time; tests pass one they advance. */
   clock?: Clock;
   random?: () => number;
 }
 
-export function createEventsService(options: EventsServiceOptions = {}): ServiceDefinition<EventsDatabase, EventsContext> {
+function createEventsService(options: EventsServiceOptions = {}): ServiceDefinition<EventsDatabase, EventsContext> {
   const clock = options.clock ?? systemClock;
   const random = options.random ?? Math.random;
   // The ingest route wakes the dispatcher of the same running service.

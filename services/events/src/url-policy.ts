@@ -54,7 +54,7 @@ export function checkLiteralAddress(hostname: string): string | undefined {
   return isIP(bare) ? nonPublicRange(bare) : undefined;
 }
 
-export class AddressNotAllowedError extends Error {
+class AddressNotAllowedError extends Error {
   readonly code = 'EADDRNOTALLOWED';
 }
 

@@ -3,7 +3,7 @@ import https from 'node:https';
 import { checkLiteralAddress, guardedLookup } from './url-policy.ts';
 
 /** At most this much of a receiver's answer is read; the rest is dropped with the connection. */
-export const MAX_ANSWER_BYTES = 4 * 1024;
+const MAX_ANSWER_BYTES = 4 * 1024;
 
 const INTERRUPTED = 'interrupted: the events service stopped during the attempt';
 

@@ -12,11 +12,11 @@ import {
 
 export type OrderSide = 'BUY' | 'SELL';
 export type Liquidity = 'MAKER' | 'TAKER' | 'UNKNOWN';
-export type OrderStatus = 'SUBMITTED' | 'PARTIALLY_FILLED' | 'FILLED' | 'CANCELLED' | 'REPLACED';
+type OrderStatus = 'SUBMITTED' | 'PARTIALLY_FILLED' | 'FILLED' | 'CANCELLED' | 'REPLACED';
 
 /** A venue clock may run slightly ahead of ours; beyond this an execution time is a mistake. */
-export const MAX_EXECUTED_AT_LEAD_MS = 5_000;
-export const MAX_EXECUTION_ID_LENGTH = 128;
+const MAX_EXECUTED_AT_LEAD_MS = 5_000;
+const MAX_EXECUTION_ID_LENGTH = 128;
 
 /** The mutation's input as the resolver received it: the order id parsed, and kept as sent for messages. */
 export interface RecordFillInput {

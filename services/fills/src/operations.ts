@@ -103,7 +103,7 @@ function uuidOf(id: string): Uuid {
 }
 
 /** The row a kept fill is, as every read returns it. */
-export function appliedRowOf(fill: KeptFill): AppliedFillRow {
+function appliedRowOf(fill: KeptFill): AppliedFillRow {
   return {
     id: fill.id,
     account_id: fill.accountId,

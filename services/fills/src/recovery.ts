@@ -48,7 +48,7 @@ const batch = z.object({
   events: z.array(z.object({ accountId: uuid, type: z.literal('fill.recorded'), data: recordedFill })),
 });
 
-export function keptFillOfEvent(accountId: Uuid, data: z.output<typeof recordedFill>): KeptFill {
+function keptFillOfEvent(accountId: Uuid, data: z.output<typeof recordedFill>): KeptFill {
   return {
     id: data.id,
     accountId,

@@ -4,7 +4,7 @@ import type { Uuid } from '@ots/shared/ids';
 import { inKeysetOrder, type KeysetPosition } from '@ots/shared/pagination';
 import type { Liquidity, OrderSide } from './domain.ts';
 
-export type FillStatus = 'PENDING' | 'APPLIED';
+type FillStatus = 'PENDING' | 'APPLIED';
 
 export interface FillsDatabase {
   fills: {

@@ -6,38 +6,8 @@ import type { FillsLoaders } from './context.ts';
 import type { FillFilter as FillFilterInput, Resolvers } from './generated/resolvers-types.ts';
 import { recordFill } from './operations.ts';
 import { computePositions } from './positions.ts';
-import { listAppliedFills, type AppliedFillRow, type FillFilter } from './repository.ts';
-
-/** The parent of Fill's own resolvers. */
-export interface FillObject {
-  id: string;
-  orderSubmissionId: string;
-  executionId: string;
-  symbol: string;
-  side: string;
-  quantity: string;
-  price: string;
-  fee: string;
-  liquidity: string;
-  executedAt: Date;
-  recordedAt: Date;
-}
-
-function fillObject(row: AppliedFillRow): FillObject {
-  return {
-    id: row.id,
-    orderSubmissionId: row.order_submission_id,
-    executionId: row.execution_id,
-    symbol: row.symbol,
-    side: row.side,
-    quantity: row.quantity,
-    price: row.price,
-    fee: row.fee,
-    liquidity: row.liquidity,
-    executedAt: row.executed_at,
-    recordedAt: row.recorded_at,
-  };
-}
+import { fillObject, type FillObject } from './mappers.ts';
+import { listAppliedFills, type FillFilter } from './repository.ts';
 
 /** The tag of listFills' cursors: kept as first issued, so that cursors clients hold stay valid. */
 export const FILLS_ORDERING = 'fills.executedAt.desc';

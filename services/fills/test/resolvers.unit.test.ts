@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeKeysetCursor, encodeCursor } from '@ots/shared/pagination';
-import { FILLS_ORDERING, fillCursor, receiveFillFilter, type FillObject } from '../src/resolvers.ts';
+import type { FillObject } from '../src/mappers.ts';
+import { FILLS_ORDERING, fillCursor, receiveFillFilter } from '../src/resolvers.ts';
 
 const ID = '0190F5A2-0000-7000-8000-00000000000A';
 

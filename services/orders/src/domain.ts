@@ -25,7 +25,7 @@ export type TimeInForce = 'DAY' | 'GTC' | 'IOC' | 'FOK';
 export type OrderStatus = 'SUBMITTED' | 'PARTIALLY_FILLED' | 'FILLED' | 'CANCELLED' | 'REPLACED';
 export type StrategyStatus = 'ACTIVE' | 'PAUSED' | 'ARCHIVED';
 
-export const DEFAULT_TIME_IN_FORCE: TimeInForce = 'DAY';
+const DEFAULT_TIME_IN_FORCE: TimeInForce = 'DAY';
 
 const CLIENT_ORDER_ID = /^[A-Za-z0-9._:-]+$/;
 const CLIENT_ORDER_ID_MAX_LENGTH = 64;
@@ -354,7 +354,7 @@ export function remainingQuantity(order: Pick<FillState, 'status' | 'quantity' |
 }
 
 /** Open: takes any fill (SUBMITTED, PARTIALLY_FILLED). */
-export function isOpen(status: OrderStatus): boolean {
+function isOpen(status: OrderStatus): boolean {
   const rule = ORDER_TRANSITIONS[status].fill;
   return rule !== 'refused' && rule.takes === 'any';
 }

@@ -51,7 +51,7 @@ function decimalOrNull(value: string | null): Decimal | null {
   return value === null ? null : new Decimal(value);
 }
 
-export function draftOf(row: OrderRow): OrderDraft {
+function draftOf(row: OrderRow): OrderDraft {
   return {
     clientOrderId: row.client_order_id,
     strategyId: row.strategy_id,

@@ -4,18 +4,18 @@ import { parseUuid, receiveId, type ReceivedId } from '@ots/shared/ids';
 import { pageSize, type Connection } from '@ots/shared/pagination';
 import { DateTimeScalar, DecimalScalar } from '@ots/shared/scalars';
 import type { OrdersContext } from './context.ts';
-import { averageFillPrice, checkFill, normaliseFilter, positionAfter, remainingQuantity } from './domain.ts';
+import { checkFill, normaliseFilter, positionAfter } from './domain.ts';
 import type { OrderSubmissionFilter, OrderSubmissionOrder, Resolvers } from './generated/resolvers-types.ts';
 import {
   applyFill,
   cancelOrderSubmission,
   cancelOrderSubmissions,
   replaceOrderSubmission,
-  fillStateOf,
   listOrderSubmissions,
   submitOrder,
   type ListRequest,
 } from './operations.ts';
+import { orderView, type OrderView } from './mappers.ts';
 import type { OrderRow, RecordedFillRow } from './repository.ts';
 
 /**
@@ -43,37 +43,6 @@ export function listRequest(args: ListArguments): ListRequest {
   const filter = normaliseFilter(args.filter && { ...args.filter, strategyId: received(args.filter.strategyId) });
   return { filter, position, size };
 }
-
-/** The OrderSubmission object as the schema shows it. */
-function orderView(row: OrderRow) {
-  const fillState = fillStateOf(row);
-  return {
-    id: row.id,
-    clientOrderId: row.client_order_id,
-    // A reference the strategies subgraph resolves; orders only knows the id it stored.
-    strategy: row.strategy_id === null ? null : { __typename: 'Strategy' as const, id: row.strategy_id },
-    symbol: row.symbol,
-    side: row.side,
-    type: row.type,
-    timeInForce: row.time_in_force,
-    quantity: fillState.quantity,
-    limitPrice: row.limit_price === null ? null : new Decimal(row.limit_price),
-    stopPrice: row.stop_price === null ? null : new Decimal(row.stop_price),
-    status: row.status,
-    filledQuantity: fillState.filledQuantity,
-    remainingQuantity: remainingQuantity(fillState),
-    averageFillPrice: averageFillPrice(fillState),
-    submittedAt: row.submitted_at,
-    updatedAt: row.updated_at,
-    cancelledAt: row.cancelled_at,
-    replacedAt: row.replaced_at,
-    replacedBy: row.replaced_by,
-    replacesOrderSubmission: row.replaces_id,
-  };
-}
-
-/** The parent of OrderSubmission's own resolvers: every row becomes a GraphQL object through `orderView`. */
-export type OrderView = ReturnType<typeof orderView>;
 
 /** A fill as orders recorded it, for applyFill's answer to the fills subgraph. */
 function recordedFillView(fill: RecordedFillRow) {

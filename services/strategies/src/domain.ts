@@ -4,8 +4,8 @@ import { characterCount, mustBeLengthAtMost, mustBeLengthBetween, wrongState } f
 export type StrategyStatus = 'ACTIVE' | 'PAUSED' | 'ARCHIVED';
 export const STRATEGY_STATUSES: readonly StrategyStatus[] = ['ACTIVE', 'PAUSED', 'ARCHIVED'];
 
-export const MAX_NAME_LENGTH = 100;
-export const MAX_DESCRIPTION_LENGTH = 2000;
+const MAX_NAME_LENGTH = 100;
+const MAX_DESCRIPTION_LENGTH = 2000;
 
 // Control characters in a name are invisible in every list that shows it; lone surrogates cannot be
 // stored as UTF-8 without being silently replaced.

@@ -6,9 +6,9 @@ import { createHash, randomBytes } from 'node:crypto';
  * that depends on time takes `now` (milliseconds), so the tests drive the clock.
  */
 
-export const MIN_PASSWORD_LENGTH = 12;
+const MIN_PASSWORD_LENGTH = 12;
 /** Long enough for any passphrase or manager-made password; a bound keeps a request from making the hash chew megabytes. */
-export const MAX_PASSWORD_LENGTH = 256;
+const MAX_PASSWORD_LENGTH = 256;
 
 /** The contract's rule (at least 12 characters), counted in characters as a person counts them, not UTF-16 units. */
 export function passwordProblem(password: string): string | undefined {
@@ -61,8 +61,8 @@ export function isSessionLive(session: { createdAt: number; lastSeenAt: number }
 }
 
 export const SIGN_IN_WINDOW_MS = 15 * 60_000;
-export const SIGN_IN_FAILURES_PER_EMAIL = 10;
-export const SIGN_IN_FAILURES_PER_ADDRESS = 30;
+const SIGN_IN_FAILURES_PER_EMAIL = 10;
+const SIGN_IN_FAILURES_PER_ADDRESS = 30;
 
 export type SignInAllowance = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
@@ -103,7 +103,7 @@ export function keyStatus(key: { revokedAt: number | null; expiresAt: number | n
   return 'Active';
 }
 
-export const MAX_LABEL_LENGTH = 100;
+const MAX_LABEL_LENGTH = 100;
 
 
 export function labelProblem(label: string): string | undefined {
@@ -114,7 +114,6 @@ export function labelProblem(label: string): string | undefined {
 }
 
 export type ExpiryChoice = 'never' | '30d' | '90d' | 'date';
-export const EXPIRY_CHOICES: readonly ExpiryChoice[] = ['never', '30d', '90d', 'date'];
 const DAY_MS = 86_400_000;
 /** A key lives at most a century, as with the CLI. */
 const MAX_KEY_LIFETIME_MS = 36_500 * DAY_MS;

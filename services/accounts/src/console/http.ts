@@ -21,12 +21,12 @@ import { ConsoleError, SIGN_IN_REQUIRED, type ConsoleDeps, type RequestOrigin, t
  * cookie parsing, origin check and headers never touch `/graphql`.
  */
 
-export const SESSION_COOKIE = 'ots_session';
+const SESSION_COOKIE = 'ots_session';
 
 /** The front end's client-side routes: each is answered with its index.html. */
 export const CONSOLE_PAGES = ['/', '/sign-in', '/set-password', '/settings/api-keys', '/settings/security-log', '/settings/webhooks', '/explorer'] as const;
 
-export const DEFAULT_DIST_DIR = fileURLToPath(new URL('../../../../console/dist/', import.meta.url));
+const DEFAULT_DIST_DIR = fileURLToPath(new URL('../../../../console/dist/', import.meta.url));
 
 /**
  * Everything is served from this origin (no CDN, no inline script). Styles may only come from the

@@ -53,9 +53,9 @@ export class ConsoleError extends Error {
   }
 }
 
-export const SIGN_IN_FAILED = 'Email or password is incorrect';
+const SIGN_IN_FAILED = 'Email or password is incorrect';
 export const SIGN_IN_REQUIRED = 'Sign in required';
-export const LINK_INVALID = 'This link is invalid or has expired';
+const LINK_INVALID = 'This link is invalid or has expired';
 export const NOT_FOUND = 'Not found';
 
 export interface SessionView {
@@ -86,7 +86,7 @@ export interface KeyView {
   replacedByKeyId: string | null;
 }
 
-export function keyView(key: ApiKeyRow, now: number, replacesKeyId: string | null = null): KeyView {
+function keyView(key: ApiKeyRow, now: number, replacesKeyId: string | null = null): KeyView {
   return {
     id: key.id,
     label: key.name,
@@ -390,7 +390,7 @@ export async function revokeKey(deps: ConsoleDeps, session: Session, keyId: Rece
 
 // ---- The security log ---------------------------------------------------------------------------
 
-export const LOG_PAGE_SIZE = 50;
+const LOG_PAGE_SIZE = 50;
 
 function encodeLogCursor(event: SecurityEventRow): string {
   return Buffer.from(JSON.stringify([event.occurred_at.toISOString(), event.seq])).toString('base64url');

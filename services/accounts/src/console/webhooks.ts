@@ -29,7 +29,7 @@ export interface WebhooksLink {
   assertionTtlSeconds: number;
 }
 
-export interface WebhookDeliveryView {
+interface WebhookDeliveryView {
   id: string;
   eventId: string;
   eventType: string | null;
@@ -69,7 +69,7 @@ function endpointView(node: ConsoleEndpointFragment): WebhookEndpointView {
  * never name one (nor be taken for one by a subgraph that looks a key up); it also tells a log
  * reader which owner acted.
  */
-export function consoleApiKeyId(session: Session): string {
+function consoleApiKeyId(session: Session): string {
   return `console:${session.owner.id}`;
 }
 

@@ -1,0 +1,31 @@
+import { GraphQLError } from 'graphql';
+import type { Config } from '@ots/shared/config';
+import type { Logger } from '@ots/shared/logger';
+import type { Authentication, AuthorisedKey } from '../authentication.ts';
+import type { GatewayContext } from '../data-source.ts';
+import type { DEFAULT_STREAM_LIMITS, EndReason, EventStream } from './event-stream.ts';
+import type { StreamRegistry } from './registry.ts';
+import type { EventsArgs, streamSchema } from './schema.ts';
+
+/** What both transports need to open a stream for an authorised caller. */
+export interface StreamServices {
+  config: Config;
+  authentication: Authentication;
+  registry: StreamRegistry;
+  limits: typeof DEFAULT_STREAM_LIMITS;
+  schema: ReturnType<typeof streamSchema>;
+  logger: Logger;
+  /** Opens a stream for the caller, or throws FORBIDDEN without the `read` scope, TOO_MANY_STREAMS when its key holds `perKey` already. */
+  openStream(caller: GatewayContext['caller'], key: AuthorisedKey, args: EventsArgs, transport: StreamTransport): Promise<EventStream>;
+}
+
+interface StreamTransport {
+  /** A resume point sent by the transport itself (SSE's Last-Event-ID), over the operation's `after`. */
+  resumeFrom?: string | undefined;
+  hasRoom(stream: EventStream): boolean;
+  onEnd(reason: EndReason): void;
+}
+
+export function tooManyStreams(perKey: number): GraphQLError {
+  return new GraphQLError(`At most ${perKey} open streams per API key: close one first`, { extensions: { code: 'TOO_MANY_STREAMS', http: { status: 429 } } });
+}
