@@ -49,7 +49,8 @@ export function checkSubgraph(options: { service: ServiceName; sdl: string; othe
 /** Every subgraph's SDL but `service`'s: from a supergraph when one is given, else from the repository. */
 export function publishedSubgraphs(service: ServiceName, supergraphSdl: string | undefined): Map<string, string> {
   if (supergraphSdl !== undefined) {
-    const extracted = [...Supergraph.build(supergraphSdl).subgraphs()].filter((subgraph) => subgraph.name !== service);
+    // Reading the subgraphs out needs no feature support: the security features (requiresScopes) are the gateway's to enforce.
+    const extracted = [...Supergraph.build(supergraphSdl, { supportedFeatures: null }).subgraphs()].filter((subgraph) => subgraph.name !== service);
     return new Map(extracted.map((subgraph) => [subgraph.name, subgraph.toString()]));
   }
   return new Map(
