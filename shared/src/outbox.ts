@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { sql, type ColumnType, type Generated, type Kysely } from 'kysely';
 import { startLoop, type BackgroundLoop } from './background.ts';
 import { compiledStatement } from './compiled-statement.ts';
@@ -9,7 +9,7 @@ import { newId, type Uuid } from './ids.ts';
 import type { Config } from './config.ts';
 import type { Logger } from './logger.ts';
 import { outboxMetrics } from './metrics.ts';
-import { StandardWebhook } from './webhook-signature.ts';
+import { StandardWebhook, WebhookVerificationError } from './webhook-signature.ts';
 import type { ServiceDefinition, ServiceRuntime } from './service.ts';
 import type { BaseContext } from './subgraph-server.ts';
 
@@ -368,4 +368,43 @@ export class RequestsInFlight {
       });
     });
   }
+}
+
+/** A route that outbox relays post to (events' ingest, fills' recorded fills), and what it does with a verified body. */
+export interface RelayRoute {
+  path: string;
+  secret: string;
+  bodyLimit: number;
+  /** The 401's detail, naming which signature was wrong. */
+  refusal: string;
+  handle(body: unknown, text: string, reply: FastifyReply): Promise<unknown>;
+}
+
+/**
+ * Serves a relay route: the Standard Webhooks signature is checked over the exact bytes before
+ * `handle` sees the parsed body (401 otherwise; 400 for a body that is not JSON). Registered in a
+ * scope of its own so that its text parser leaves /graphql alone.
+ */
+export async function registerRelayRoute(app: FastifyInstance, route: RelayRoute): Promise<void> {
+  const webhook = new StandardWebhook(route.secret);
+  await app.register(async (scope) => {
+    scope.removeContentTypeParser('application/json');
+    scope.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: route.bodyLimit }, (_request, body, done) => done(null, body));
+    scope.post(route.path, async (request, reply) => {
+      const text = typeof request.body === 'string' ? request.body : '';
+      const header = (name: string) => String(request.headers[name] ?? '');
+      let body: unknown;
+      try {
+        body = webhook.verify(text, {
+          'webhook-id': header('webhook-id'),
+          'webhook-timestamp': header('webhook-timestamp'),
+          'webhook-signature': header('webhook-signature'),
+        });
+      } catch (error) {
+        if (error instanceof WebhookVerificationError) return reply.code(401).send({ detail: route.refusal });
+        return reply.code(400).send({ detail: 'The body is not JSON' });
+      }
+      return route.handle(body, text, reply);
+    });
+  });
 }

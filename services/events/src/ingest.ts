@@ -2,8 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { fail, ok, type Result } from '@ots/shared/errors';
 import { parseUuid, type Uuid } from '@ots/shared/ids';
-import { EVENT_TYPES, INGEST_PATH } from '@ots/shared/outbox';
-import { StandardWebhook, WebhookVerificationError } from '@ots/shared/webhook-signature';
+import { EVENT_TYPES, INGEST_PATH, registerRelayRoute } from '@ots/shared/outbox';
 import { ingestEvents, type EventsDb, type IncomingEvent } from './repository.ts';
 
 /** At most this many events per ingest request; relays send 100. */
@@ -22,35 +21,21 @@ export interface IngestDeps {
 
 /**
  * The route producers' outbox relays post to (shared/src/outbox.ts explains the authentication).
- * Registered in its own scope so that its raw-body parser (the signature covers the exact bytes)
- * leaves /graphql alone.
  */
 export async function registerIngestRoute(app: FastifyInstance, deps: IngestDeps): Promise<void> {
-  const webhook = new StandardWebhook(deps.secret);
-  await app.register(async (scope) => {
-    scope.removeContentTypeParser('application/json');
-    scope.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: INGEST_BODY_LIMIT }, (_request, body, done) => done(null, body));
-    scope.post(INGEST_PATH, async (request, reply) => {
-      const body = typeof request.body === 'string' ? request.body : '';
-      const header = (name: string) => String(request.headers[name] ?? '');
-      let parsedBody: unknown;
-      try {
-        parsedBody = webhook.verify(body, {
-          'webhook-id': header('webhook-id'),
-          'webhook-timestamp': header('webhook-timestamp'),
-          'webhook-signature': header('webhook-signature'),
-        });
-      } catch (error) {
-        if (error instanceof WebhookVerificationError) return reply.code(401).send({ detail: 'Invalid ingest signature' });
-        return reply.code(400).send({ detail: 'The body is not JSON' });
-      }
+  await registerRelayRoute(app, {
+    path: INGEST_PATH,
+    secret: deps.secret,
+    bodyLimit: INGEST_BODY_LIMIT,
+    refusal: 'Invalid ingest signature',
+    handle: async (parsedBody, body, reply) => {
       const batch = parseIngestBatch(parsedBody);
       if (!batch.ok) return reply.code(400).send({ detail: batch.error.message });
       // Checked, the batch is stored from the text that was signed and parsed.
       const { accepted, queued } = await ingestEvents(deps.db, body, deps.now());
       if (queued > 0) deps.onQueued();
       return reply.send({ accepted });
-    });
+    },
   });
 }
 

@@ -1,9 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { parseUuid, type Uuid } from '@ots/shared/ids';
-import { RECORDED_FILLS_PATH, requireIngestSecret } from '@ots/shared/outbox';
+import { RECORDED_FILLS_PATH, registerRelayRoute, requireIngestSecret } from '@ots/shared/outbox';
 import type { ServiceRuntime } from '@ots/shared/service';
-import { StandardWebhook, WebhookVerificationError } from '@ots/shared/webhook-signature';
 import { keepFills, type FillsDatabase, type KeptFill } from './repository.ts';
 
 /**
@@ -67,32 +66,19 @@ function keptFillOfEvent(accountId: Uuid, data: z.output<typeof recordedFill>): 
 }
 
 export async function registerRecoveryRoute(app: FastifyInstance, runtime: ServiceRuntime<FillsDatabase>): Promise<void> {
-  const webhook = new StandardWebhook(requireIngestSecret(runtime.config));
-  await app.register(async (scope) => {
-    // The signature covers the exact bytes: the body is kept as text until it is verified.
-    scope.removeContentTypeParser('application/json');
-    scope.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: BODY_LIMIT }, (_request, body, done) => done(null, body));
-    scope.post(RECORDED_FILLS_PATH, async (request, reply) => {
-      const body = typeof request.body === 'string' ? request.body : '';
-      const header = (name: string) => String(request.headers[name] ?? '');
-      let parsedBody: unknown;
-      try {
-        parsedBody = webhook.verify(body, {
-          'webhook-id': header('webhook-id'),
-          'webhook-timestamp': header('webhook-timestamp'),
-          'webhook-signature': header('webhook-signature'),
-        });
-      } catch (error) {
-        if (error instanceof WebhookVerificationError) return reply.code(401).send({ detail: 'Invalid relay signature' });
-        return reply.code(400).send({ detail: 'The body is not JSON' });
-      }
-      const parsed = batch.safeParse(parsedBody);
+  await registerRelayRoute(app, {
+    path: RECORDED_FILLS_PATH,
+    secret: requireIngestSecret(runtime.config),
+    bodyLimit: BODY_LIMIT,
+    refusal: 'Invalid relay signature',
+    handle: async (body, _text, reply) => {
+      const parsed = batch.safeParse(body);
       if (!parsed.success) return reply.code(400).send({ detail: 'events must be fill.recorded events as orders records them' });
       await keepFills(
         runtime.db,
         parsed.data.events.map((event) => keptFillOfEvent(event.accountId, event.data)),
       );
       return reply.send({ kept: parsed.data.events.length });
-    });
+    },
   });
 }
