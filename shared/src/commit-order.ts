@@ -1,6 +1,5 @@
 import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
-import { parseUuid, type Uuid } from './ids.ts';
-import { decodeCursor, encodeCursor, foreignCursor } from './pagination.ts';
+import type { Uuid } from './ids.ts';
 
 /**
  * A commit-ordered feed: a table a client pages forward through, from its last cursor, and never
@@ -99,25 +98,6 @@ export async function readFeedHorizon(db: Kysely<unknown>): Promise<string> {
 /** The position just before everything a transaction at or above `horizon` writes: the feed's end, as of that horizon. */
 export function feedEndAt(horizon: string): FeedPosition {
   return { xid: horizon, id: '00000000-0000-0000-0000-000000000000' as Uuid };
-}
-
-const XID8 = /^(0|[1-9][0-9]{0,19})$/;
-
-/**
- * Opaque cursors, tagged with the feed's name so that a cursor of another list or ordering is
- * refused rather than mis-paging; an edited xid or id is refused before it reaches Postgres.
- */
-export function encodeFeedCursor(feed: string, position: FeedPosition): string {
-  return encodeCursor(feed, [position.xid, position.id]);
-}
-
-export function decodeFeedCursor(feed: string, cursor: string | null | undefined): FeedPosition | undefined {
-  const keys = decodeCursor(cursor, feed, 2);
-  if (!keys) return undefined;
-  const [xid, sentId] = keys as [string, string];
-  const id = parseUuid(sentId);
-  if (!XID8.test(xid) || BigInt(xid) >= 2n ** 64n || !id) foreignCursor();
-  return { xid, id };
 }
 
 export interface CommitOrderTable {

@@ -1,22 +1,22 @@
 import type { Uuid } from '@ots/shared/ids';
 import { loaderById } from '@ots/shared/loaders';
 import type { BaseContext } from '@ots/shared/subgraph-server';
-import type { EventCursors } from './cursors.ts';
+import type { SealedFeedCursors } from '@ots/shared/sealed-cursors';
 import { findEndpointsByIds, findEventsByIds, type EndpointRow, type EventRow, type EventsDb } from './repository.ts';
 
 export interface EventsContext extends BaseContext {
   db: EventsDb;
   production: boolean;
   secretKey: Buffer;
-  /** Seals and opens the feed's cursors (cursors.ts). */
-  cursors: EventCursors;
+  /** Seals and opens the feed's cursors (shared/src/sealed-cursors.ts). */
+  cursors: SealedFeedCursors;
   now(): Date;
   /** Per request and scoped to the caller's account. */
   eventById: ReturnType<typeof loaderById<EventRow, Uuid>>;
   endpointById: ReturnType<typeof loaderById<EndpointRow, Uuid>>;
 }
 
-export function createEventsContext(base: BaseContext, deps: { db: EventsDb; production: boolean; secretKey: Buffer; cursors: EventCursors; now(): Date }): EventsContext {
+export function createEventsContext(base: BaseContext, deps: { db: EventsDb; production: boolean; secretKey: Buffer; cursors: SealedFeedCursors; now(): Date }): EventsContext {
   const accountId = base.caller.accountId;
   return {
     ...base,

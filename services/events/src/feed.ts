@@ -5,7 +5,7 @@ import type { z } from 'zod';
 import { badUserInput } from '@ots/shared/errors';
 import type { EventFeedAnswer, eventFeedRoute } from '@ots/shared/event-feed';
 import type { EventsContext } from './context.ts';
-import type { EventCursors } from './cursors.ts';
+import type { SealedFeedCursors } from '@ots/shared/sealed-cursors';
 import { countEventsAfter, listEvents, type EventRow, type EventsDb } from './repository.ts';
 import { eventTypesOf } from './domain.ts';
 
@@ -33,7 +33,7 @@ export interface FeedPage {
   endCursor: string;
 }
 
-export async function readFeed(db: EventsDb, cursors: EventCursors, request: FeedRequest): Promise<FeedPage> {
+export async function readFeed(db: EventsDb, cursors: SealedFeedCursors, request: FeedRequest): Promise<FeedPage> {
   const after = cursors.decode(request.accountId, request.after);
   const query = { types: request.types, occurredAfter: request.occurredAfter, limit: request.size + 1 };
   if (after) return page(await listEvents(db, request.accountId, { ...query, after }), request, cursors, request.after!);
@@ -45,7 +45,7 @@ export async function readFeed(db: EventsDb, cursors: EventCursors, request: Fee
   return page(await listEvents(db, request.accountId, { ...query, after: undefined, horizon }), request, cursors, end);
 }
 
-function page(rows: readonly EventRow[], request: FeedRequest, cursors: EventCursors, whenEmpty: string): FeedPage {
+function page(rows: readonly EventRow[], request: FeedRequest, cursors: SealedFeedCursors, whenEmpty: string): FeedPage {
   const edges = rows.slice(0, request.size).map((node) => ({ cursor: cursors.encode(request.accountId, positionOf(node)), node }));
   return { edges, hasNextPage: rows.length > request.size, endCursor: edges.at(-1)?.cursor ?? whenEmpty };
 }

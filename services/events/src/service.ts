@@ -8,7 +8,7 @@ import { startDispatcher, startRetentionCleanup, systemClock, type Clock } from 
 import { registerIngestRoute } from './ingest.ts';
 import type { EventsDatabase } from './repository.ts';
 import { createEventsContext, type EventsContext } from './context.ts';
-import { EventCursors } from './cursors.ts';
+import { SealedFeedCursors } from '@ots/shared/sealed-cursors';
 import { resolvers } from './resolvers.ts';
 import { streamFeed } from './feed.ts';
 import { eventFeedRoute } from '@ots/shared/event-feed';
@@ -20,15 +20,18 @@ interface EventsServiceOptions {
   random?: () => number;
 }
 
+/** Kept as first released: cursors that clients stored keep opening after an upgrade. */
+const EVENT_FEED_CURSORS = { feed: 'events:commit_order', keyInfo: 'event feed cursors v1' };
+
 function createEventsService(options: EventsServiceOptions = {}): ServiceDefinition<EventsDatabase, EventsContext> {
   const clock = options.clock ?? systemClock;
   const random = options.random ?? Math.random;
   // The ingest route wakes the dispatcher of the same running service.
   const dispatchers = new WeakMap<ServiceRuntime<EventsDatabase>, BackgroundLoop>();
-  const cursors = new WeakMap<ServiceRuntime<EventsDatabase>, EventCursors>();
+  const cursors = new WeakMap<ServiceRuntime<EventsDatabase>, SealedFeedCursors>();
   const cursorsOf = (runtime: ServiceRuntime<EventsDatabase>) => {
     let known = cursors.get(runtime);
-    if (!known) cursors.set(runtime, (known = new EventCursors(requireSecretKey(runtime.config))));
+    if (!known) cursors.set(runtime, (known = new SealedFeedCursors(requireSecretKey(runtime.config), EVENT_FEED_CURSORS)));
     return known;
   };
   return {

@@ -1,6 +1,7 @@
 import type { Uuid } from '@ots/shared/ids';
 import { loaderById } from '@ots/shared/loaders';
 import type { Connection } from '@ots/shared/pagination';
+import type { AccountFeedCursors, SealedFeedCursors } from '@ots/shared/sealed-cursors';
 import type { ServiceRuntime } from '@ots/shared/service';
 import type { BaseContext } from '@ots/shared/subgraph-server';
 import { strategyOrdersLoaders, type ListRequest, type OrdersScope } from './operations.ts';
@@ -12,13 +13,15 @@ export interface OrdersContext extends BaseContext {
   /** The caller's rows: every use case runs in it. */
   scope: OrdersScope;
   lookupStrategy: StrategyLookup;
+  /** The `UPDATED_AT_ASC` sync's cursors, sealed to the caller's account. */
+  syncCursors: AccountFeedCursors;
   /** Per request: every order the response needs is read in one query. */
   orderById: { load(id: Uuid): Promise<OrderRow | null> };
   /** Per request: the orders of every strategy in the response, one query per distinct arguments. */
   strategyOrders(strategyId: Uuid | undefined, request: ListRequest): Promise<Connection<OrderRow>>;
 }
 
-export function createOrdersContext(base: BaseContext, { db, config }: ServiceRuntime<OrdersDatabase>): OrdersContext {
+export function createOrdersContext(base: BaseContext, { db, config }: ServiceRuntime<OrdersDatabase>, syncCursors: SealedFeedCursors): OrdersContext {
   const scope: OrdersScope = { db, accountId: base.caller.accountId };
   return {
     ...base,
@@ -32,6 +35,7 @@ export function createOrdersContext(base: BaseContext, { db, config }: ServiceRu
       assertion: base.assertion,
       requestId: base.requestId,
     }),
+    syncCursors: syncCursors.forAccount(scope.accountId),
     orderById: loaderById<OrderRow, Uuid>((ids) => findOrders(db, scope.accountId, ids)),
     strategyOrders: strategyOrdersLoaders(scope),
   };

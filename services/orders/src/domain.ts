@@ -1,5 +1,6 @@
 import { Decimal, roundDerived } from '@ots/shared/decimal';
-import { decodeFeedCursor, encodeFeedCursor, type FeedPosition } from '@ots/shared/commit-order';
+import type { FeedPosition } from '@ots/shared/commit-order';
+import type { AccountFeedCursors } from '@ots/shared/sealed-cursors';
 import { fail, ok, payloadError, type PayloadError, type Result } from '@ots/shared/errors';
 import type { ReceivedId, Uuid } from '@ots/shared/ids';
 import {
@@ -432,14 +433,18 @@ export interface ListedOrder {
   commit_xid: string;
 }
 
-/** The cursors carry the ordering's name, so a cursor of one ordering is refused by the other. */
-export function cursorOf(orderBy: OrderSubmissionOrder, row: ListedOrder): string {
-  if (orderBy === 'UPDATED_AT_ASC') return encodeFeedCursor(orderBy, { xid: row.commit_xid, id: row.id });
+/**
+ * The cursors carry the ordering's name, so a cursor of one ordering is refused by the other. The
+ * sync's are sealed to the account (shared/src/sealed-cursors.ts): its position is a server-wide
+ * transaction id.
+ */
+export function cursorOf(orderBy: OrderSubmissionOrder, row: ListedOrder, sync: AccountFeedCursors): string {
+  if (orderBy === 'UPDATED_AT_ASC') return sync.encode({ xid: row.commit_xid, id: row.id });
   return encodeKeysetCursor(orderBy, { at: row.submitted_at, id: row.id });
 }
 
-/** The position `after` names under `orderBy`; a cursor of another list, ordering or with edited keys is a BAD_USER_INPUT. */
-export function positionAfter(orderBy: OrderSubmissionOrder, after: string | null | undefined): ListPosition {
-  if (orderBy === 'UPDATED_AT_ASC') return { orderBy, after: decodeFeedCursor(orderBy, after) };
+/** The position `after` names under `orderBy`; a cursor of another list, ordering or account, or with edited keys, is a BAD_USER_INPUT. */
+export function positionAfter(orderBy: OrderSubmissionOrder, after: string | null | undefined, sync: AccountFeedCursors): ListPosition {
+  if (orderBy === 'UPDATED_AT_ASC') return { orderBy, after: sync.decode(after) };
   return { orderBy, after: decodeKeysetCursor(orderBy, after) };
 }

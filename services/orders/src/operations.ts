@@ -5,7 +5,8 @@ import { notFoundInAccount } from '@ots/shared/messages';
 import { loaderOfGroups } from '@ots/shared/loaders';
 import type { EventType } from '@ots/shared/outbox';
 import { toConnection, type Connection } from '@ots/shared/pagination';
-import { encodeFeedCursor, feedEndAt, readFeedHorizon } from '@ots/shared/commit-order';
+import { feedEndAt, readFeedHorizon } from '@ots/shared/commit-order';
+import type { AccountFeedCursors } from '@ots/shared/sealed-cursors';
 import type { Kysely } from 'kysely';
 import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
 import {
@@ -437,6 +438,8 @@ export interface ListRequest {
   filter: OrderFilter | undefined;
   position: ListPosition;
   size: number;
+  /** Seals the sync's cursors to the caller's account. */
+  syncCursors: AccountFeedCursors;
 }
 
 function pageOf(request: ListRequest): OrderPage | undefined {
@@ -444,7 +447,7 @@ function pageOf(request: ListRequest): OrderPage | undefined {
 }
 
 function connectionOf(rows: readonly OrderRow[], request: ListRequest): Connection<OrderRow> {
-  return toConnection(rows, request.size, (row) => cursorOf(request.position.orderBy, row));
+  return toConnection(rows, request.size, (row) => cursorOf(request.position.orderBy, row, request.syncCursors));
 }
 
 export async function listOrderSubmissions({ db, accountId }: OrdersScope, request: ListRequest): Promise<Connection<OrderRow>> {
@@ -458,7 +461,7 @@ export async function listOrderSubmissions({ db, accountId }: OrdersScope, reque
   const rows = page ? await repository.listOrders(db, accountId, { ...page, ...(horizon === undefined ? {} : { horizon }) }) : [];
   const connection = connectionOf(rows, request);
   const stayed = position.after ?? feedEndAt(horizon!);
-  return { ...connection, pageInfo: { ...connection.pageInfo, endCursor: connection.pageInfo.endCursor ?? encodeFeedCursor('UPDATED_AT_ASC', stayed) } };
+  return { ...connection, pageInfo: { ...connection.pageInfo, endCursor: connection.pageInfo.endCursor ?? request.syncCursors.encode(stayed) } };
 }
 
 /**

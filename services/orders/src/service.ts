@@ -1,20 +1,38 @@
-import { outboxRelay, RECORDED_FILLS_PATH } from '@ots/shared/outbox';
-import type { ServiceDefinition } from '@ots/shared/service';
+import { outboxRelay, RECORDED_FILLS_PATH, requireIngestSecret } from '@ots/shared/outbox';
+import { SealedFeedCursors } from '@ots/shared/sealed-cursors';
+import type { ServiceDefinition, ServiceRuntime } from '@ots/shared/service';
 import { loadTypeDefs } from '@ots/shared/subgraph-server';
 import { migrations, SCHEMA } from '../migrations/index.ts';
 import { createOrdersContext, type OrdersContext } from './context.ts';
 import type { OrdersDatabase } from './repository.ts';
 import { resolvers } from './resolvers.ts';
 
-export const ordersService: ServiceDefinition<OrdersDatabase, OrdersContext> = {
-  name: 'orders',
-  schema: SCHEMA,
-  migrations,
-  typeDefs: loadTypeDefs(new URL('../schema.graphql', import.meta.url)),
-  resolvers,
-  createContext: createOrdersContext,
-  // The fills orders records reach the fills subgraph through the outbox too: recordFill's recovery path.
-  ...outboxRelay<OrdersDatabase, OrdersContext>((config) => [
-    { types: ['fill.recorded'], url: () => new URL(RECORDED_FILLS_PATH, config.subgraphUrls.fills) },
-  ]),
-};
+/**
+ * The sync's cursors are sealed under a key derived from the ingest secret: every orders replica
+ * already holds it (its relay signs with it), so no new secret has to reach them, and the
+ * derivation's label keeps the two uses apart.
+ */
+const SYNC_CURSORS = { feed: 'orders:UPDATED_AT_ASC', keyInfo: 'order sync cursors v1' };
+
+function createOrdersService(): ServiceDefinition<OrdersDatabase, OrdersContext> {
+  const syncCursors = new WeakMap<ServiceRuntime<OrdersDatabase>, SealedFeedCursors>();
+  const syncCursorsOf = (runtime: ServiceRuntime<OrdersDatabase>) => {
+    let known = syncCursors.get(runtime);
+    if (!known) syncCursors.set(runtime, (known = new SealedFeedCursors(Buffer.from(requireIngestSecret(runtime.config), 'utf8'), SYNC_CURSORS)));
+    return known;
+  };
+  return {
+    name: 'orders',
+    schema: SCHEMA,
+    migrations,
+    typeDefs: loadTypeDefs(new URL('../schema.graphql', import.meta.url)),
+    resolvers,
+    createContext: (base, runtime) => createOrdersContext(base, runtime, syncCursorsOf(runtime)),
+    // The fills orders records reach the fills subgraph through the outbox too: recordFill's recovery path.
+    ...outboxRelay<OrdersDatabase, OrdersContext>((config) => [
+      { types: ['fill.recorded'], url: () => new URL(RECORDED_FILLS_PATH, config.subgraphUrls.fills) },
+    ]),
+  };
+}
+
+export const ordersService = createOrdersService();

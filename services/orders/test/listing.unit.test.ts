@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { GraphQLError } from 'graphql';
 import { parseUuid, receiveId } from '@ots/shared/ids';
 import { encodeCursor } from '@ots/shared/pagination';
+import { SealedFeedCursors } from '@ots/shared/sealed-cursors';
 import { cursorOf, normaliseFilter, positionAfter } from '../src/domain.ts';
 
 const row = {
@@ -9,6 +10,8 @@ const row = {
   submitted_at: new Date('2026-11-21T14:03:07.120Z'),
   commit_xid: '73219',
 };
+const cursorSeal = new SealedFeedCursors(Buffer.from('the test secret, long enough to seal', 'utf8'), { feed: 'orders', keyInfo: 'test' });
+const sync = cursorSeal.forAccount('0190f5a2-0000-7000-8000-0000000000aa');
 
 function badInput(run: () => unknown): GraphQLError {
   try {
@@ -23,26 +26,33 @@ function badInput(run: () => unknown): GraphQLError {
 
 describe('cursors', () => {
   it('round-trip the sort position of each ordering: submission time to the millisecond, commit position exactly', () => {
-    expect(positionAfter('SUBMITTED_AT_DESC', cursorOf('SUBMITTED_AT_DESC', row))).toEqual({
+    expect(positionAfter('SUBMITTED_AT_DESC', cursorOf('SUBMITTED_AT_DESC', row, sync), sync)).toEqual({
       orderBy: 'SUBMITTED_AT_DESC',
       after: { at: row.submitted_at, id: row.id },
     });
-    expect(positionAfter('UPDATED_AT_ASC', cursorOf('UPDATED_AT_ASC', row))).toEqual({ orderBy: 'UPDATED_AT_ASC', after: { xid: row.commit_xid, id: row.id } });
+    expect(positionAfter('UPDATED_AT_ASC', cursorOf('UPDATED_AT_ASC', row, sync), sync)).toEqual({ orderBy: 'UPDATED_AT_ASC', after: { xid: row.commit_xid, id: row.id } });
   });
 
   it('are opaque: no timestamp or id readable in the text', () => {
-    const cursor = cursorOf('SUBMITTED_AT_DESC', row);
+    const cursor = cursorOf('SUBMITTED_AT_DESC', row, sync);
     expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
     expect(cursor).not.toContain(row.id);
   });
 
+  it("of the sync show no commit position and are refused by another account", () => {
+    const cursor = cursorOf('UPDATED_AT_ASC', row, sync);
+    expect(Buffer.from(cursor, 'base64url').toString('latin1')).not.toContain(row.commit_xid);
+    const otherAccount = cursorSeal.forAccount('0190f5a2-0000-7000-8000-0000000000bb');
+    expect(badInput(() => positionAfter('UPDATED_AT_ASC', cursor, otherAccount)).extensions.argumentName).toBe('after');
+  });
+
   it('mean no position when absent', () => {
-    expect(positionAfter('SUBMITTED_AT_DESC', undefined)).toEqual({ orderBy: 'SUBMITTED_AT_DESC', after: undefined });
-    expect(positionAfter('UPDATED_AT_ASC', null)).toEqual({ orderBy: 'UPDATED_AT_ASC', after: undefined });
+    expect(positionAfter('SUBMITTED_AT_DESC', undefined, sync)).toEqual({ orderBy: 'SUBMITTED_AT_DESC', after: undefined });
+    expect(positionAfter('UPDATED_AT_ASC', null, sync)).toEqual({ orderBy: 'UPDATED_AT_ASC', after: undefined });
   });
 
   it('of one ordering are refused by the other', () => {
-    const error = badInput(() => positionAfter('UPDATED_AT_ASC', cursorOf('SUBMITTED_AT_DESC', row)));
+    const error = badInput(() => positionAfter('UPDATED_AT_ASC', cursorOf('SUBMITTED_AT_DESC', row, sync), sync));
     expect(error.extensions.argumentName).toBe('after');
   });
 
@@ -53,7 +63,7 @@ describe('cursors', () => {
     ['a time outside the ISO form', encodeCursor('SUBMITTED_AT_DESC', ['2026-11-21', row.id])],
     ['a missing key', encodeCursor('SUBMITTED_AT_DESC', [row.id])],
   ])('holding %s are refused with BAD_USER_INPUT', (_case, cursor) => {
-    badInput(() => positionAfter('SUBMITTED_AT_DESC', cursor));
+    badInput(() => positionAfter('SUBMITTED_AT_DESC', cursor, sync));
   });
 
   it.each([
@@ -61,7 +71,7 @@ describe('cursors', () => {
     ['an edited commit position', encodeCursor('UPDATED_AT_ASC', ['1 or 1=1', row.id])],
     ['an edited id', encodeCursor('UPDATED_AT_ASC', ['73219', 'x'])],
   ])('of the sync holding %s are refused with BAD_USER_INPUT', (_case, cursor) => {
-    badInput(() => positionAfter('UPDATED_AT_ASC', cursor));
+    badInput(() => positionAfter('UPDATED_AT_ASC', cursor, sync));
   });
 });
 

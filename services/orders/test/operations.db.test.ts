@@ -19,6 +19,7 @@ import {
 import { SCHEMA } from '../migrations/index.ts';
 import { findOrder, markCancelled, type OrderRow, type OrdersDatabase, type OrdersDb } from '../src/repository.ts';
 import { listRequest } from '../src/resolvers.ts';
+import { SealedFeedCursors } from '@ots/shared/sealed-cursors';
 import type { StrategyLookup } from '../src/strategy-lookup.ts';
 import { someAccount, useOrdersDatabase } from './database.ts';
 
@@ -30,6 +31,7 @@ import { someAccount, useOrdersDatabase } from './database.ts';
 const { db, url } = await useOrdersDatabase();
 
 const d = (value: string) => new Decimal(value);
+const syncCursors = new SealedFeedCursors(Buffer.from('the test secret, long enough to seal', 'utf8'), { feed: 'orders', keyInfo: 'test' });
 
 function limitOrder(overrides: Partial<SubmitOrderRequest> = {}): SubmitOrderRequest {
   return { symbol: 'AAPL', side: 'BUY', type: 'LIMIT', quantity: d('10'), limitPrice: d('187.25'), ...overrides };
@@ -390,7 +392,7 @@ const cancelIn = (trx: OrdersDb, order: OrderRow) =>
 async function syncFrom(accountId: string, cursor: string | null) {
   const rows: OrderRow[] = [];
   for (;;) {
-    const page = await listOrderSubmissions({ db, accountId }, listRequest({ orderBy: 'UPDATED_AT_ASC', first: 7, after: cursor }));
+    const page = await listOrderSubmissions({ db, accountId }, listRequest({ orderBy: 'UPDATED_AT_ASC', first: 7, after: cursor }, syncCursors.forAccount(accountId)));
     rows.push(...page.nodes);
     cursor = page.pageInfo.endCursor ?? cursor;
     if (!page.pageInfo.hasNextPage) return { rows, cursor };
@@ -496,7 +498,7 @@ describe('the incremental sync (UPDATED_AT_ASC, paged by commit order)', () => {
     const first = await submitted(accountId);
     const second = await submitted(accountId);
     await expect
-      .poll(async () => (await listOrderSubmissions({ db, accountId }, listRequest({ orderBy: 'UPDATED_AT_ASC', filter: { updatedAfter: first.updated_at } }))).nodes.map((row) => row.id))
+      .poll(async () => (await listOrderSubmissions({ db, accountId }, listRequest({ orderBy: 'UPDATED_AT_ASC', filter: { updatedAfter: first.updated_at } }, syncCursors.forAccount(accountId)))).nodes.map((row) => row.id))
       .toEqual(second.updated_at > first.updated_at ? [second.id] : []);
   });
 

@@ -76,11 +76,11 @@ describe('per-request loaders', () => {
     const counter = counting(db);
     const context = contextFor(accountId, counter.db);
     const [page1, page2, page3, page4, all1] = await Promise.all([
-      context.strategyOrders(s1, listRequest({ first: 2 })),
-      context.strategyOrders(s2, listRequest({ first: 2 })),
-      context.strategyOrders(s3, listRequest({ first: 2 })),
-      context.strategyOrders(s4, listRequest({ first: 2 })),
-      context.strategyOrders(s1, listRequest({ first: 10 })),
+      context.strategyOrders(s1, listRequest({ first: 2 }, context.syncCursors)),
+      context.strategyOrders(s2, listRequest({ first: 2 }, context.syncCursors)),
+      context.strategyOrders(s3, listRequest({ first: 2 }, context.syncCursors)),
+      context.strategyOrders(s4, listRequest({ first: 2 }, context.syncCursors)),
+      context.strategyOrders(s1, listRequest({ first: 10 }, context.syncCursors)),
     ]);
     expect(counter.count()).toBe(2);
     expect(page1.nodes.map((row) => row.id)).toEqual([ofS1[2]!.id, ofS1[1]!.id]);
@@ -92,7 +92,7 @@ describe('per-request loaders', () => {
     expect(page4.nodes).toEqual([]);
     expect(all1.nodes).toHaveLength(3);
 
-    const next = await context.strategyOrders(s1, listRequest({ first: 2, after: page1.pageInfo.endCursor }));
+    const next = await context.strategyOrders(s1, listRequest({ first: 2, after: page1.pageInfo.endCursor }, context.syncCursors));
     expect(next.nodes.map((row) => row.id)).toEqual([ofS1[0]!.id]);
   });
 });
@@ -153,8 +153,9 @@ describe('query plans on a table of many accounts', () => {
 
   for (const orderBy of orderings) {
     it.each(filters)(`listOrderSubmissions ${orderBy} by %s reads only the account's index entries`, async (_name, filter) => {
+      const sync = contextFor(accountId, db).syncCursors;
       const lastRow = { id: parseUuid('00000000-0000-4000-8000-000000000000')!, submitted_at: new Date('2026-01-01T10:00:00Z'), commit_xid: '1000' };
-      const pages = [positionAfter(orderBy, null), positionAfter(orderBy, cursorOf(orderBy, lastRow))].map((position) => ({ ...position, filter, limit: 51 }));
+      const pages = [positionAfter(orderBy, null, sync), positionAfter(orderBy, cursorOf(orderBy, lastRow, sync), sync)].map((position) => ({ ...position, filter, limit: 51 }));
       for (const page of pages) {
         expectAccountIndexesOnly(await explainer.plansOf((handle) => repository.listOrders(handle, accountId, page)), 'order_submissions');
       }

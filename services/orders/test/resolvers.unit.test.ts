@@ -33,6 +33,7 @@ function edge(strategyStatus: StrategyStatus = 'PAUSED') {
       asked.push(strategyId);
       return strategyStatus;
     },
+    syncCursors: { encode: () => untouched('the sync cursors'), decode: () => untouched('the sync cursors') },
     orderById: { load: () => untouched('the order loader') },
     strategyOrders: strategyOrdersLoaders(scope),
   };
