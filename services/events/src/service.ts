@@ -20,13 +20,13 @@ interface EventsServiceOptions {
   random?: () => number;
 }
 
-function createEventsService(options: EventsServiceOptions = {}): ServiceDefinition<EventsDatabase, EventsContext> {
+function createEventsService(options: EventsServiceOptions = {}): ServiceDefinition<EventsDatabase, EventsContext, 'events'> {
   const clock = options.clock ?? systemClock;
   const random = options.random ?? Math.random;
   // The ingest route wakes the dispatcher of the same running service.
-  const dispatchers = new WeakMap<ServiceRuntime<EventsDatabase>, BackgroundLoop>();
-  const cursors = new WeakMap<ServiceRuntime<EventsDatabase>, EventCursors>();
-  const cursorsOf = (runtime: ServiceRuntime<EventsDatabase>) => {
+  const dispatchers = new WeakMap<ServiceRuntime<EventsDatabase, 'events'>, BackgroundLoop>();
+  const cursors = new WeakMap<ServiceRuntime<EventsDatabase, 'events'>, EventCursors>();
+  const cursorsOf = (runtime: ServiceRuntime<EventsDatabase, 'events'>) => {
     let known = cursors.get(runtime);
     if (!known) cursors.set(runtime, (known = new EventCursors(requireSecretKey(runtime.config))));
     return known;

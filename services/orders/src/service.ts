@@ -6,7 +6,7 @@ import { createOrdersContext, type OrdersContext } from './context.ts';
 import type { OrdersDatabase } from './repository.ts';
 import { resolvers } from './resolvers.ts';
 
-export const ordersService: ServiceDefinition<OrdersDatabase, OrdersContext> = {
+export const ordersService: ServiceDefinition<OrdersDatabase, OrdersContext, 'orders'> = {
   name: 'orders',
   schema: SCHEMA,
   migrations,
