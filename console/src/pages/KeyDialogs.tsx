@@ -2,7 +2,7 @@ import { useState } from 'react';
 import type { ApiKey, ExpiryChoice } from '../api.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
 import { Dialog, FormActions } from '../components/Dialog.tsx';
-import { Field } from '../components/Field.tsx';
+import { ChoiceSelect, Field } from '../components/Field.tsx';
 import { GraceDialog } from '../components/GraceDialog.tsx';
 import { useFormSubmission } from '../components/useFormSubmission.ts';
 import { NewKeyReveal } from '../components/NewKeyReveal.tsx';
@@ -105,15 +105,7 @@ export function CreateKeyDialog({ onClose, onCreated }: { onClose(): void; onCre
           {(props) => <input {...props} type="text" autoComplete="off" value={label} onChange={(event) => setLabel(event.target.value)} />}
         </Field>
         <Field label="Expires" error={errors.expires}>
-          {(props) => (
-            <select {...props} value={expires} onChange={(event) => setExpires(event.target.value as ExpiryChoice)}>
-              {EXPIRY_CHOICES.map((choice) => (
-                <option key={choice.value} value={choice.value}>
-                  {choice.label}
-                </option>
-              ))}
-            </select>
-          )}
+          {(props) => <ChoiceSelect control={props} choices={EXPIRY_CHOICES} value={expires} onChange={setExpires} />}
         </Field>
         {expires === 'date' && (
           <Field label="Expiry date" hint="The key works through the end of this day (UTC)." error={errors.expiresOn}>
