@@ -48,14 +48,13 @@ export class ApiError extends Error {
   }
 }
 
-let onSignedOut: () => void = () => {};
-
-/** Called when a signed-in request is answered 401: the session ended (idle, absolute, elsewhere). */
-export function whenSignedOut(listener: () => void): void {
-  onSignedOut = listener;
-}
-
-async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown, options: { signedIn?: boolean } = {}): Promise<T> {
+async function call<T>(
+  onSignedOut: () => void,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+  options: { signedIn?: boolean } = {},
+): Promise<T> {
   let response: Response;
   try {
     response = await fetch(`/console/api${path}`, {
@@ -80,24 +79,34 @@ async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown, opt
   );
 }
 
-export const consoleApi = {
-  session: () => call<Session>('GET', '/session', undefined, { signedIn: false }),
-  signIn: (email: string, password: string) => call<Session>('POST', '/sign-in', { email, password }, { signedIn: false }),
-  signOut: () => call<void>('POST', '/sign-out', {}, { signedIn: false }),
-  setPassword: (token: string, password: string) => call<Session>('POST', '/set-password', { token, password }, { signedIn: false }),
-  checkSetPasswordLink: (token: string) => call<void>('POST', '/set-password/check', { token }, { signedIn: false }),
-  listKeys: () => call<{ keys: ApiKey[] }>('GET', '/keys'),
-  createKey: (input: CreateKeyInput) => call<{ key: ApiKey; apiKey: string }>('POST', '/keys', input),
-  rollKey: (id: string, grace: GraceChoice) =>
-    call<{ key: ApiKey; apiKey: string; previousKey: ApiKey }>('POST', `/keys/${encodeURIComponent(id)}/roll`, { grace }),
-  updateKey: (id: string, input: KeyPermissionsInput) => call<{ key: ApiKey }>('POST', `/keys/${encodeURIComponent(id)}/update`, input),
-  revokeKey: (id: string) => call<{ key: ApiKey }>('POST', `/keys/${encodeURIComponent(id)}/revoke`, {}),
-  securityLog: (after?: string) =>
-    call<{ events: LogEvent[]; nextCursor: string | null }>('GET', `/security-log${after ? `?after=${encodeURIComponent(after)}` : ''}`),
-  listWebhooks: () => call<{ endpoints: WebhookEndpoint[]; eventTypes: string[] }>('GET', '/webhooks'),
-  createWebhook: (input: CreateWebhookInput) => call<{ endpoint: WebhookEndpoint; signingSecret: string }>('POST', '/webhooks', input),
-  changeWebhook: (id: string, change: 'disable' | 'enable' | 'delete') =>
-    call<{ endpoint: WebhookEndpoint }>('POST', `/webhooks/${encodeURIComponent(id)}/${change}`, {}),
-  rotateWebhookSecret: (id: string, grace: GraceChoice) =>
-    call<{ endpoint: WebhookEndpoint; signingSecret: string }>('POST', `/webhooks/${encodeURIComponent(id)}/rotate-secret`, { grace }),
-};
+/**
+ * The console API's calls. `onSignedOut` runs when a signed-in request is answered 401: the session
+ * ended (idle, absolute, elsewhere).
+ */
+export function createConsoleApi(onSignedOut: () => void) {
+  const request = <T>(method: 'GET' | 'POST', path: string, body?: unknown, options?: { signedIn?: boolean }) =>
+    call<T>(onSignedOut, method, path, body, options);
+  return {
+    session: () => request<Session>('GET', '/session', undefined, { signedIn: false }),
+    signIn: (email: string, password: string) => request<Session>('POST', '/sign-in', { email, password }, { signedIn: false }),
+    signOut: () => request<void>('POST', '/sign-out', {}, { signedIn: false }),
+    setPassword: (token: string, password: string) => request<Session>('POST', '/set-password', { token, password }, { signedIn: false }),
+    checkSetPasswordLink: (token: string) => request<void>('POST', '/set-password/check', { token }, { signedIn: false }),
+    listKeys: () => request<{ keys: ApiKey[] }>('GET', '/keys'),
+    createKey: (input: CreateKeyInput) => request<{ key: ApiKey; apiKey: string }>('POST', '/keys', input),
+    rollKey: (id: string, grace: GraceChoice) =>
+      request<{ key: ApiKey; apiKey: string; previousKey: ApiKey }>('POST', `/keys/${encodeURIComponent(id)}/roll`, { grace }),
+    updateKey: (id: string, input: KeyPermissionsInput) => request<{ key: ApiKey }>('POST', `/keys/${encodeURIComponent(id)}/update`, input),
+    revokeKey: (id: string) => request<{ key: ApiKey }>('POST', `/keys/${encodeURIComponent(id)}/revoke`, {}),
+    securityLog: (after?: string) =>
+      request<{ events: LogEvent[]; nextCursor: string | null }>('GET', `/security-log${after ? `?after=${encodeURIComponent(after)}` : ''}`),
+    listWebhooks: () => request<{ endpoints: WebhookEndpoint[]; eventTypes: string[] }>('GET', '/webhooks'),
+    createWebhook: (input: CreateWebhookInput) => request<{ endpoint: WebhookEndpoint; signingSecret: string }>('POST', '/webhooks', input),
+    changeWebhook: (id: string, change: 'disable' | 'enable' | 'delete') =>
+      request<{ endpoint: WebhookEndpoint }>('POST', `/webhooks/${encodeURIComponent(id)}/${change}`, {}),
+    rotateWebhookSecret: (id: string, grace: GraceChoice) =>
+      request<{ endpoint: WebhookEndpoint; signingSecret: string }>('POST', `/webhooks/${encodeURIComponent(id)}/rotate-secret`, { grace }),
+  };
+}
+
+export type ConsoleApi = ReturnType<typeof createConsoleApi>;

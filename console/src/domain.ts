@@ -211,8 +211,6 @@ export function retryAfterText(seconds: number | undefined): string {
   return ` Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
 }
 
-// ---- Webhooks ----------------------------------------------------------------------------------
-
 /** What an endpoint is sent: every type when the list is empty. */
 export function eventTypesText(eventTypes: string[]): string {
   return eventTypes.length === 0 ? 'All events' : eventTypes.join(', ');

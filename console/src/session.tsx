@@ -1,5 +1,5 @@
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from 'react';
-import { consoleApi, whenSignedOut, type Session } from './api.ts';
+import { createConsoleApi, type ConsoleApi, type Session } from './api.ts';
 
 interface SessionState {
   /** undefined while the first look-up runs; null when signed out. */
@@ -11,10 +11,19 @@ interface SessionState {
 }
 
 const SessionContext = createContext<SessionState | undefined>(undefined);
+const ConsoleApiContext = createContext<ConsoleApi | undefined>(undefined);
 
 export function SessionProvider({ children }: { children: ReactNode }) {
   const [session, setSession] = useState<Session | null | undefined>(undefined);
   const [notice, setNotice] = useState<string>();
+  const consoleApi = useMemo(
+    () =>
+      createConsoleApi(() => {
+        setSession(null);
+        setNotice('Your session has ended. Sign in again to continue.');
+      }),
+    [],
+  );
 
   useEffect(() => {
     let current = true;
@@ -22,14 +31,10 @@ export function SessionProvider({ children }: { children: ReactNode }) {
       .session()
       .then((found) => current && setSession(found))
       .catch(() => current && setSession(null));
-    whenSignedOut(() => {
-      setSession(null);
-      setNotice('Your session has ended. Sign in again to continue.');
-    });
     return () => {
       current = false;
     };
-  }, []);
+  }, [consoleApi]);
 
   const signedIn = useCallback((next: Session) => {
     setNotice(undefined);
@@ -43,10 +48,21 @@ export function SessionProvider({ children }: { children: ReactNode }) {
       setNotice(undefined);
       setSession(null);
     }
-  }, []);
+  }, [consoleApi]);
 
   const value = useMemo(() => ({ session, notice, signedIn, signOut }), [session, notice, signedIn, signOut]);
-  return <SessionContext.Provider value={value}>{children}</SessionContext.Provider>;
+  return (
+    <ConsoleApiContext.Provider value={consoleApi}>
+      <SessionContext.Provider value={value}>{children}</SessionContext.Provider>
+    </ConsoleApiContext.Provider>
+  );
+}
+
+/** The console API, whose 401 on a signed-in request ends this provider's session. */
+export function useConsoleApi(): ConsoleApi {
+  const api = useContext(ConsoleApiContext);
+  if (!api) throw new Error('useConsoleApi outside SessionProvider');
+  return api;
 }
 
 export function useSession(): SessionState {

@@ -20,7 +20,7 @@ function unavailable(serviceName: string): GraphQLError {
 
 /**
  * What Apollo's data source reads of an answer (status, two headers, the body), over the shared
- * HTTP client (`postJson`: undici's request, a fifth of fetch's CPU per call) rather than `fetch`.
+ * HTTP client (`postJson`, see `@ots/shared/http-client` for why not `fetch`).
  */
 function fetcherResponse(url: string, answer: HttpAnswer): FetcherResponse {
   const header = (name: string) => {

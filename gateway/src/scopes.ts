@@ -64,19 +64,16 @@ export function supergraphForExecution(supergraphSdl: string): string {
   return supergraphSdl.replace(REQUIRES_SCOPES_LINK, '@link(url: "https://specs.apollo.dev/requiresScopes/v0.1")');
 }
 
-let supergraphRequirements: ReadonlyMap<string, ScopeRequirement> | undefined;
-
-/** What each root field of the gateway's supergraph needs, read once per process. */
-function supergraphScopes(): ReadonlyMap<string, ScopeRequirement> {
-  supergraphRequirements ??= rootFieldScopes(readFileSync(new URL('../supergraph.graphql', import.meta.url), 'utf8')).required;
-  return supergraphRequirements;
-}
-
 /**
- * For other ways in (the event streams): whether a key holding `scopes` may select the root field
- * `field` (`Subscription.events`) of the supergraph. A field that declares nothing is refused.
+ * Whether a key holding `scopes` may select the root field `field` (`Subscription.events`) of the
+ * supergraph, for ways in that skip the GraphQL plugin. A field that declares nothing is refused.
+ * Without `required`, the built supergraph's declarations, read anew.
  */
-export function keyAllows(scopes: readonly string[], field: string, required = supergraphScopes()): boolean {
+export function keyAllows(
+  scopes: readonly string[],
+  field: string,
+  required: ReadonlyMap<string, ScopeRequirement> = rootFieldScopes(readFileSync(new URL('../supergraph.graphql', import.meta.url), 'utf8')).required,
+): boolean {
   const requirement = required.get(field);
   return requirement !== undefined && satisfies(scopeSet(scopes), requirement);
 }

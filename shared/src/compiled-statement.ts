@@ -3,8 +3,8 @@ import { prepareStatement } from './db.ts';
 
 /**
  * Kysely builds and compiles a query anew on every call: a tree of frozen nodes, then the SQL text.
- * For the statements every write runs that was about a tenth of the Node thread under load
- * (`recordFill`, see the orders README), for SQL text that never changes. A compiled statement is
+ * For the statements every write runs that was a large share of the Node thread under load (the
+ * orders README, Performance), for SQL text that never changes. A compiled statement is
  * built once, on its first call, with a placeholder for each value, and each call binds its values
  * to the compiled text: the same query, written with the same builder and checked by the same types.
  * No library does this for the Kysely we use (kysely-params depends on Kysely 0.24).

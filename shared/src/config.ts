@@ -84,6 +84,70 @@ export interface Config {
   webhookDispatchIntervalMs: number;
 }
 
+/**
+ * What every subgraph reads of the configuration: its server (address, limits, the assertion it
+ * verifies, whose forwarded headers to believe), its database, where the other subgraphs answer, and
+ * the outbox relay's settings. Not the gateway's secrets (the API-key HMAC secret, the assertion's
+ * private key), its Redis or its TLS, nor another subgraph's own settings.
+ */
+export type SubgraphSettings = Pick<
+  Config,
+  | 'production'
+  | 'host'
+  | 'ports'
+  | 'subgraphUrls'
+  | 'databaseUrl'
+  | 'serviceDatabaseUrls'
+  | 'assertionPublicKey'
+  | 'limits'
+  | 'trustProxy'
+  | 'logLevel'
+  | 'metricsPort'
+  | 'eventsIngestSecret'
+  | 'outboxRelayIntervalMs'
+>;
+
+/** What each subgraph reads beyond SubgraphSettings. */
+interface OwnSettings {
+  accounts: NoSettings;
+  orders: NoSettings;
+  strategies: NoSettings;
+  fills: NoSettings;
+  events: Pick<Config, 'webhookSecretKey' | 'webhookDispatchIntervalMs'>;
+}
+type NoSettings = Record<never, never>;
+
+/** The slice of the configuration that the subgraph `Name` is given (`ServiceRuntime.config`). */
+export type ServiceSettings<Name extends ServiceName> = SubgraphSettings & OwnSettings[Name];
+
+const OWN_SETTINGS: { [Name in ServiceName]: (config: Config) => OwnSettings[Name] } = {
+  accounts: () => ({}),
+  orders: () => ({}),
+  strategies: () => ({}),
+  fills: () => ({}),
+  events: (config) => ({ webhookSecretKey: config.webhookSecretKey, webhookDispatchIntervalMs: config.webhookDispatchIntervalMs }),
+};
+
+/** The settings of `service` alone, for its process part: a subgraph cannot read what is not its own. */
+export function serviceSettings<Name extends ServiceName>(config: Config, service: Name): ServiceSettings<Name> {
+  const common: SubgraphSettings = {
+    production: config.production,
+    host: config.host,
+    ports: config.ports,
+    subgraphUrls: config.subgraphUrls,
+    databaseUrl: config.databaseUrl,
+    serviceDatabaseUrls: config.serviceDatabaseUrls,
+    assertionPublicKey: config.assertionPublicKey,
+    limits: config.limits,
+    trustProxy: config.trustProxy,
+    logLevel: config.logLevel,
+    metricsPort: config.metricsPort,
+    eventsIngestSecret: config.eventsIngestSecret,
+    outboxRelayIntervalMs: config.outboxRelayIntervalMs,
+  };
+  return { ...common, ...OWN_SETTINGS[service](config) };
+}
+
 export class ConfigError extends Error {}
 
 /**

@@ -15,9 +15,9 @@ export interface DatabaseOptions {
  * keep a stuck query from holding row locks (and a request) forever.
  *
  * The schema is the connections' `search_path` rather than Kysely's `withSchema`: the plugin rewrites
- * every query's whole tree to qualify its tables, which measured about a twentieth of the process's
- * CPU under recordFill, a write of a dozen statements; a search path costs nothing per query, and a
- * connection that cannot name another service's tables unqualified keeps each service in its own.
+ * every query's whole tree to qualify its tables, a cost paid on every statement (the orders README,
+ * Performance); a search path costs nothing per query, and a connection that cannot name another
+ * service's tables unqualified keeps each service in its own.
  */
 export function createDatabase<DB>(options: DatabaseOptions): Kysely<DB> {
   const pool = new pg.Pool({
@@ -44,9 +44,9 @@ const statementNames = new Map<string, string>();
  * Has every connection send `sql` as a named statement: Postgres parses, analyses and plans it once
  * per connection, and then, once it has judged a plan that ignores the values no dearer than one
  * made for them (after five runs), reuses that generic plan. For the statements that every write
- * runs, parsing and planning anew was about two fifths of Postgres's time (a CTE is planned as a
- * query of its own). A registered statement must therefore be one whose generic plan is as good as
- * any: an index that holds all of its key in the WHERE clause, with constants written as literals
+ * runs, parsing and planning anew was much of Postgres's time (a CTE is planned as a query of its
+ * own; the orders README, Performance). A registered statement must therefore be one whose generic
+ * plan is as good as any: an index that holds all of its key in the WHERE clause, with constants written as literals
  * (a partial index is only usable when its condition is in the SQL); the repositories' plan tests
  * show each generic plan on a table without statistics. It must also name its result columns: a
  * `*` would take a column added later, which Postgres refuses for a statement it has prepared.

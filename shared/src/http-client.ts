@@ -5,9 +5,8 @@ import { Agent, request } from 'undici';
  * HTTP between the services: the gateway's fetches from the subgraphs, the calls one subgraph makes
  * to another, and the outbox relays' posts to the events service. undici's `request` over one
  * keep-alive pool per process, not `fetch`: fetch builds a WHATWG Request, Response, body stream
- * and AbortSignal for every call, and on the 2-core reference machine a local JSON POST cost
- * 250–330 µs of CPU through fetch against 45–65 µs through `request` (both ends counted). Every
- * request crosses at least one such call.
+ * and AbortSignal for every call, several times the CPU of `request` (the orders README,
+ * Performance, has the figures), and every request crosses at least one such call.
  */
 const pool = new Agent({ keepAliveTimeout: 10_000 });
 

@@ -6,7 +6,7 @@ import { startLoop, type BackgroundLoop } from './background.ts';
 import { compiledStatement } from './compiled-statement.ts';
 import { postJson, type HttpAnswer } from './http-client.ts';
 import { newId, type Uuid } from './ids.ts';
-import type { Config } from './config.ts';
+import type { Config, SubgraphSettings } from './config.ts';
 import type { Logger } from './logger.ts';
 import { outboxMetrics } from './metrics.ts';
 import { StandardWebhook, WebhookVerificationError } from './webhook-signature.ts';
@@ -313,7 +313,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): BackgroundLoop {
  * relays in other processes too, but takes a server-wide lock at every commit that notifies.)
  */
 export function outboxRelay<DB extends OutboxDatabase, Context extends BaseContext>(
-  consumersOf: (config: Config) => RelayConsumer[] = () => [],
+  consumersOf: (config: SubgraphSettings) => RelayConsumer[] = () => [],
 ): Pick<
   ServiceDefinition<DB, Context>,
   'startBackground' | 'registerRoutes'

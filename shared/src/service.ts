@@ -2,35 +2,36 @@ import type { Migration } from 'kysely';
 import type { Kysely } from 'kysely';
 import type { FastifyInstance } from 'fastify';
 import type { DocumentNode } from 'graphql';
-import { databaseUrlOf, databaseVariablesOf, type Config, type ServiceName } from './config.ts';
+import { databaseUrlOf, databaseVariablesOf, serviceSettings, type Config, type ServiceName, type ServiceSettings } from './config.ts';
 import { createDatabase, isDatabaseReachable, migrateSchema } from './db.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { startSubgraphServer, type BaseContext, type CallerRoute, type RunningServer, type SubgraphResolvers } from './subgraph-server.ts';
 import { startProcessTelemetry, type ProcessTelemetry } from './telemetry.ts';
 
-export interface ServiceRuntime<DB> {
+export interface ServiceRuntime<DB, Name extends ServiceName = ServiceName> {
   /** The subgraph this runtime belongs to. */
-  service: ServiceName;
-  config: Config;
+  service: Name;
+  /** Its slice of the configuration: what every subgraph reads, and its own settings. */
+  config: ServiceSettings<Name>;
   db: Kysely<DB>;
   log: Logger;
 }
 
 /** What each subgraph declares; `runService` turns it into a running process part. */
-export interface ServiceDefinition<DB, Context extends BaseContext> {
-  name: ServiceName;
+export interface ServiceDefinition<DB, Context extends BaseContext, Name extends ServiceName = ServiceName> {
+  name: Name;
   schema: string;
   migrations: Record<string, Migration>;
   typeDefs: DocumentNode;
   /** The service's map, typed by the `Resolvers` generated from its schema.graphql. */
   resolvers: SubgraphResolvers;
-  createContext(base: BaseContext, runtime: ServiceRuntime<DB>): Context;
+  createContext(base: BaseContext, runtime: ServiceRuntime<DB, Name>): Context;
   /** Background work (e.g. an outbox relay); the returned function stops it. */
-  startBackground?(runtime: ServiceRuntime<DB>): () => Promise<void>;
+  startBackground?(runtime: ServiceRuntime<DB, Name>): () => Promise<void>;
   /** Routes other subgraphs call on a caller's behalf beside /graphql, with the same assertion check. */
   callerRoutes?: CallerRoute<Context>[];
   /** Routes besides /graphql (e.g. the events service's internal ingest); they get no assertion check. */
-  registerRoutes?(app: FastifyInstance, runtime: ServiceRuntime<DB>): Promise<void>;
+  registerRoutes?(app: FastifyInstance, runtime: ServiceRuntime<DB, Name>): Promise<void>;
 }
 
 export interface RunOptions {
@@ -45,8 +46,8 @@ export async function migrateService(definition: { schema: string; migrations: R
 }
 
 /** Starts a subgraph on its own pool and port. Migrations are run beforehand, by `migrateService`. */
-export async function runService<DB, Context extends BaseContext>(
-  definition: ServiceDefinition<DB, Context>,
+export async function runService<DB, Context extends BaseContext, Name extends ServiceName>(
+  definition: ServiceDefinition<DB, Context, Name>,
   options: RunOptions,
 ): Promise<RunningServer> {
   const { config } = options;
@@ -54,7 +55,7 @@ export async function runService<DB, Context extends BaseContext>(
   if (!databaseUrl) throw new Error(`${definition.name}: ${databaseVariablesOf(definition.name)} is required`);
   const log = options.logger ?? createLogger(definition.name, config.logLevel);
   const db = createDatabase<DB>({ url: databaseUrl, schema: definition.schema, applicationName: definition.name });
-  const runtime: ServiceRuntime<DB> = { service: definition.name, config, db, log };
+  const runtime: ServiceRuntime<DB, Name> = { service: definition.name, config: serviceSettings(config, definition.name), db, log };
   const stopBackground = definition.startBackground?.(runtime);
   const server = await startSubgraphServer<Context>({
     name: definition.name,
@@ -79,8 +80,8 @@ export async function runService<DB, Context extends BaseContext>(
 }
 
 /** The body of every `services/<name>/src/main.ts`: migrate-free start, stop on SIGTERM/SIGINT after draining. */
-export async function runServiceProcess<DB, Context extends BaseContext>(
-  definition: ServiceDefinition<DB, Context>,
+export async function runServiceProcess<DB, Context extends BaseContext, Name extends ServiceName>(
+  definition: ServiceDefinition<DB, Context, Name>,
   config: Config,
 ): Promise<void> {
   const logger = createLogger(definition.name, config.logLevel);

@@ -9,9 +9,9 @@ const SECRET_PREFIX = 'whsec_';
 /**
  * Standard Webhooks signatures, from the `standardwebhooks` package (its headers, timestamp tolerance
  * and constant-time comparison), with the HMAC-SHA256 itself computed by Node's crypto instead of the
- * package's JavaScript SHA-256: 5× faster for one event's body, 12× for a relay's batch, and every
- * relay pass is signed by its producer and verified by the events service, as every webhook attempt
- * is signed. The bytes signed and the signature are the package's, which the tests' receivers check.
+ * package's JavaScript SHA-256, several times slower (figures in the orders README, Performance):
+ * every relay pass is signed by its producer and verified by the events service, as every webhook
+ * attempt is signed. The bytes signed and the signature are the package's, which the tests' receivers check.
  */
 export class StandardWebhook extends Webhook {
   private readonly hmacKey: Buffer;

@@ -29,3 +29,26 @@ export function Field({ label, hint, error, children }: { label: string; hint?: 
     </div>
   );
 }
+
+/** One of fixed choices, as a Field's control. */
+export function ChoiceSelect<Value extends string>({
+  control,
+  choices,
+  value,
+  onChange,
+}: {
+  control: ControlProps;
+  choices: readonly { value: Value; label: string }[];
+  value: NoInfer<Value>;
+  onChange(value: NoInfer<Value>): void;
+}) {
+  return (
+    <select {...control} value={value} onChange={(event) => onChange(event.target.value as Value)}>
+      {choices.map((choice) => (
+        <option key={choice.value} value={choice.value}>
+          {choice.label}
+        </option>
+      ))}
+    </select>
+  );
+}

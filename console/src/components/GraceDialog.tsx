@@ -3,7 +3,7 @@ import type { GraceChoice } from '../api.ts';
 import { DEFAULT_GRACE } from '../domain.ts';
 import { failureText } from './ConfirmDialog.tsx';
 import { Dialog, FormActions } from './Dialog.tsx';
-import { Field } from './Field.tsx';
+import { ChoiceSelect, Field } from './Field.tsx';
 import { ErrorCallout } from './ErrorCallout.tsx';
 
 /**
@@ -56,15 +56,7 @@ export function GraceDialog<Answer>({
       <ErrorCallout message={error} />
       <form onSubmit={submit}>
         <Field label="Grace period">
-          {(props) => (
-            <select {...props} value={grace} onChange={(event) => setGrace(event.target.value as GraceChoice)}>
-              {choices.map((choice) => (
-                <option key={choice.value} value={choice.value}>
-                  {choice.label}
-                </option>
-              ))}
-            </select>
-          )}
+          {(props) => <ChoiceSelect control={props} choices={choices} value={grace} onChange={setGrace} />}
         </Field>
         <FormActions submitLabel={submitLabel} busy={busy} />
       </form>

@@ -1,12 +1,12 @@
 import { useId, useState } from 'react';
-import { consoleApi, type ApiKey } from '../api.ts';
+import type { ApiKey } from '../api.ts';
 import { DataTable } from '../components/DataTable.tsx';
 import { Loading } from '../components/Loading.tsx';
 import { PageHeader } from '../components/PageHeader.tsx';
 import { StatusBadge } from '../components/StatusBadge.tsx';
 import { Time } from '../components/Time.tsx';
 import { allowedFromText, canEdit, canRevoke, canRoll, keyName, permissionsText } from '../domain.ts';
-import { useSignedIn } from '../session.tsx';
+import { useConsoleApi, useSignedIn } from '../session.tsx';
 import { useLoad } from '../useLoad.ts';
 import { CreateKeyDialog, EditKeyDialog, RevokeKeyDialog, RollKeyDialog } from './KeyDialogs.tsx';
 import { ErrorCallout } from '../components/ErrorCallout.tsx';
@@ -14,6 +14,7 @@ import { ErrorCallout } from '../components/ErrorCallout.tsx';
 type OpenDialog = { kind: 'create' } | { kind: 'edit'; key: ApiKey } | { kind: 'roll'; key: ApiKey } | { kind: 'revoke'; key: ApiKey } | undefined;
 
 export function ApiKeysPage() {
+  const consoleApi = useConsoleApi();
   const { account } = useSignedIn();
   const keys = useLoad(consoleApi.listKeys);
   const [dialog, setDialog] = useState<OpenDialog>();

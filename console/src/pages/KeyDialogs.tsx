@@ -1,8 +1,8 @@
 import { useState } from 'react';
-import { consoleApi, type ApiKey, type ExpiryChoice } from '../api.ts';
+import type { ApiKey, ExpiryChoice } from '../api.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
 import { Dialog, FormActions } from '../components/Dialog.tsx';
-import { Field } from '../components/Field.tsx';
+import { ChoiceSelect, Field } from '../components/Field.tsx';
 import { GraceDialog } from '../components/GraceDialog.tsx';
 import { useFormSubmission } from '../components/useFormSubmission.ts';
 import { NewKeyReveal } from '../components/NewKeyReveal.tsx';
@@ -18,6 +18,7 @@ import {
   SCOPE_CHOICES,
 } from '../domain.ts';
 import { ErrorCallout } from '../components/ErrorCallout.tsx';
+import { useConsoleApi } from '../session.tsx';
 
 /** The API Keys page's dialogs: create, roll (each ending with the new key shown once), edit and revoke. */
 
@@ -69,6 +70,7 @@ function PermissionFields({
 }
 
 export function CreateKeyDialog({ onClose, onCreated }: { onClose(): void; onCreated(key: ApiKey): void }) {
+  const consoleApi = useConsoleApi();
   const [label, setLabel] = useState('');
   const [expires, setExpires] = useState<ExpiryChoice>('never');
   const [expiresOn, setExpiresOn] = useState('');
@@ -103,15 +105,7 @@ export function CreateKeyDialog({ onClose, onCreated }: { onClose(): void; onCre
           {(props) => <input {...props} type="text" autoComplete="off" value={label} onChange={(event) => setLabel(event.target.value)} />}
         </Field>
         <Field label="Expires" error={errors.expires}>
-          {(props) => (
-            <select {...props} value={expires} onChange={(event) => setExpires(event.target.value as ExpiryChoice)}>
-              {EXPIRY_CHOICES.map((choice) => (
-                <option key={choice.value} value={choice.value}>
-                  {choice.label}
-                </option>
-              ))}
-            </select>
-          )}
+          {(props) => <ChoiceSelect control={props} choices={EXPIRY_CHOICES} value={expires} onChange={setExpires} />}
         </Field>
         {expires === 'date' && (
           <Field label="Expiry date" hint="The key works through the end of this day (UTC)." error={errors.expiresOn}>
@@ -140,6 +134,7 @@ export function CreateKeyDialog({ onClose, onCreated }: { onClose(): void; onCre
 }
 
 export function EditKeyDialog({ apiKey, onClose, onSaved }: { apiKey: ApiKey; onClose(): void; onSaved(key: ApiKey): void }) {
+  const consoleApi = useConsoleApi();
   const [scopes, setScopes] = useState<string[]>(apiKey.scopes);
   const [allowedCidrs, setAllowedCidrs] = useState(apiKey.allowedCidrs.join('\n'));
   const { errors, formError, busy, submit } = useFormSubmission(
@@ -165,6 +160,7 @@ export function EditKeyDialog({ apiKey, onClose, onSaved }: { apiKey: ApiKey; on
 }
 
 export function RollKeyDialog({ apiKey, onClose, onRolled }: { apiKey: ApiKey; onClose(): void; onRolled(key: ApiKey): void }) {
+  const consoleApi = useConsoleApi();
   return (
     <GraceDialog
       title={`Roll key ${keyName(apiKey)}`}
@@ -196,6 +192,7 @@ export function RollKeyDialog({ apiKey, onClose, onRolled }: { apiKey: ApiKey; o
 }
 
 export function RevokeKeyDialog({ apiKey, onClose, onRevoked }: { apiKey: ApiKey; onClose(): void; onRevoked(key: ApiKey): void }) {
+  const consoleApi = useConsoleApi();
   return (
     <ConfirmDialog
       title="Revoke this key?"

@@ -1,10 +1,10 @@
 import { Link } from 'react-router';
-import { consoleApi } from '../api.ts';
 import { PageHeader } from '../components/PageHeader.tsx';
-import { useSignedIn } from '../session.tsx';
+import { useConsoleApi, useSignedIn } from '../session.tsx';
 import { useLoad } from '../useLoad.ts';
 
 export function OverviewPage() {
+  const consoleApi = useConsoleApi();
   const { owner, account } = useSignedIn();
   const keys = useLoad(consoleApi.listKeys);
   const inService = keys.data?.keys.filter((key) => key.status === 'Active' || key.status === 'Expiring').length;

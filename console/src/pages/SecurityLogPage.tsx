@@ -1,35 +1,40 @@
-import { useEffect, useState } from 'react';
-import { ApiError, consoleApi, type LogEvent } from '../api.ts';
+import { useCallback, useEffect, useState } from 'react';
+import { ApiError, type LogEvent } from '../api.ts';
 import { DataTable } from '../components/DataTable.tsx';
 import { Loading } from '../components/Loading.tsx';
 import { PageHeader } from '../components/PageHeader.tsx';
 import { Time } from '../components/Time.tsx';
 import { eventDetailText, eventLabel } from '../domain.ts';
 import { ErrorCallout } from '../components/ErrorCallout.tsx';
+import { useConsoleApi } from '../session.tsx';
 
 export function SecurityLogPage() {
+  const consoleApi = useConsoleApi();
   const [events, setEvents] = useState<LogEvent[]>();
   const [nextCursor, setNextCursor] = useState<string | null>(null);
   const [error, setError] = useState<string>();
   // The first page loads as the page opens.
   const [busy, setBusy] = useState(true);
 
-  const load = (after?: string) =>
-    consoleApi
-      .securityLog(after)
-      .then(
-        (page) => {
-          setEvents((shown) => (after ? [...(shown ?? []), ...page.events] : page.events));
-          setNextCursor(page.nextCursor);
-          setError(undefined);
-        },
-        (failure) => setError(failure instanceof ApiError ? failure.detail : 'Loading failed. Try again.'),
-      )
-      .finally(() => setBusy(false));
+  const load = useCallback(
+    (after?: string) =>
+      consoleApi
+        .securityLog(after)
+        .then(
+          (page) => {
+            setEvents((shown) => (after ? [...(shown ?? []), ...page.events] : page.events));
+            setNextCursor(page.nextCursor);
+            setError(undefined);
+          },
+          (failure) => setError(failure instanceof ApiError ? failure.detail : 'Loading failed. Try again.'),
+        )
+        .finally(() => setBusy(false)),
+    [consoleApi],
+  );
 
   useEffect(() => {
     void load();
-  }, []);
+  }, [load]);
 
   return (
     <>

@@ -1,13 +1,14 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { Link, useLocation, useNavigate } from 'react-router';
-import { ApiError, consoleApi } from '../api.ts';
+import { ApiError } from '../api.ts';
 import { AuthCard } from '../components/AuthCard.tsx';
 import { Field } from '../components/Field.tsx';
 import { Loading } from '../components/Loading.tsx';
 import { MIN_PASSWORD_LENGTH, passwordProblem, tokenFromFragment } from '../domain.ts';
-import { useSession } from '../session.tsx';
+import { useConsoleApi, useSession } from '../session.tsx';
 
 export function SetPasswordPage() {
+  const consoleApi = useConsoleApi();
   const { signedIn } = useSession();
   const navigate = useNavigate();
   const token = tokenFromFragment(useLocation().hash);
@@ -34,7 +35,7 @@ export function SetPasswordPage() {
     return () => {
       current = false;
     };
-  }, [token]);
+  }, [consoleApi, token]);
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();

@@ -1,13 +1,14 @@
 import { useState, type FormEvent } from 'react';
 import { Navigate, useLocation } from 'react-router';
-import { ApiError, consoleApi } from '../api.ts';
+import { ApiError } from '../api.ts';
 import { AuthCard } from '../components/AuthCard.tsx';
 import { Field } from '../components/Field.tsx';
 import { retryAfterText } from '../domain.ts';
-import { useSession } from '../session.tsx';
+import { useConsoleApi, useSession } from '../session.tsx';
 import { ErrorCallout } from '../components/ErrorCallout.tsx';
 
 export function SignInPage() {
+  const consoleApi = useConsoleApi();
   const { session, notice, signedIn } = useSession();
   const location = useLocation();
   const [email, setEmail] = useState('');

@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { consoleApi, type GraceChoice, type WebhookEndpoint } from '../api.ts';
+import type { GraceChoice, WebhookEndpoint } from '../api.ts';
 import { ConfirmDialog } from '../components/ConfirmDialog.tsx';
 import { Dialog, FormActions } from '../components/Dialog.tsx';
 import { Field } from '../components/Field.tsx';
@@ -8,12 +8,14 @@ import { useFormSubmission } from '../components/useFormSubmission.ts';
 import { NewKeyReveal } from '../components/NewKeyReveal.tsx';
 import { createWebhookRequest, formatDateTime, SECRET_GRACE_CHOICES } from '../domain.ts';
 import { ErrorCallout } from '../components/ErrorCallout.tsx';
+import { useConsoleApi } from '../session.tsx';
 
 /** The Webhooks page's dialogs: create and rotate (each ending with the signing secret shown once) and delete. */
 
 const SECRET_WARNING = 'Copy it now and keep it where your receiver verifies signatures. If it is lost, rotate the secret to get a new one.';
 
 export function CreateWebhookDialog({ eventTypes, onClose, onCreated }: { eventTypes: string[]; onClose(): void; onCreated(endpoint: WebhookEndpoint): void }) {
+  const consoleApi = useConsoleApi();
   const [url, setUrl] = useState('');
   const [chosen, setChosen] = useState<string[]>([]);
   const [description, setDescription] = useState('');
@@ -79,6 +81,7 @@ export function CreateWebhookDialog({ eventTypes, onClose, onCreated }: { eventT
 const GRACE_MS: Record<GraceChoice, number> = { now: 0, '1h': 3_600_000, '24h': 86_400_000, '7d': 604_800_000 };
 
 export function RotateSecretDialog({ endpoint, onClose, onRotated }: { endpoint: WebhookEndpoint; onClose(): void; onRotated(endpoint: WebhookEndpoint): void }) {
+  const consoleApi = useConsoleApi();
   return (
     <GraceDialog
       title="Rotate signing secret"
@@ -108,6 +111,7 @@ export function RotateSecretDialog({ endpoint, onClose, onRotated }: { endpoint:
 }
 
 export function DeleteWebhookDialog({ endpoint, onClose, onDeleted }: { endpoint: WebhookEndpoint; onClose(): void; onDeleted(endpoint: WebhookEndpoint): void }) {
+  const consoleApi = useConsoleApi();
   return (
     <ConfirmDialog
       title="Delete this endpoint?"

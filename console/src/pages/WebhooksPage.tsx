@@ -1,5 +1,5 @@
 import { useId, useState } from 'react';
-import { ApiError, consoleApi, type WebhookEndpoint } from '../api.ts';
+import { ApiError, type WebhookEndpoint } from '../api.ts';
 import { DataTable } from '../components/DataTable.tsx';
 import { Loading } from '../components/Loading.tsx';
 import { PageHeader } from '../components/PageHeader.tsx';
@@ -8,11 +8,13 @@ import { deliveryResult, durationText, eventTypesText } from '../domain.ts';
 import { useLoad } from '../useLoad.ts';
 import { CreateWebhookDialog, DeleteWebhookDialog, RotateSecretDialog } from './WebhookDialogs.tsx';
 import { ErrorCallout } from '../components/ErrorCallout.tsx';
+import { useConsoleApi } from '../session.tsx';
 
 type OpenDialog = { kind: 'create' } | { kind: 'rotate'; endpoint: WebhookEndpoint } | { kind: 'delete'; endpoint: WebhookEndpoint } | undefined;
 
 /** Settings → Webhooks (contract sections 5 and 6): the account's endpoints and their latest delivery attempts. */
 export function WebhooksPage() {
+  const consoleApi = useConsoleApi();
   const webhooks = useLoad(consoleApi.listWebhooks);
   const [dialog, setDialog] = useState<OpenDialog>();
   const [flash, setFlash] = useState<string>();

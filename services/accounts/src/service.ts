@@ -5,7 +5,7 @@ import { createAccountsContext, type AccountsContext } from './context.ts';
 import type { AccountsDatabase } from './repository.ts';
 import { resolvers } from './resolvers.ts';
 
-export const accountsService: ServiceDefinition<AccountsDatabase, AccountsContext> = {
+export const accountsService: ServiceDefinition<AccountsDatabase, AccountsContext, 'accounts'> = {
   name: 'accounts',
   schema: SCHEMA,
   migrations,

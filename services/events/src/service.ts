@@ -23,13 +23,13 @@ interface EventsServiceOptions {
 /** Kept as first released: cursors that clients stored keep opening after an upgrade. */
 const EVENT_FEED_CURSORS = { feed: 'events:commit_order', keyInfo: 'event feed cursors v1' };
 
-function createEventsService(options: EventsServiceOptions = {}): ServiceDefinition<EventsDatabase, EventsContext> {
+function createEventsService(options: EventsServiceOptions = {}): ServiceDefinition<EventsDatabase, EventsContext, 'events'> {
   const clock = options.clock ?? systemClock;
   const random = options.random ?? Math.random;
   // The ingest route wakes the dispatcher of the same running service.
-  const dispatchers = new WeakMap<ServiceRuntime<EventsDatabase>, BackgroundLoop>();
-  const cursors = new WeakMap<ServiceRuntime<EventsDatabase>, SealedFeedCursors>();
-  const cursorsOf = (runtime: ServiceRuntime<EventsDatabase>) => {
+  const dispatchers = new WeakMap<ServiceRuntime<EventsDatabase, 'events'>, BackgroundLoop>();
+  const cursors = new WeakMap<ServiceRuntime<EventsDatabase, 'events'>, SealedFeedCursors>();
+  const cursorsOf = (runtime: ServiceRuntime<EventsDatabase, 'events'>) => {
     let known = cursors.get(runtime);
     if (!known) cursors.set(runtime, (known = new SealedFeedCursors(requireSecretKey(runtime.config), EVENT_FEED_CURSORS)));
     return known;

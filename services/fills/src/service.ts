@@ -6,7 +6,7 @@ import { registerRecoveryRoute } from './recovery.ts';
 import type { FillsDatabase } from './repository.ts';
 import { resolvers } from './resolvers.ts';
 
-export const fillsService: ServiceDefinition<FillsDatabase, FillsContext> = {
+export const fillsService: ServiceDefinition<FillsDatabase, FillsContext, 'fills'> = {
   name: 'fills',
   schema: SCHEMA,
   migrations,

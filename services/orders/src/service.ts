@@ -14,9 +14,9 @@ import { resolvers } from './resolvers.ts';
  */
 const SYNC_CURSORS = { feed: 'orders:UPDATED_AT_ASC', keyInfo: 'order sync cursors v1' };
 
-function createOrdersService(): ServiceDefinition<OrdersDatabase, OrdersContext> {
-  const syncCursors = new WeakMap<ServiceRuntime<OrdersDatabase>, SealedFeedCursors>();
-  const syncCursorsOf = (runtime: ServiceRuntime<OrdersDatabase>) => {
+function createOrdersService(): ServiceDefinition<OrdersDatabase, OrdersContext, 'orders'> {
+  const syncCursors = new WeakMap<ServiceRuntime<OrdersDatabase, 'orders'>, SealedFeedCursors>();
+  const syncCursorsOf = (runtime: ServiceRuntime<OrdersDatabase, 'orders'>) => {
     let known = syncCursors.get(runtime);
     if (!known) syncCursors.set(runtime, (known = new SealedFeedCursors(Buffer.from(requireIngestSecret(runtime.config), 'utf8'), SYNC_CURSORS)));
     return known;

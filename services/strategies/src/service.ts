@@ -6,7 +6,7 @@ import type { StrategiesDatabase } from './repository.ts';
 import { createStrategiesContext, type StrategiesContext } from './context.ts';
 import { resolvers } from './resolvers.ts';
 
-export const strategiesService: ServiceDefinition<StrategiesDatabase, StrategiesContext> = {
+export const strategiesService: ServiceDefinition<StrategiesDatabase, StrategiesContext, 'strategies'> = {
   name: 'strategies',
   schema: SCHEMA,
   migrations,

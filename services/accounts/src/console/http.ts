@@ -16,9 +16,10 @@ import * as webhooks from './webhooks.ts';
 import { ConsoleError, SIGN_IN_REQUIRED, type ConsoleDeps, type RequestOrigin, type Session } from './operations.ts';
 
 /**
- * The account console on the gateway's origin: the JSON API under `/console/api/` (CONSOLE-API.md)
- * and the built front end (`console/dist/`). Registered as its own encapsulated plugin, so its
- * cookie parsing, origin check and headers never touch `/graphql`.
+ * The account console on the gateway's origin: the JSON API under `/console/api/` (the root README,
+ * "The console: owners, sessions, and its HTTP API") and the built front end (`console/dist/`).
+ * Registered as its own encapsulated plugin, so its cookie parsing, origin check and headers never
+ * touch `/graphql`.
  */
 
 const SESSION_COOKIE = 'ots_session';
