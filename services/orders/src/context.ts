@@ -1,6 +1,7 @@
 import type { Uuid } from '@ots/shared/ids';
 import { loaderById } from '@ots/shared/loaders';
 import type { Connection } from '@ots/shared/pagination';
+import { callerScope } from '@ots/shared/scope';
 import type { ServiceRuntime } from '@ots/shared/service';
 import type { BaseContext } from '@ots/shared/subgraph-server';
 import { strategyOrdersLoaders, type ListRequest, type OrdersScope } from './operations.ts';
@@ -19,7 +20,7 @@ export interface OrdersContext extends BaseContext {
 }
 
 export function createOrdersContext(base: BaseContext, { db, config }: ServiceRuntime<OrdersDatabase>): OrdersContext {
-  const scope: OrdersScope = { db, accountId: base.caller.accountId };
+  const scope: OrdersScope = callerScope(db, base);
   return {
     ...base,
     scope,
