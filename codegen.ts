@@ -104,7 +104,7 @@ const config: CodegenConfig = {
     'services/orders/src/generated/enums.ts': enums('orders'),
     'services/fills/src/generated/enums.ts': enums('fills'),
     'services/strategies/src/generated/resolvers-types.ts': subgraph('strategies', '../context.ts#StrategiesContext', {
-      Strategy: '../repository.ts#StrategyRow',
+      Strategy: '../mappers.ts#StrategyView',
     }),
     'services/fills/src/generated/resolvers-types.ts': subgraph('fills', '../context.ts#FillsContext', {
       Fill: '../mappers.ts#FillObject',
