@@ -3,7 +3,7 @@ import { databaseUrlOf, loadConfigOrExit } from '@ots/shared/config';
 import { ensureDevDatabase } from '@ots/shared/dev-database';
 import { receiveId } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
-import { API_KEY_SCOPES, DEFAULT_ROLL_GRACE_MS, nameProblem, parseDuration } from './domain.ts';
+import { API_KEY_SCOPES, DEFAULT_ROLL_GRACE_MS, MAX_KEY_LABEL_LENGTH, nameProblem, parseDuration } from './domain.ts';
 import { openKeyStore } from './key-store.ts';
 import * as keys from './operations.ts';
 import { KeyManagementError, MAX_ACCOUNT_NAME_LENGTH, type KeyManagement } from './operations.ts';
@@ -111,11 +111,9 @@ function duration(parsed: Parsed, name: string): number | undefined {
   return ms;
 }
 
-const MAX_LABEL_LENGTH = 100;
-
 function label(parsed: Parsed): string | null {
   const name = parsed.options.get('--name');
-  const problem = name === undefined ? undefined : nameProblem('--name', name, MAX_LABEL_LENGTH);
+  const problem = name === undefined ? undefined : nameProblem('--name', name, MAX_KEY_LABEL_LENGTH);
   if (problem) throw new UsageError(problem);
   return name ?? null;
 }

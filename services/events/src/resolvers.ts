@@ -4,6 +4,7 @@ import { parseUuid, receiveId, type ReceivedId, type Uuid } from '@ots/shared/id
 import { decodeKeysetCursor, encodeKeysetCursor, pageSize, toConnection } from '@ots/shared/pagination';
 import { readFeed } from './feed.ts';
 import { DateTimeScalar } from '@ots/shared/scalars';
+import { callerScope } from '@ots/shared/scope';
 import type { EventsContext } from './context.ts';
 import { DEFAULT_GRACE_SECONDS, eventTypesOf } from './domain.ts';
 import type { MutationDisableWebhookEndpointArgs, Resolvers } from './generated/resolvers-types.ts';
@@ -15,7 +16,7 @@ import {
   removeEndpoint,
   rotateSecret,
   updateEndpointSettings,
-  type OperationContext,
+  type EventsScope,
 } from './operations.ts';
 import { listAttempts, listEndpoints, type AttemptRow, type EndpointRow } from './repository.ts';
 
@@ -44,8 +45,10 @@ async function loadById<Row>(loader: { load(id: Uuid): Promise<Row | null> }, id
   return key ? loader.load(key) : null;
 }
 
-function operationContext(context: EventsContext): OperationContext {
-  return { db: context.db, accountId: context.caller.accountId, production: context.production, now: context.now(), secretKey: context.secretKey };
+function eventsScope(context: EventsContext): EventsScope {
+  // One instant per mutation, so that every time it writes (a change, the end of a secret's grace) agrees.
+  const at = context.now();
+  return { ...callerScope(context.db, context, () => at), production: context.production, secretKey: context.secretKey };
 }
 
 const endpointPayload = (result: Result<EndpointRow>) =>
@@ -56,9 +59,9 @@ const secretPayload = (result: Result<{ endpoint: EndpointRow; signingSecret: st
     ? { webhookEndpoint: result.value.endpoint, signingSecret: result.value.signingSecret, error: null }
     : { webhookEndpoint: null, signingSecret: null, error: result.error };
 
-function endpointMutation(run: (context: OperationContext, id: ReceivedId) => Promise<Result<EndpointRow>>) {
+function endpointMutation(run: (scope: EventsScope, id: ReceivedId) => Promise<Result<EndpointRow>>) {
   return async (_: unknown, { id }: MutationDisableWebhookEndpointArgs, context: EventsContext) =>
-    endpointPayload(await run(operationContext(context), receiveId(id)));
+    endpointPayload(await run(eventsScope(context), receiveId(id)));
 }
 
 export const resolvers: Resolvers = {
@@ -86,16 +89,16 @@ export const resolvers: Resolvers = {
   },
   Mutation: {
     createWebhookEndpoint: async (_, { input }, context) =>
-      secretPayload(await createEndpoint(operationContext(context), input)),
+      secretPayload(await createEndpoint(eventsScope(context), input)),
     updateWebhookEndpoint: async (_, { id, input }, context) =>
-      endpointPayload(await updateEndpointSettings(operationContext(context), receiveId(id), input)),
+      endpointPayload(await updateEndpointSettings(eventsScope(context), { ...input, id: receiveId(id) })),
     disableWebhookEndpoint: endpointMutation(disableEndpoint),
     enableWebhookEndpoint: endpointMutation(enableEndpoint),
     deleteWebhookEndpoint: endpointMutation(removeEndpoint),
     rotateWebhookSigningSecret: async (_, args, context) =>
-      secretPayload(await rotateSecret(operationContext(context), receiveId(args.id), args.graceSeconds ?? DEFAULT_GRACE_SECONDS)),
+      secretPayload(await rotateSecret(eventsScope(context), { id: receiveId(args.id), graceSeconds: args.graceSeconds ?? DEFAULT_GRACE_SECONDS })),
     redeliverEvent: async (_, args, context) => {
-      const result = await redeliverEvent(operationContext(context), receiveId(args.endpointId), receiveId(args.eventId));
+      const result = await redeliverEvent(eventsScope(context), { endpointId: receiveId(args.endpointId), eventId: receiveId(args.eventId) });
       return result.ok ? { event: result.value, error: null } : { event: null, error: result.error };
     },
   },

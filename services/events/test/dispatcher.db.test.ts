@@ -3,9 +3,10 @@ import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Uuid } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
+import { testScope } from '@ots/shared/testing/scope';
 import { DELIVERY_WINDOW_MS, RETRY_DELAYS_MS } from '../src/domain.ts';
 import { CLAIM_LEASE_MS, dispatchDueMessages, ENDPOINT_CONCURRENCY, startDispatcher, type DispatcherDeps } from '../src/dispatcher.ts';
-import { createEndpoint, type OperationContext } from '../src/operations.ts';
+import { createEndpoint, type EventsScope } from '../src/operations.ts';
 import { claimDueMessages, type EventsDb } from '../src/repository.ts';
 import { ingest, ManualClock, openEventsDatabase, strategyEvent, secretKey } from './database.ts';
 import { Receiver } from '../../../testing/webhook-receiver.ts';
@@ -33,7 +34,7 @@ const MINUTE = 60 * SECOND;
 async function setUp(clock: ManualClock, random = () => 0.5) {
   receiver = await new Receiver().start();
   const accountId = randomUUID();
-  const context: OperationContext = { db, accountId, production: false, secretKey, now: clock.now() };
+  const context: EventsScope = { ...testScope(db, accountId), production: false, secretKey, now: () => clock.now() };
   const created = await createEndpoint(context, { url: receiver.url });
   if (!created.ok) throw new Error(created.error.message);
   receiver.secrets = [created.value.signingSecret];
@@ -207,7 +208,7 @@ describe('endpoints proceed independently', () => {
     const healthy = await new Receiver().start();
     try {
       const healthyAccount = randomUUID();
-      const created = await createEndpoint({ db, accountId: healthyAccount, production: false, secretKey, now: clock.now() }, { url: healthy.url });
+      const created = await createEndpoint({ ...testScope(db, healthyAccount), production: false, secretKey, now: () => clock.now() }, { url: healthy.url });
       if (!created.ok) throw new Error(created.error.message);
       healthy.secrets = [created.value.signingSecret];
       // The hanging receiver's events are older: a dispatcher that works oldest first, a batch at a time, meets them first.

@@ -6,6 +6,7 @@ import { createEndpoint } from '../src/operations.ts';
 import { findEventsByIds, ingestEvents, listEvents, type EventsDb } from '../src/repository.ts';
 import { ingest, openEventsDatabase, strategyEvent, secretKey } from './database.ts';
 import { positionOf, type FeedPosition } from '@ots/shared/commit-order';
+import { testScope } from '@ots/shared/testing/scope';
 
 let db: EventsDb;
 let close: () => Promise<void>;
@@ -81,7 +82,7 @@ describe('retention', () => {
   it('the clean-up deletes events older than 30 days with their deliveries, and keeps the rest', async () => {
     const accountId = randomUUID();
     const now = new Date();
-    const created = await createEndpoint({ db, accountId, production: false, now, secretKey }, { url: 'https://example.com/hooks' });
+    const created = await createEndpoint({ ...testScope(db, accountId), production: false, now: () => now, secretKey }, { url: 'https://example.com/hooks' });
     expect(created.ok).toBe(true);
     const old = strategyEvent(accountId, new Date(now.getTime() - RETENTION_MS - 60_000));
     const recent = strategyEvent(accountId, new Date(now.getTime() - RETENTION_MS + 60_000));

@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { receiveId } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
+import { testScope } from '@ots/shared/testing/scope';
 import { dispatchDueMessages } from '../src/dispatcher.ts';
-import { createEndpoint, updateEndpointSettings, type OperationContext } from '../src/operations.ts';
+import { createEndpoint, updateEndpointSettings, type EventsScope } from '../src/operations.ts';
 import { nonPublicRange } from '../src/url-policy.ts';
 import { postWebhook } from '../src/webhook-sender.ts';
 import { ingest, ManualClock, openEventsDatabase, strategyEvent, secretKey } from './database.ts';
@@ -60,7 +61,7 @@ describe('address ranges', () => {
 });
 
 describe('in production', () => {
-  const context = (): OperationContext => ({ db, accountId: randomUUID(), production: true, secretKey, now: new Date() });
+  const context = (): EventsScope => ({ ...testScope(db, randomUUID()), production: true, secretKey, now: () => new Date() });
 
   it.each([
     ['http://example.com/hooks', 'https://'],
@@ -87,7 +88,7 @@ describe('in production', () => {
     const owner = context();
     const created = await createEndpoint({ ...owner, production: false }, { url: 'https://example.com/hooks' });
     if (!created.ok) throw new Error(created.error.message);
-    const updated = await updateEndpointSettings(owner, receiveId(created.value.endpoint.id), { url: 'https://localhost:8443/x' });
+    const updated = await updateEndpointSettings(owner, { id: receiveId(created.value.endpoint.id), url: 'https://localhost:8443/x' });
     expect(!updated.ok && updated.error).toMatchObject({ code: 'VALIDATION_FAILED', field: 'url' });
   });
 
@@ -105,7 +106,7 @@ describe('in production', () => {
     // Through the dispatcher: the endpoint was saved while the name was public (here: written as is).
     const clock = new ManualClock();
     const accountId = randomUUID();
-    const created = await createEndpoint({ db, accountId, production: false, secretKey, now: clock.now() }, { url: `https://localhost:${port}/hooks` });
+    const created = await createEndpoint({ ...testScope(db, accountId), production: false, secretKey, now: () => clock.now() }, { url: `https://localhost:${port}/hooks` });
     if (!created.ok) throw new Error(created.error.message);
     const event = strategyEvent(accountId, clock.now());
     await ingest(db, [event], clock.now());
@@ -119,7 +120,7 @@ describe('in production', () => {
 
 describe('outside production', () => {
   it('accepts http:// and 127.0.0.1, so that tests and local development receive', async () => {
-    const created = await createEndpoint({ db, accountId: randomUUID(), production: false, secretKey, now: new Date() }, { url: receiver.url });
+    const created = await createEndpoint({ ...testScope(db, randomUUID()), production: false, secretKey, now: () => new Date() }, { url: receiver.url });
     expect(created.ok).toBe(true);
     const answer = await postWebhook({ url: receiver.url, headers: {}, body: '{}', production: false, timeoutMs: 2_000 });
     expect(answer).toMatchObject({ statusCode: 200, succeeded: true, failure: null });

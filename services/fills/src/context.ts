@@ -1,9 +1,10 @@
 import type DataLoader from 'dataloader';
 import type { Uuid } from '@ots/shared/ids';
 import { loaderById, loaderOfGroups } from '@ots/shared/loaders';
+import { callerScope } from '@ots/shared/scope';
 import type { ServiceRuntime } from '@ots/shared/service';
 import type { BaseContext } from '@ots/shared/subgraph-server';
-import type { OrdersLink } from './orders-client.ts';
+import type { FillsScope } from './operations.ts';
 import {
   findAppliedFills,
   findAppliedFillsOfOrders,
@@ -22,9 +23,8 @@ export interface FillsLoaders {
 }
 
 export interface FillsContext extends BaseContext {
-  db: FillsDb;
-  /** The orders subgraph, called with this request's assertion. */
-  orders: OrdersLink;
+  /** The caller's rows, and the orders subgraph called with this request's assertion: every use case runs in it. */
+  scope: FillsScope;
   loaders: FillsLoaders;
 }
 
@@ -46,15 +46,17 @@ export function createLoaders(db: FillsDb, accountId: string): FillsLoaders {
 export function createFillsContext(base: BaseContext, { db, config }: ServiceRuntime<FillsDatabase>): FillsContext {
   return {
     ...base,
-    db,
-    orders: {
-      url: config.subgraphUrls.orders,
-      // Half the subgraph fetch timeout, as orders gives its strategy check: the gateway abandons the
-      // fetch of fills after the full timeout, so a slow or silent orders must be given up on sooner
-      // for the client to receive TEMPORARILY_UNAVAILABLE rather than a top-level error blaming fills.
-      timeoutMs: Math.floor(config.limits.subgraphTimeoutMs / 2),
-      assertion: base.assertion,
-      requestId: base.requestId,
+    scope: {
+      ...callerScope(db, base),
+      orders: {
+        url: config.subgraphUrls.orders,
+        // Half the subgraph fetch timeout, as orders gives its strategy check: the gateway abandons the
+        // fetch of fills after the full timeout, so a slow or silent orders must be given up on sooner
+        // for the client to receive TEMPORARILY_UNAVAILABLE rather than a top-level error blaming fills.
+        timeoutMs: Math.floor(config.limits.subgraphTimeoutMs / 2),
+        assertion: base.assertion,
+        requestId: base.requestId,
+      },
     },
     loaders: createLoaders(db, base.caller.accountId),
   };

@@ -1,6 +1,7 @@
 import { Decimal, formatDecimal } from '@ots/shared/decimal';
-import type { ReceivedId } from '@ots/shared/ids';
+import { parseUuid, type ReceivedId, type Uuid } from '@ots/shared/ids';
 import { fail, ok, payloadError, type PayloadError, type Result } from '@ots/shared/errors';
+import { encodeKeysetCursor } from '@ots/shared/pagination';
 import {
   characterCount,
   idempotencyKeyReused,
@@ -9,10 +10,8 @@ import {
   notFoundInAccount,
   wrongState,
 } from '@ots/shared/messages';
-
-export type OrderSide = 'BUY' | 'SELL';
-export type Liquidity = 'MAKER' | 'TAKER' | 'UNKNOWN';
-type OrderStatus = 'SUBMITTED' | 'PARTIALLY_FILLED' | 'FILLED' | 'CANCELLED' | 'REPLACED';
+import type { Liquidity, OrderStatus } from './generated/enums.ts';
+import type { AppliedOrder } from './orders-client.ts';
 
 /** A venue clock may run slightly ahead of ours; beyond this an execution time is a mistake. */
 const MAX_EXECUTED_AT_LEAD_MS = 5_000;
@@ -101,20 +100,6 @@ export function orderNotFound(orderSubmissionId: string): PayloadError {
   return payloadError('NOT_FOUND', notFoundInAccount('order submission', orderSubmissionId), 'orderSubmissionId');
 }
 
-/**
- * The order as orders answers `applyFill` with: its state after the verdict (handed on to the
- * client as `RecordFillPayload.orderSubmission`), and the details a fill copies.
- */
-export interface OrderView {
-  id: string;
-  symbol: string;
-  side: OrderSide;
-  status: OrderStatus;
-  remainingQuantity: string;
-  strategy: { id: string } | null;
-  [providedField: string]: unknown;
-}
-
 /** Only worded here: whether an order can take the fill is decided by orders alone (its `applyFill`). */
 function notFillable(orderSubmissionId: string, status: OrderStatus | undefined): PayloadError {
   return payloadError(
@@ -151,7 +136,7 @@ export type Settlement = { kind: 'applied' } | { kind: 'refused'; error: Payload
 export function settlementOf(
   outcome: ApplyOutcome,
   fill: { orderSubmissionId: string; quantity: Decimal | string },
-  order: Pick<OrderView, 'status' | 'remainingQuantity'> | null,
+  order: Pick<AppliedOrder, 'status' | 'remainingQuantity'> | null,
 ): Settlement {
   switch (outcome) {
     case 'APPLIED':
@@ -164,4 +149,57 @@ export function settlementOf(
     case 'EXCEEDS_REMAINING':
       return { kind: 'refused', error: exceedsRemaining(new Decimal(fill.quantity), order?.remainingQuantity) };
   }
+}
+
+/** The filter argument as the schema has it. */
+export interface FillFilterInput {
+  orderSubmissionId?: string | null;
+  strategyId?: string | null;
+  symbol?: string | null;
+  executedAfter?: Date | null;
+  executedBefore?: Date | null;
+}
+
+/**
+ * The conditions of a listFills page: ids parsed, the symbol spelt as stored. An absent member does
+ * not filter; any present one does, the empty symbol included.
+ */
+export interface FillFilter {
+  orderSubmissionId?: Uuid;
+  strategyId?: Uuid;
+  symbol?: string;
+  executedAfter?: Date;
+  executedBefore?: Date;
+}
+
+/**
+ * The filter argument as listFills' query takes it: ids parsed, the symbol upper-cased as symbols
+ * are stored. A member that is null or absent does not filter; any other value does, the empty
+ * string included (the conditions combine with AND, so one that nothing matches empties the list).
+ * Undefined when no fill can match, e.g. an id that is not a UUID.
+ */
+export function normaliseFilter(input: FillFilterInput | null | undefined): FillFilter | undefined {
+  const filter: FillFilter = {};
+  if (!input) return filter;
+  if (input.orderSubmissionId !== null && input.orderSubmissionId !== undefined) {
+    const orderSubmissionId = parseUuid(input.orderSubmissionId);
+    if (!orderSubmissionId) return undefined;
+    filter.orderSubmissionId = orderSubmissionId;
+  }
+  if (input.strategyId !== null && input.strategyId !== undefined) {
+    const strategyId = parseUuid(input.strategyId);
+    if (!strategyId) return undefined;
+    filter.strategyId = strategyId;
+  }
+  if (input.symbol !== null && input.symbol !== undefined) filter.symbol = input.symbol.toUpperCase();
+  if (input.executedAfter !== null && input.executedAfter !== undefined) filter.executedAfter = input.executedAfter;
+  if (input.executedBefore !== null && input.executedBefore !== undefined) filter.executedBefore = input.executedBefore;
+  return filter;
+}
+
+/** The tag of listFills' cursors: kept as first issued, so that cursors clients hold stay valid. */
+export const FILLS_ORDERING = 'fills.executedAt.desc';
+
+export function cursorOf(fill: { executedAt: Date; id: string }): string {
+  return encodeKeysetCursor(FILLS_ORDERING, { at: fill.executedAt, id: fill.id });
 }

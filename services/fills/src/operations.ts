@@ -1,17 +1,17 @@
-import type { CallerIdentity } from '@ots/shared/assertion';
 import { formatDecimal } from '@ots/shared/decimal';
 import { fail, ok, type Result } from '@ots/shared/errors';
-import { parseUuid, type Uuid } from '@ots/shared/ids';
-import type { Logger } from '@ots/shared/logger';
+import type { KeysetPosition } from '@ots/shared/pagination';
+import { toConnection, type Connection } from '@ots/shared/pagination';
+import type { Scope } from '@ots/shared/scope';
 import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
-import { duplicateExecutionId, isSameFill, orderNotFound, settlementOf, validateRecordFill, type OrderView, type RecordFillInput } from './domain.ts';
-import { applyFillToOrder, type AppliedFillVerdict, type OrdersLink } from './orders-client.ts';
-import { findFillByExecutionId, keepFills, type AppliedFillRow, type FillsDb, type KeptFill } from './repository.ts';
+import { cursorOf, duplicateExecutionId, isSameFill, orderNotFound, settlementOf, validateRecordFill, type FillFilter, type RecordFillInput } from './domain.ts';
+import { appliedRowOf, fillObject, keptFillOf, recordedTermsOf, type FillObject } from './mappers.ts';
+import { applyFillToOrder, type AppliedFillVerdict, type AppliedOrder, type OrdersLink } from './orders-client.ts';
+import { findFillByExecutionId, keepFills, listAppliedFills, type AppliedFillRow, type FillsDb } from './repository.ts';
 
-export interface RecordingDeps {
-  db: FillsDb;
+/** The fills use cases, each `(scope, request)`; recording a fill also calls the orders subgraph. */
+export interface FillsScope extends Scope<FillsDb> {
   orders: OrdersLink;
-  log: Logger;
 }
 
 /** No field: nothing the client sent is wrong. */
@@ -22,7 +22,7 @@ const UNAVAILABLE =
 /** A fill recorded on its order, and the order in its state after it, as orders answered. */
 export interface RecordedFill {
   fill: AppliedFillRow;
-  order: OrderView;
+  order: AppliedOrder;
 }
 
 /**
@@ -38,18 +38,18 @@ export interface RecordedFill {
  * without a retry the `fill.recorded` event in orders' outbox reaches this subgraph's recovery route
  * (`recovery.ts`), which keeps it the same way.
  */
-export async function recordFill(deps: RecordingDeps, caller: CallerIdentity, input: RecordFillInput): Promise<Result<RecordedFill>> {
-  const validated = validateRecordFill(input, Date.now());
+export async function recordFill(scope: FillsScope, input: RecordFillInput): Promise<Result<RecordedFill>> {
+  const validated = validateRecordFill(input, scope.now().getTime());
   if (!validated.ok) return validated;
   const terms = validated.value;
   if (terms.orderSubmissionId.uuid === undefined) {
     // An id that is not a UUID names no order, and retries no recorded fill: no call to orders.
-    const recorded = await findFillByExecutionId(deps.db, caller.accountId, terms.executionId);
+    const recorded = await findFillByExecutionId(scope.db, scope.accountId, terms.executionId);
     return { ok: false, error: recorded ? duplicateExecutionId(terms.executionId) : orderNotFound(terms.orderSubmissionId.sent) };
   }
   let verdict: AppliedFillVerdict;
   try {
-    verdict = await applyFillToOrder(deps.orders, {
+    verdict = await applyFillToOrder(scope.orders, {
       executionId: terms.executionId,
       orderSubmissionId: terms.orderSubmissionId.sent,
       quantity: formatDecimal(terms.quantity),
@@ -60,7 +60,7 @@ export async function recordFill(deps: RecordingDeps, caller: CallerIdentity, in
     });
   } catch (error) {
     if (!(error instanceof SubgraphUnavailableError)) throw error;
-    deps.log.warn({ err: error, executionId: terms.executionId }, 'orders unavailable while recording a fill');
+    scope.log.warn({ err: error, executionId: terms.executionId }, 'orders unavailable while recording a fill');
     return fail('TEMPORARILY_UNAVAILABLE', UNAVAILABLE);
   }
 
@@ -70,66 +70,25 @@ export async function recordFill(deps: RecordingDeps, caller: CallerIdentity, in
     if (settlement.kind === 'refused') return { ok: false, error: settlement.error };
     throw new Error(`orders answered ${verdict.outcome} for execution id ${terms.executionId} without the fill and its order`);
   }
-  const kept = keptFillOf(caller.accountId, fill, order as OrderView);
+  const kept = keptFillOf(scope.accountId, fill, order);
   // Kept whatever the request: a retry, or a request that reuses the execution id, still brings a recorded fill that may be missing here.
-  await keepFills(deps.db, [kept]);
+  await keepFills(scope.db, [kept]);
   const row = appliedRowOf(kept);
   if (verdict.outcome === 'ALREADY_APPLIED' && !isSameFill(recordedTermsOf(row), terms)) return { ok: false, error: duplicateExecutionId(terms.executionId) };
-  return ok({ fill: row, order: order as OrderView });
+  return ok({ fill: row, order });
 }
 
-function keptFillOf(accountId: string, fill: NonNullable<AppliedFillVerdict['fill']>, order: OrderView): KeptFill {
-  return {
-    id: uuidOf(fill.id),
-    accountId,
-    orderSubmissionId: uuidOf(order.id),
-    strategyId: order.strategy?.id ?? null,
-    symbol: order.symbol,
-    side: order.side,
-    executionId: fill.executionId,
-    quantity: fill.quantity,
-    price: fill.price,
-    fee: fill.fee,
-    liquidity: fill.liquidity,
-    executedAt: new Date(fill.executedAt),
-    recordedAt: new Date(fill.recordedAt),
-  };
+/** A listFills page's arguments once the resolver has parsed them. */
+export interface ListRequest {
+  /** Undefined when no fill can match. */
+  filter: FillFilter | undefined;
+  after: KeysetPosition | undefined;
+  size: number;
 }
 
-function uuidOf(id: string): Uuid {
-  const uuid = parseUuid(id);
-  if (!uuid) throw new Error(`orders answered an id that is not a UUID: ${id}`);
-  return uuid;
-}
-
-/** The row a kept fill is, as every read returns it. */
-function appliedRowOf(fill: KeptFill): AppliedFillRow {
-  return {
-    id: fill.id,
-    account_id: fill.accountId,
-    order_submission_id: fill.orderSubmissionId,
-    strategy_id: fill.strategyId,
-    symbol: fill.symbol,
-    side: fill.side,
-    execution_id: fill.executionId,
-    quantity: fill.quantity,
-    price: fill.price,
-    fee: fill.fee,
-    liquidity: fill.liquidity,
-    executed_at: fill.executedAt,
-    recorded_at: fill.recordedAt,
-    status: 'APPLIED',
-    applied_at: fill.recordedAt,
-  };
-}
-
-function recordedTermsOf(fill: AppliedFillRow) {
-  return {
-    orderSubmissionId: fill.order_submission_id,
-    quantity: fill.quantity,
-    price: fill.price,
-    fee: fill.fee,
-    liquidity: fill.liquidity,
-    executedAt: fill.executed_at,
-  };
+export async function listFills(scope: Scope<FillsDb>, request: ListRequest): Promise<Connection<FillObject>> {
+  const rows = request.filter
+    ? await listAppliedFills(scope.db, scope.accountId, request.filter, { after: request.after, limit: request.size + 1 })
+    : [];
+  return toConnection(rows.map(fillObject), request.size, cursorOf);
 }

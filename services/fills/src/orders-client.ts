@@ -17,6 +17,9 @@ export interface OrdersLink {
  */
 export type AppliedFillVerdict = FillsApplyFillMutation['applyFill'];
 
+/** The order in orders' answer: its state after the verdict, as `RecordFillPayload.orderSubmission` hands it on. */
+export type AppliedOrder = NonNullable<AppliedFillVerdict['orderSubmission']>;
+
 /**
  * Asks orders to decide and record the fill: one statement there, idempotent per execution id, so a
  * retry after a timeout (when the call may or may not have committed) is always safe.

@@ -1,5 +1,5 @@
 import { Decimal, MAX_FRACTION_DIGITS } from '@ots/shared/decimal';
-import type { OrderSide } from './domain.ts';
+import type { OrderSide } from './generated/enums.ts';
 
 /** What the position of a fill's symbol needs from it. */
 export interface PositionFill {

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { parseUuid, type Uuid } from '@ots/shared/ids';
 import { RECORDED_FILLS_PATH, registerRelayRoute, requireIngestSecret } from '@ots/shared/outbox';
 import type { ServiceRuntime } from '@ots/shared/service';
+import { Liquidity, OrderSide } from './generated/enums.ts';
 import { keepFills, type FillsDatabase, type KeptFill } from './repository.ts';
 
 /**
@@ -33,11 +34,11 @@ const recordedFill = z.object({
   orderSubmissionId: uuid,
   executionId: z.string().min(1),
   symbol: z.string(),
-  side: z.enum(['BUY', 'SELL']),
+  side: z.enum(OrderSide),
   quantity: decimal,
   price: decimal,
   fee: decimal,
-  liquidity: z.enum(['MAKER', 'TAKER', 'UNKNOWN']),
+  liquidity: z.enum(Liquidity),
   executedAt: instant,
   recordedAt: instant,
   orderSubmission: z.object({ strategyId: uuid.nullable() }),

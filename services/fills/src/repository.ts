@@ -2,7 +2,8 @@ import { sql, type Generated, type Kysely, type Selectable } from 'kysely';
 import { compiledStatement } from '@ots/shared/compiled-statement';
 import type { Uuid } from '@ots/shared/ids';
 import { inKeysetOrder, type KeysetPosition } from '@ots/shared/pagination';
-import type { Liquidity, OrderSide } from './domain.ts';
+import type { FillFilter } from './domain.ts';
+import type { Liquidity, OrderSide } from './generated/enums.ts';
 
 type FillStatus = 'PENDING' | 'APPLIED';
 
@@ -167,18 +168,6 @@ export async function findAppliedFillsOfStrategies(db: FillsDb, accountId: strin
     .orderBy('executed_at', 'asc')
     .orderBy('id', 'asc')
     .execute();
-}
-
-/**
- * The conditions of a listFills page, as the resolver received them: ids parsed, the symbol spelt
- * as stored. An absent member does not filter; any present one does, the empty symbol included.
- */
-export interface FillFilter {
-  orderSubmissionId?: Uuid;
-  strategyId?: Uuid;
-  symbol?: string;
-  executedAfter?: Date;
-  executedBefore?: Date;
 }
 
 /** Newest first on (executed_at, id): unique and immutable, so a page boundary never moves. Fetches `limit` rows. */

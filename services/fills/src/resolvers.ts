@@ -1,44 +1,18 @@
 import type { PayloadError } from '@ots/shared/errors';
 import { parseUuid, receiveId } from '@ots/shared/ids';
-import { decodeKeysetCursor, encodeKeysetCursor, pageSize, toConnection } from '@ots/shared/pagination';
+import { decodeKeysetCursor, pageSize } from '@ots/shared/pagination';
 import { DateTimeScalar, DecimalScalar, SignedDecimalScalar } from '@ots/shared/scalars';
 import type { FillsLoaders } from './context.ts';
-import type { FillFilter as FillFilterInput, Resolvers } from './generated/resolvers-types.ts';
-import { recordFill } from './operations.ts';
+import { FILLS_ORDERING, normaliseFilter } from './domain.ts';
+import type { QueryListFillsArgs, Resolvers } from './generated/resolvers-types.ts';
+import { listFills, recordFill, type ListRequest } from './operations.ts';
 import { computePositions } from './positions.ts';
 import { fillObject, type FillObject } from './mappers.ts';
-import { listAppliedFills, type FillFilter } from './repository.ts';
 
-/** The tag of listFills' cursors: kept as first issued, so that cursors clients hold stay valid. */
-export const FILLS_ORDERING = 'fills.executedAt.desc';
-
-export function fillCursor(fill: FillObject): string {
-  return encodeKeysetCursor(FILLS_ORDERING, { at: fill.executedAt, id: fill.id });
-}
-
-/**
- * The filter argument as listFills' query takes it: ids parsed, the symbol upper-cased as symbols
- * are stored. A member that is null or absent does not filter; any other value does, the empty
- * string included (the conditions combine with AND, so one that nothing matches empties the list).
- * Undefined when no fill can match, e.g. an id that is not a UUID.
- */
-export function receiveFillFilter(input: FillFilterInput | null | undefined): FillFilter | undefined {
-  const filter: FillFilter = {};
-  if (!input) return filter;
-  if (input.orderSubmissionId !== null && input.orderSubmissionId !== undefined) {
-    const orderSubmissionId = parseUuid(input.orderSubmissionId);
-    if (!orderSubmissionId) return undefined;
-    filter.orderSubmissionId = orderSubmissionId;
-  }
-  if (input.strategyId !== null && input.strategyId !== undefined) {
-    const strategyId = parseUuid(input.strategyId);
-    if (!strategyId) return undefined;
-    filter.strategyId = strategyId;
-  }
-  if (input.symbol !== null && input.symbol !== undefined) filter.symbol = input.symbol.toUpperCase();
-  if (input.executedAfter !== null && input.executedAfter !== undefined) filter.executedAfter = input.executedAfter;
-  if (input.executedBefore !== null && input.executedBefore !== undefined) filter.executedBefore = input.executedBefore;
-  return filter;
+/** listFills' arguments as the use case takes them. A bad `first` or cursor is a top-level BAD_USER_INPUT, checked in that order. */
+function listRequest(args: QueryListFillsArgs): ListRequest {
+  const size = pageSize(args.first);
+  return { size, after: decodeKeysetCursor(FILLS_ORDERING, args.after), filter: normaliseFilter(args.filter) };
 }
 
 /** A fill of the caller's account by the id a client or the gateway sent; null when it names none. */
@@ -58,18 +32,11 @@ export const resolvers: Resolvers = {
   DateTime: DateTimeScalar,
   Query: {
     fill: (_, { id }, { loaders }) => appliedFill(loaders, id),
-    listFills: async (_, { filter, first, after }, { db, caller }) => {
-      const size = pageSize(first);
-      const position = decodeKeysetCursor(FILLS_ORDERING, after);
-      // Undefined: a condition no fill can meet, e.g. an id that is not a UUID.
-      const conditions = receiveFillFilter(filter);
-      const rows = conditions ? await listAppliedFills(db, caller.accountId, conditions, { after: position, limit: size + 1 }) : [];
-      return toConnection(rows.map(fillObject), size, fillCursor);
-    },
+    listFills: (_, args, { scope }) => listFills(scope, listRequest(args)),
   },
   Mutation: {
     recordFill: async (_, { input }, context) => {
-      const result = await recordFill(context, context.caller, { ...input, orderSubmissionId: receiveId(input.orderSubmissionId) });
+      const result = await recordFill(context.scope, { ...input, orderSubmissionId: receiveId(input.orderSubmissionId) });
       if (!result.ok) return errorPayload(result.error);
       return {
         fill: fillObject(result.value.fill),

@@ -5,8 +5,8 @@ import { migrateService } from '@ots/shared/service';
 import { createTestDatabase, type TestDatabase } from '@ots/shared/testing/database';
 import { expectAccountIndexesOnly, openPlanExplainer, type PlanExplainer } from '@ots/shared/testing/plans';
 import { migrations, SCHEMA } from '../migrations/index.ts';
-import { findFillByExecutionId, listAppliedFills, type FillFilter, type FillsDatabase } from '../src/repository.ts';
-import { FILLS_ORDERING } from '../src/resolvers.ts';
+import { FILLS_ORDERING, type FillFilter } from '../src/domain.ts';
+import { findFillByExecutionId, listAppliedFills, type FillsDatabase } from '../src/repository.ts';
 
 /**
  * What the listFills SQL costs: the plan of every filter, with and without a cursor, on a table of

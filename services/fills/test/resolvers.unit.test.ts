@@ -1,20 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { decodeKeysetCursor, encodeCursor } from '@ots/shared/pagination';
+import { cursorOf, FILLS_ORDERING, normaliseFilter } from '../src/domain.ts';
 import type { FillObject } from '../src/mappers.ts';
-import { FILLS_ORDERING, fillCursor, receiveFillFilter } from '../src/resolvers.ts';
 
 const ID = '0190F5A2-0000-7000-8000-00000000000A';
 
-describe('receiveFillFilter', () => {
+describe('normaliseFilter', () => {
   it('filters by nothing when the filter or its members are absent or null', () => {
-    expect(receiveFillFilter(undefined)).toEqual({});
-    expect(receiveFillFilter(null)).toEqual({});
-    expect(receiveFillFilter({ orderSubmissionId: null, strategyId: null, symbol: null, executedAfter: null, executedBefore: null })).toEqual({});
+    expect(normaliseFilter(undefined)).toEqual({});
+    expect(normaliseFilter(null)).toEqual({});
+    expect(normaliseFilter({ orderSubmissionId: null, strategyId: null, symbol: null, executedAfter: null, executedBefore: null })).toEqual({});
   });
 
   it('spells ids and symbols as they are stored', () => {
     const at = new Date('2026-03-02T09:00:00.000Z');
-    expect(receiveFillFilter({ orderSubmissionId: ID, strategyId: ID, symbol: 'acme', executedAfter: at, executedBefore: at })).toEqual({
+    expect(normaliseFilter({ orderSubmissionId: ID, strategyId: ID, symbol: 'acme', executedAfter: at, executedBefore: at })).toEqual({
       orderSubmissionId: ID.toLowerCase(),
       strategyId: ID.toLowerCase(),
       symbol: 'ACME',
@@ -25,13 +25,13 @@ describe('receiveFillFilter', () => {
 
   it('matches nothing for an empty or non-UUID id, never everything', () => {
     for (const id of ['', 'not-a-uuid', `${ID}x`]) {
-      expect(receiveFillFilter({ orderSubmissionId: id }), JSON.stringify(id)).toBeUndefined();
-      expect(receiveFillFilter({ strategyId: id }), JSON.stringify(id)).toBeUndefined();
+      expect(normaliseFilter({ orderSubmissionId: id }), JSON.stringify(id)).toBeUndefined();
+      expect(normaliseFilter({ strategyId: id }), JSON.stringify(id)).toBeUndefined();
     }
   });
 
   it('keeps an empty symbol as a condition, which no stored symbol meets', () => {
-    expect(receiveFillFilter({ symbol: '' })).toEqual({ symbol: '' });
+    expect(normaliseFilter({ symbol: '' })).toEqual({ symbol: '' });
   });
 });
 
@@ -48,7 +48,7 @@ describe('cursors', () => {
 
   it('round-trip the position of a fill', () => {
     const fill = { executedAt: new Date('2026-03-02T09:00:00.120Z'), id: ID.toLowerCase() } as FillObject;
-    expect(parseCursor(fillCursor(fill))).toEqual({ at: fill.executedAt, id: fill.id });
+    expect(parseCursor(cursorOf(fill))).toEqual({ at: fill.executedAt, id: fill.id });
     expect(parseCursor(undefined)).toBeUndefined();
     expect(parseCursor(null)).toBeUndefined();
   });

@@ -2,6 +2,7 @@ import type { Uuid } from '@ots/shared/ids';
 import { loaderById } from '@ots/shared/loaders';
 import type { Connection } from '@ots/shared/pagination';
 import type { AccountFeedCursors, SealedFeedCursors } from '@ots/shared/sealed-cursors';
+import { callerScope } from '@ots/shared/scope';
 import type { ServiceRuntime } from '@ots/shared/service';
 import type { BaseContext } from '@ots/shared/subgraph-server';
 import { strategyOrdersLoaders, type ListRequest, type OrdersScope } from './operations.ts';
@@ -21,8 +22,8 @@ export interface OrdersContext extends BaseContext {
   strategyOrders(strategyId: Uuid | undefined, request: ListRequest): Promise<Connection<OrderRow>>;
 }
 
-export function createOrdersContext(base: BaseContext, { db, config }: ServiceRuntime<OrdersDatabase>, syncCursors: SealedFeedCursors): OrdersContext {
-  const scope: OrdersScope = { db, accountId: base.caller.accountId };
+export function createOrdersContext(base: BaseContext, { db, config }: ServiceRuntime<OrdersDatabase, 'orders'>, syncCursors: SealedFeedCursors): OrdersContext {
+  const scope: OrdersScope = callerScope(db, base);
   return {
     ...base,
     scope,

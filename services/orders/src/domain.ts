@@ -12,18 +12,13 @@ import {
   wrongState,
 } from '@ots/shared/messages';
 import { decodeKeysetCursor, encodeKeysetCursor, type KeysetPosition } from '@ots/shared/pagination';
+import type { OrderSide, OrderStatus, OrderSubmissionOrder, OrderType, TimeInForce } from './generated/enums.ts';
 
 /**
  * The rules of order submissions as plain functions: what a valid submission is, when a retry is
  * the same order, and every state transition (contract sections 2 and 3).
  */
 
-export type OrderSide = 'BUY' | 'SELL';
-/** A fill's liquidity flag, as the fills subgraph receives it. */
-export type Liquidity = 'MAKER' | 'TAKER' | 'UNKNOWN';
-export type OrderType = 'MARKET' | 'LIMIT' | 'STOP' | 'STOP_LIMIT';
-export type TimeInForce = 'DAY' | 'GTC' | 'IOC' | 'FOK';
-export type OrderStatus = 'SUBMITTED' | 'PARTIALLY_FILLED' | 'FILLED' | 'CANCELLED' | 'REPLACED';
 export type StrategyStatus = 'ACTIVE' | 'PAUSED' | 'ARCHIVED';
 
 const DEFAULT_TIME_IN_FORCE: TimeInForce = 'DAY';
@@ -364,8 +359,6 @@ export function averageFillPrice(order: Pick<FillState, 'filledQuantity' | 'fill
   if (order.filledQuantity.isZero()) return null;
   return roundDerived(order.fillNotional.dividedBy(order.filledQuantity));
 }
-
-export type OrderSubmissionOrder = 'SUBMITTED_AT_DESC' | 'UPDATED_AT_ASC';
 
 /** The filter argument once the scalars and the resolver have parsed it. */
 export interface OrderSubmissionFilterInput {

@@ -1,6 +1,7 @@
-import { Decimal, formatDecimal } from '@ots/shared/decimal';
+import type { Decimal } from '@ots/shared/decimal';
 import { fail, ok, type Result } from '@ots/shared/errors';
 import { newId, type ReceivedId, type Uuid } from '@ots/shared/ids';
+import type { Scope } from '@ots/shared/scope';
 import { notFoundInAccount } from '@ots/shared/messages';
 import { loaderOfGroups } from '@ots/shared/loaders';
 import type { EventType } from '@ots/shared/outbox';
@@ -10,7 +11,6 @@ import type { AccountFeedCursors } from '@ots/shared/sealed-cursors';
 import type { Kysely } from 'kysely';
 import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
 import {
-  averageFillPrice,
   CANCELLABLE_STATUSES,
   checkStrategyStatus,
   cursorOf,
@@ -19,100 +19,31 @@ import {
   decideReplace,
   duplicateClientOrderId,
   isSameSubmission,
-  remainingQuantity,
+  normaliseFilter,
   strategyUnavailable,
   validateReplacement,
   validateSubmission,
   type FillDecision,
   type FillState,
-  type Liquidity,
   type ListPosition,
   type OrderDraft,
   type OrderFilter,
-  type OrderSide,
-  type OrderStatus,
+  type OrderSubmissionFilterInput,
   type ReplaceOrderInput,
   type SubmitOrderInput,
 } from './domain.ts';
+import type { Liquidity, OrderStatus } from './generated/enums.ts';
+import { draftOf, fillData, fillStateOf, newOrderRow, orderEvent } from './mappers.ts';
 import * as repository from './repository.ts';
 import type { OrderPage, OrderRow, OrdersDb } from './repository.ts';
 import type { StrategyLookup } from './strategy-lookup.ts';
 
 /**
- * The orders use cases: each runs the domain rules against the caller's rows, and writes so that
- * it is safe under concurrency (a unique index, a compare-and-set, or a row lock), taking only the
- * locks of the rows it changes.
+ * The orders use cases, each `(scope, request)`: each runs the domain rules against the caller's
+ * rows, and writes so that it is safe under concurrency (a unique index, a compare-and-set, or a row
+ * lock), taking only the locks of the rows it changes.
  */
-export interface OrdersScope {
-  db: OrdersDb;
-  accountId: string;
-}
-
-function decimalOrNull(value: string | null): Decimal | null {
-  return value === null ? null : new Decimal(value);
-}
-
-function draftOf(row: OrderRow): OrderDraft {
-  return {
-    clientOrderId: row.client_order_id,
-    strategyId: row.strategy_id,
-    symbol: row.symbol,
-    side: row.side,
-    type: row.type,
-    timeInForce: row.time_in_force,
-    quantity: new Decimal(row.quantity),
-    limitPrice: decimalOrNull(row.limit_price),
-    stopPrice: decimalOrNull(row.stop_price),
-  };
-}
-
-export function fillStateOf(row: OrderRow): FillState {
-  return {
-    status: row.status,
-    quantity: new Decimal(row.quantity),
-    filledQuantity: new Decimal(row.filled_quantity),
-    fillNotional: new Decimal(row.fill_notional),
-    cancelledAt: row.cancelled_at,
-    replacedAt: row.replaced_at,
-  };
-}
-
-/**
- * The event of a write of `order` (the row as the write leaves it, but for its times): the order as
- * the API will show it (contract section 6), the same field names, decimals as canonical strings,
- * references as ids. The statement that writes the order adds its times.
- */
-export function orderEventOf(type: EventType, order: Omit<OrderRow, repository.OrderTimes | 'commit_xid'>): repository.OrderEvent {
-  const fillState = {
-    status: order.status,
-    quantity: new Decimal(order.quantity),
-    filledQuantity: new Decimal(order.filled_quantity),
-    fillNotional: new Decimal(order.fill_notional),
-  };
-  const average = averageFillPrice(fillState);
-  return {
-    id: newId(),
-    type,
-    data: {
-      id: order.id,
-      clientOrderId: order.client_order_id,
-      strategyId: order.strategy_id,
-      symbol: order.symbol,
-      side: order.side,
-      type: order.type,
-      timeInForce: order.time_in_force,
-      quantity: formatDecimal(fillState.quantity),
-      limitPrice: order.limit_price === null ? null : formatDecimal(new Decimal(order.limit_price)),
-      stopPrice: order.stop_price === null ? null : formatDecimal(new Decimal(order.stop_price)),
-      status: order.status,
-      filledQuantity: formatDecimal(fillState.filledQuantity),
-      remainingQuantity: formatDecimal(remainingQuantity(fillState)),
-      averageFillPrice: average === null ? null : formatDecimal(average),
-      replacesOrderSubmissionId: order.replaces_id,
-      replacedByOrderSubmissionId: order.replaced_by,
-    },
-  };
-}
+export type OrdersScope = Scope<OrdersDb>;
 
 /** A fill that completes the order (a late one included) fills it; any other is a partial fill, whatever the status. */
 const fillEventType = (status: OrderStatus): EventType => (status === 'FILLED' ? 'order_submission.filled' : 'order_submission.partially_filled');
@@ -197,8 +128,8 @@ export async function submitOrder(
     const checked = await checkStrategy(scope.lookupStrategy, strategy);
     if (!checked.ok) return checked;
   }
-  const order = repository.newOrder(accountId, draft);
-  const inserted = await repository.insertOrder(db, order, orderEventOf('order_submission.submitted', order));
+  const order = newOrderRow(accountId, draft);
+  const inserted = await repository.insertOrder(db, order, orderEvent('order_submission.submitted', order));
   if (inserted) return ok(inserted);
   // Only a clientOrderId can conflict (NULLs never do): a concurrent submission with it committed first.
   const winner = await repository.findOrderByClientOrderId(db, accountId, clientOrderId!);
@@ -212,7 +143,7 @@ function orderNotFound(id: string): Result<never> {
 
 /** Cancels `order` if it is still that version: the cancelled order, or CHANGED. */
 async function writeCancel(db: OrdersDb, order: OrderRow): Promise<OrderRow | typeof CHANGED> {
-  const event = orderEventOf('order_submission.cancelled', { ...order, status: 'CANCELLED' });
+  const event = orderEvent('order_submission.cancelled', { ...order, status: 'CANCELLED' });
   return (await repository.markCancelled(db, order.account_id, order.id, order.commit_xid, event)) ?? CHANGED;
 }
 
@@ -290,27 +221,15 @@ export async function applyFill({ db, accountId }: OrdersScope, fill: FillReques
 
 /** Writes the fill's application on `order` if that is still the order's version; undefined if it is not. */
 async function writeFillApplication(db: OrdersDb, order: OrderRow, fill: FillRequest, next: FillState) {
-  const event = orderEventOf(fillEventType(next.status), {
+  const event = orderEvent(fillEventType(next.status), {
     ...order,
     status: next.status,
-    filled_quantity: formatDecimal(next.filledQuantity),
+    filled_quantity: next.filledQuantity.toFixed(),
     fill_notional: next.fillNotional.toFixed(),
   });
   // Made after the order's event, so relayed after it; the fill's event takes the fill's id.
   const fillId = newId();
-  const fillEvent = {
-    fill: {
-      id: fillId,
-      orderSubmissionId: order.id,
-      executionId: fill.executionId,
-      symbol: order.symbol,
-      side: order.side,
-      quantity: formatDecimal(fill.quantity),
-      price: formatDecimal(fill.price),
-      fee: formatDecimal(fill.fee),
-      liquidity: fill.liquidity,
-    },
-  };
+  const fillEvent = { fill: fillData(fillId, order, fill) };
   return repository.recordFillApplication(
     db,
     order.account_id,
@@ -367,10 +286,10 @@ export async function replaceOrderSubmission(
     if (!locked) return orderNotFound(id.sent);
     const decision = decideReplace(locked.status, locked.id);
     if (decision.kind === 'refused') return { ok: false, error: decision.error };
-    const replacement = repository.newOrder(accountId, draft, orderId);
+    const replacement = newOrderRow(accountId, draft, orderId);
     // Made first, so relayed first: the old order is replaced, then its replacement submitted.
-    const replacedEvent = orderEventOf('order_submission.replaced', { ...locked, status: decision.to, replaced_by: replacement.id });
-    const order = await repository.insertOrder(trx, replacement, orderEventOf('order_submission.submitted', replacement));
+    const replacedEvent = orderEvent('order_submission.replaced', { ...locked, status: decision.to, replaced_by: replacement.id });
+    const order = await repository.insertOrder(trx, replacement, orderEvent('order_submission.submitted', replacement));
     // Only the clientOrderId can conflict: a concurrent request took it; nothing of ours is kept.
     if (!order) return 'clientOrderIdTaken';
     const replaced = await repository.markReplaced(trx, accountId, orderId, order.id, replacedEvent);
@@ -389,12 +308,8 @@ export async function replaceOrderSubmission(
   return outcome;
 }
 
-/** cancelOrderSubmissions' filter once the resolver has parsed it. */
-export interface CancelOrdersFilterInput {
-  symbol?: string | null;
-  side?: OrderSide | null;
-  strategyId?: ReceivedId | null;
-}
+/** cancelOrderSubmissions' filter once the resolver has parsed it: the list's filter, of the members an open order is picked by. */
+export type CancelOrdersFilterInput = Pick<OrderSubmissionFilterInput, 'symbol' | 'side' | 'strategyId'>;
 
 /** The most one cancelOrderSubmissions call cancels (contract section 4). */
 export const CANCEL_ALL_LIMIT = 500;
@@ -412,14 +327,9 @@ export interface CancelAllResult {
  * took it out of the open statuses. `hasMore`: open matching orders beyond this call's 500 remain.
  */
 export async function cancelOrderSubmissions({ db, accountId }: OrdersScope, input: CancelOrdersFilterInput | null | undefined): Promise<CancelAllResult> {
-  const filter: repository.OpenOrderFilter = {};
-  if (input?.symbol !== null && input?.symbol !== undefined) filter.symbol = input.symbol.toUpperCase();
-  if (input?.side) filter.side = input.side;
-  if (input?.strategyId !== null && input?.strategyId !== undefined) {
-    // An id that is not a UUID names no strategy: no order matches.
-    if (input.strategyId.uuid === undefined) return { cancelled: [], hasMore: false };
-    filter.strategyId = input.strategyId.uuid;
-  }
+  // Undefined: no order can match (a strategyId that is not a UUID).
+  const filter = normaliseFilter(input);
+  if (!filter) return { cancelled: [], hasMore: false };
   const candidates = await repository.findOrdersInStatuses(db, accountId, CANCELLABLE_STATUSES, filter, CANCEL_ALL_LIMIT + 1);
   const cancelled: OrderRow[] = [];
   for (const candidate of candidates.slice(0, CANCEL_ALL_LIMIT)) {

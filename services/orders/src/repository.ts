@@ -2,10 +2,11 @@ import { sql, type Generated, type Kysely, type QueryCreator, type RawBuilder, t
 import { inCommitOrder } from '@ots/shared/commit-order';
 import { compiledStatement } from '@ots/shared/compiled-statement';
 import { formatDecimal, type Decimal } from '@ots/shared/decimal';
-import { newId, type Uuid } from '@ots/shared/ids';
+import type { Uuid } from '@ots/shared/ids';
 import type { EventType, OutboxDatabase } from '@ots/shared/outbox';
 import { inKeysetOrder } from '@ots/shared/pagination';
-import type { FillState, Liquidity, ListPosition, OrderDraft, OrderFilter, OrderSide, OrderStatus, OrderType, TimeInForce } from './domain.ts';
+import type { FillState, ListPosition, OrderFilter } from './domain.ts';
+import type { Liquidity, OrderSide, OrderStatus, OrderType, TimeInForce } from './generated/enums.ts';
 
 /** pg returns `numeric` as a string (exact), `timestamptz` as a Date and `uuid` in lower case (a `Uuid`). */
 export interface OrdersDatabase extends OutboxDatabase {
@@ -87,7 +88,6 @@ const ORDER_COLUMNS = Object.keys({
 type OrdersQuery = SelectQueryBuilder<OrdersDatabase, 'order_submissions', OrderRow>;
 
 const wire = (value: Decimal): string => formatDecimal(value);
-const wireOrNull = (value: Decimal | null): string | null => (value === null ? null : formatDecimal(value));
 
 /**
  * The instant a change takes effect: the database clock when the statement runs (after any row lock
@@ -101,7 +101,7 @@ const changeStamp = sql<Date>`greatest(clock.now, order_submissions.updated_at +
 const stampedUpdate = (db: QueryCreator<OrdersDatabase>) => db.updateTable('order_submissions').from(sql`(select clock_timestamp()::timestamptz(3) as now)`.as('clock'));
 
 /** The columns of an order that its writes stamp with the database's clock. */
-export type OrderTimes = 'submitted_at' | 'updated_at' | 'cancelled_at' | 'replaced_at';
+type OrderTimes = 'submitted_at' | 'updated_at' | 'cancelled_at' | 'replaced_at';
 
 /**
  * The event of one order write: its type, and the order as the API will show it after the write,
@@ -261,27 +261,6 @@ export async function findFillContext(
 /** A new order's row, but for its times, which the insert stamps. */
 export type NewOrder = Omit<OrderRow, OrderTimes | 'commit_xid'>;
 
-export function newOrder(accountId: string, draft: OrderDraft, replacesId: Uuid | null = null): NewOrder {
-  return {
-    id: newId(),
-    account_id: accountId,
-    client_order_id: draft.clientOrderId,
-    strategy_id: draft.strategyId,
-    symbol: draft.symbol,
-    side: draft.side,
-    type: draft.type,
-    time_in_force: draft.timeInForce,
-    quantity: wire(draft.quantity),
-    limit_price: wireOrNull(draft.limitPrice),
-    stop_price: wireOrNull(draft.stopPrice),
-    status: 'SUBMITTED',
-    filled_quantity: '0',
-    fill_notional: '0',
-    replaced_by: null,
-    replaces_id: replacesId,
-  };
-}
-
 /**
  * Inserts the order, with its event, unless the account already has one with its clientOrderId:
  * the unique index decides, so concurrent identical submissions create one order (and one event).
@@ -378,18 +357,12 @@ const markReplacedStatement = compiledStatement((db: OrdersDb, p: { accountId: s
     .selectAll(),
 );
 
-export interface OpenOrderFilter {
-  symbol?: string;
-  side?: OrderSide;
-  strategyId?: Uuid;
-}
-
 /** The account's orders in `statuses` that match, oldest first (cancel-all's candidates). */
 export async function findOrdersInStatuses(
   db: OrdersDb,
   accountId: string,
   statuses: readonly OrderStatus[],
-  filter: OpenOrderFilter,
+  filter: Pick<OrderFilter, 'symbol' | 'side' | 'strategyId'>,
   limit: number,
 ): Promise<OrderRow[]> {
   let query = db.selectFrom('order_submissions').selectAll().where('account_id', '=', accountId).where('status', 'in', statuses);

@@ -1,4 +1,3 @@
-import { Decimal } from '@ots/shared/decimal';
 import { badUserInput, type PayloadError, type Result } from '@ots/shared/errors';
 import { parseUuid, receiveId, type ReceivedId } from '@ots/shared/ids';
 import { pageSize, type Connection } from '@ots/shared/pagination';
@@ -16,8 +15,8 @@ import {
   submitOrder,
   type ListRequest,
 } from './operations.ts';
-import { orderView, type OrderView } from './mappers.ts';
-import type { OrderRow, RecordedFillRow } from './repository.ts';
+import { orderView, recordedFillView, type OrderView } from './mappers.ts';
+import type { OrderRow } from './repository.ts';
 
 /**
  * The resolver edge: every id, cursor and page size is parsed here, once, into the types the use
@@ -43,20 +42,6 @@ export function listRequest(args: ListArguments, syncCursors: AccountFeedCursors
   const position = positionAfter(args.orderBy ?? 'SUBMITTED_AT_DESC', args.after, syncCursors);
   const filter = normaliseFilter(args.filter && { ...args.filter, strategyId: received(args.filter.strategyId) });
   return { filter, position, size, syncCursors };
-}
-
-/** A fill as orders recorded it, for applyFill's answer to the fills subgraph. */
-function recordedFillView(fill: RecordedFillRow) {
-  return {
-    id: fill.fill_id,
-    executionId: fill.execution_id,
-    quantity: new Decimal(fill.quantity),
-    price: new Decimal(fill.price),
-    fee: new Decimal(fill.fee),
-    liquidity: fill.liquidity,
-    executedAt: fill.executed_at,
-    recordedAt: fill.recorded_at,
-  };
 }
 
 function viewOrNull(row: OrderRow | null | undefined) {
@@ -110,9 +95,10 @@ export const resolvers: Resolvers = {
   },
   OrderSubmission: {
     __resolveReference: (reference, context) => loadOrder(context, reference.id),
-    replacedBy: async (order, _, context) => (order.replacedBy === null ? null : viewOrNull(await context.orderById.load(order.replacedBy))),
+    replacedBy: async (order, _, context) =>
+      order.replacedByOrderSubmissionId === null ? null : viewOrNull(await context.orderById.load(order.replacedByOrderSubmissionId)),
     replacesOrderSubmission: async (order, _, context) =>
-      order.replacesOrderSubmission === null ? null : viewOrNull(await context.orderById.load(order.replacesOrderSubmission)),
+      order.replacesOrderSubmissionId === null ? null : viewOrNull(await context.orderById.load(order.replacesOrderSubmissionId)),
   },
   Strategy: {
     __resolveReference: (reference) => ({ id: reference.id }),

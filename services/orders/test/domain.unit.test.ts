@@ -17,10 +17,9 @@ import {
   validateSubmission,
   type FillState,
   type OrderDraft,
-  type OrderStatus,
-  type OrderType,
   type SubmitOrderInput,
 } from '../src/domain.ts';
+import type { OrderStatus, OrderType } from '../src/generated/enums.ts';
 
 const d = (value: string) => new Decimal(value);
 const uuid = (text: string): Uuid => parseUuid(text)!;

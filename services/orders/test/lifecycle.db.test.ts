@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Decimal } from '@ots/shared/decimal';
 import { newId, parseUuid, receiveId } from '@ots/shared/ids';
+import { testScope } from '@ots/shared/testing/scope';
 import {
   applyFill,
   cancelOrderSubmission,
@@ -28,7 +29,7 @@ function limitOrder(overrides: Partial<SubmitOrderRequest> = {}): SubmitOrderReq
 }
 
 async function submitted(accountId: string, input: SubmitOrderRequest = limitOrder()): Promise<OrderRow> {
-  const result = await submitOrder({ db, accountId, lookupStrategy: async () => 'ACTIVE' }, input);
+  const result = await submitOrder({ ...testScope(db, accountId), lookupStrategy: async () => 'ACTIVE' }, input);
   if (!result.ok) throw new Error(result.error.message);
   return result.value;
 }
@@ -44,7 +45,7 @@ const fill = (orderSubmissionId: string, quantity: string, executedAt: Date | nu
 });
 
 async function cancelled(accountId: string, id: string): Promise<OrderRow> {
-  const result = await cancelOrderSubmission({ db, accountId }, receiveId(id));
+  const result = await cancelOrderSubmission(testScope(db, accountId), receiveId(id));
   if (!result.ok) throw new Error(result.error.message);
   return result.value;
 }
@@ -53,37 +54,37 @@ describe('late fills', () => {
   it('applies a fill executed at or before the cancel, keeps the order CANCELLED, and refuses one executed after', async () => {
     const accountId = someAccount();
     const order = await submitted(accountId);
-    await applyFill({ db, accountId }, fill(order.id, '2', new Date()));
+    await applyFill(testScope(db, accountId), fill(order.id, '2', new Date()));
     const cancel = await cancelled(accountId, order.id);
-    const late = await applyFill({ db, accountId }, fill(order.id, '3', cancel.cancelled_at!, '101'));
+    const late = await applyFill(testScope(db, accountId), fill(order.id, '3', cancel.cancelled_at!, '101'));
     expect(late.outcome).toBe('APPLIED');
     expect(late.order).toMatchObject({ status: 'CANCELLED', filled_quantity: '5.0000000000', cancelled_at: cancel.cancelled_at });
     expect(d(late.order!.fill_notional).eq('503')).toBe(true);
-    const tooLate = await applyFill({ db, accountId }, fill(order.id, '1', new Date(cancel.cancelled_at!.getTime() + 1)));
+    const tooLate = await applyFill(testScope(db, accountId), fill(order.id, '1', new Date(cancel.cancelled_at!.getTime() + 1)));
     expect(tooLate.outcome).toBe('NOT_FILLABLE');
     // A fill without an execution time is executed now: never late.
-    expect((await applyFill({ db, accountId }, fill(order.id, '1', null))).outcome).toBe('NOT_FILLABLE');
+    expect((await applyFill(testScope(db, accountId), fill(order.id, '1', null))).outcome).toBe('NOT_FILLABLE');
   });
 
   it('turns a cancelled order that a late fill completes FILLED, with cancelledAt null', async () => {
     const accountId = someAccount();
     const order = await submitted(accountId);
     const cancel = await cancelled(accountId, order.id);
-    const late = await applyFill({ db, accountId }, fill(order.id, '10', new Date(cancel.cancelled_at!.getTime() - 1)));
+    const late = await applyFill(testScope(db, accountId), fill(order.id, '10', new Date(cancel.cancelled_at!.getTime() - 1)));
     expect(late.order).toMatchObject({ status: 'FILLED', cancelled_at: null });
-    expect((await cancelOrderSubmission({ db, accountId }, receiveId(order.id))).ok).toBe(false);
+    expect((await cancelOrderSubmission(testScope(db, accountId), receiveId(order.id))).ok).toBe(false);
   });
 
   it('applies late fills to a REPLACED order within its quantity; it stays REPLACED', async () => {
     const accountId = someAccount();
     const order = await submitted(accountId);
-    const replaced = await replaceOrderSubmission({ db, accountId }, receiveId(order.id), { quantity: d('4') });
+    const replaced = await replaceOrderSubmission(testScope(db, accountId), receiveId(order.id), { quantity: d('4') });
     if (!replaced.ok) throw new Error(replaced.error.message);
     const replacedAt = replaced.value.replaced.replaced_at!;
-    expect((await applyFill({ db, accountId }, fill(order.id, '10.0000000001', replacedAt))).outcome).toBe('EXCEEDS_REMAINING');
-    const late = await applyFill({ db, accountId }, fill(order.id, '10', replacedAt));
+    expect((await applyFill(testScope(db, accountId), fill(order.id, '10.0000000001', replacedAt))).outcome).toBe('EXCEEDS_REMAINING');
+    const late = await applyFill(testScope(db, accountId), fill(order.id, '10', replacedAt));
     expect(late.order).toMatchObject({ status: 'REPLACED', filled_quantity: '10.0000000000' });
-    expect((await applyFill({ db, accountId }, fill(order.id, '1', replacedAt))).outcome).toBe('EXCEEDS_REMAINING');
+    expect((await applyFill(testScope(db, accountId), fill(order.id, '1', replacedAt))).outcome).toBe('EXCEEDS_REMAINING');
   });
 });
 
@@ -92,8 +93,8 @@ describe('replaceOrderSubmission', () => {
     const accountId = someAccount();
     const strategyId = newId();
     const order = await submitted(accountId, limitOrder({ strategyId: receiveId(strategyId), timeInForce: 'GTC' }));
-    await applyFill({ db, accountId }, fill(order.id, '3', new Date()));
-    const result = await replaceOrderSubmission({ db, accountId }, receiveId(order.id), { quantity: d('7'), limitPrice: d('99.5'), clientOrderId: 'r-1' });
+    await applyFill(testScope(db, accountId), fill(order.id, '3', new Date()));
+    const result = await replaceOrderSubmission(testScope(db, accountId), receiveId(order.id), { quantity: d('7'), limitPrice: d('99.5'), clientOrderId: 'r-1' });
     if (!result.ok) throw new Error(result.error.message);
     const { order: next, replaced } = result.value;
     expect(next).toMatchObject({
@@ -117,10 +118,10 @@ describe('replaceOrderSubmission', () => {
     const accountId = someAccount();
     const order = await submitted(accountId);
     const input = { quantity: d('5'), clientOrderId: 'r-2' };
-    const results = await Promise.all(Array.from({ length: 8 }, () => replaceOrderSubmission({ db, accountId }, receiveId(order.id), input)));
+    const results = await Promise.all(Array.from({ length: 8 }, () => replaceOrderSubmission(testScope(db, accountId), receiveId(order.id), input)));
     expect(new Set(results.map((result) => (result.ok ? result.value.order.id : result.error.code))).size).toBe(1);
     expect(results.every((result) => result.ok)).toBe(true);
-    const different = await replaceOrderSubmission({ db, accountId }, receiveId(order.id), { quantity: d('6'), clientOrderId: 'r-2' });
+    const different = await replaceOrderSubmission(testScope(db, accountId), receiveId(order.id), { quantity: d('6'), clientOrderId: 'r-2' });
     expect(different).toMatchObject({ ok: false, error: { code: 'DUPLICATE_CLIENT_ORDER_ID', field: 'clientOrderId' } });
     const orders = await db.selectFrom('order_submissions').select('id').where('account_id', '=', accountId).execute();
     expect(orders).toHaveLength(2);
@@ -129,12 +130,12 @@ describe('replaceOrderSubmission', () => {
   it('refuses a closed order with ORDER_NOT_REPLACEABLE, an invalid input with VALIDATION_FAILED, and changes nothing', async () => {
     const accountId = someAccount();
     const order = await submitted(accountId);
-    expect(await replaceOrderSubmission({ db, accountId }, receiveId(order.id), { stopPrice: d('1') })).toMatchObject({
+    expect(await replaceOrderSubmission(testScope(db, accountId), receiveId(order.id), { stopPrice: d('1') })).toMatchObject({
       ok: false,
       error: { code: 'VALIDATION_FAILED', field: 'stopPrice' },
     });
     await cancelled(accountId, order.id);
-    expect(await replaceOrderSubmission({ db, accountId }, receiveId(order.id), {})).toMatchObject({
+    expect(await replaceOrderSubmission(testScope(db, accountId), receiveId(order.id), {})).toMatchObject({
       ok: false,
       error: { code: 'ORDER_NOT_REPLACEABLE', field: 'id' },
     });
@@ -144,7 +145,7 @@ describe('replaceOrderSubmission', () => {
 
   it("answers another account's order, a missing id and a non-UUID alike with NOT_FOUND", async () => {
     const order = await submitted(someAccount());
-    const stranger = { db, accountId: someAccount() };
+    const stranger = testScope(db, someAccount());
     for (const id of [order.id, newId(), 'order-1']) {
       expect(await replaceOrderSubmission(stranger, receiveId(id), {})).toMatchObject({ ok: false, error: { code: 'NOT_FOUND', field: 'id' } });
     }
@@ -159,19 +160,19 @@ describe('cancelOrderSubmissions', () => {
     const b = await submitted(accountId);
     const c = await submitted(accountId, limitOrder({ symbol: 'msft', side: 'SELL' }));
     const filled = await submitted(accountId, limitOrder({ symbol: 'MSFT' }));
-    await applyFill({ db, accountId }, fill(filled.id, '10', new Date()));
+    await applyFill(testScope(db, accountId), fill(filled.id, '10', new Date()));
     const theirs = await submitted(someAccount(), limitOrder({ symbol: 'MSFT' }));
 
-    const bySymbol = await cancelOrderSubmissions({ db, accountId }, { symbol: 'msft' });
+    const bySymbol = await cancelOrderSubmissions(testScope(db, accountId), { symbol: 'msft' });
     expect(bySymbol.cancelled.map((row) => row.id)).toEqual([a.id, c.id]);
     expect(bySymbol.cancelled.every((row) => row.status === 'CANCELLED')).toBe(true);
     expect(bySymbol.hasMore).toBe(false);
     expect((await findOrder(db, accountId, b.id))?.status).toBe('SUBMITTED');
     expect((await findOrder(db, theirs.account_id, theirs.id))?.status).toBe('SUBMITTED');
 
-    expect((await cancelOrderSubmissions({ db, accountId }, { strategyId: receiveId('not-a-uuid') })).cancelled).toEqual([]);
-    expect((await cancelOrderSubmissions({ db, accountId }, {})).cancelled.map((row) => row.id)).toEqual([b.id]);
-    expect((await cancelOrderSubmissions({ db, accountId }, null)).cancelled).toEqual([]);
+    expect((await cancelOrderSubmissions(testScope(db, accountId), { strategyId: receiveId('not-a-uuid') })).cancelled).toEqual([]);
+    expect((await cancelOrderSubmissions(testScope(db, accountId), {})).cancelled.map((row) => row.id)).toEqual([b.id]);
+    expect((await cancelOrderSubmissions(testScope(db, accountId), null)).cancelled).toEqual([]);
   });
 
   it(`cancels at most ${CANCEL_ALL_LIMIT} per call and says when more remain`, async () => {
@@ -203,11 +204,11 @@ describe('cancelOrderSubmissions', () => {
         })),
       )
       .execute();
-    const first = await cancelOrderSubmissions({ db, accountId }, {});
+    const first = await cancelOrderSubmissions(testScope(db, accountId), {});
     expect(first.cancelled).toHaveLength(CANCEL_ALL_LIMIT);
     expect(first.hasMore).toBe(true);
     expect(first.cancelled[0]!.submitted_at).toEqual(new Date(Date.UTC(2026, 0, 1)));
-    const second = await cancelOrderSubmissions({ db, accountId }, {});
+    const second = await cancelOrderSubmissions(testScope(db, accountId), {});
     expect(second.cancelled).toHaveLength(2);
     expect(second.hasMore).toBe(false);
   });
@@ -221,9 +222,9 @@ describe('races, decided by the order row lock alone', () => {
       const early = fill(order.id, '2', new Date(Date.now() - 1_000));
       const after = fill(order.id, '3', new Date(Date.now() + 4_000));
       const [earlyResult, cancelResult, afterResult] = await Promise.all([
-        sleep(Math.random() * 5).then(() => applyFill({ db, accountId }, early)),
-        sleep(Math.random() * 5).then(() => cancelOrderSubmission({ db, accountId }, receiveId(order.id))),
-        sleep(Math.random() * 5).then(() => applyFill({ db, accountId }, after)),
+        sleep(Math.random() * 5).then(() => applyFill(testScope(db, accountId), early)),
+        sleep(Math.random() * 5).then(() => cancelOrderSubmission(testScope(db, accountId), receiveId(order.id))),
+        sleep(Math.random() * 5).then(() => applyFill(testScope(db, accountId), after)),
       ]);
       expect(earlyResult.outcome).toBe('APPLIED');
       expect(cancelResult.ok).toBe(true);
@@ -243,8 +244,8 @@ describe('races, decided by the order row lock alone', () => {
       const order = await submitted(accountId);
       const early = fill(order.id, '10', new Date(Date.now() - 1_000));
       const [fillResult, replaceResult] = await Promise.all([
-        sleep(Math.random() * 5).then(() => applyFill({ db, accountId }, early)),
-        sleep(Math.random() * 5).then(() => replaceOrderSubmission({ db, accountId }, receiveId(order.id), { quantity: d('4') })),
+        sleep(Math.random() * 5).then(() => applyFill(testScope(db, accountId), early)),
+        sleep(Math.random() * 5).then(() => replaceOrderSubmission(testScope(db, accountId), receiveId(order.id), { quantity: d('4') })),
       ]);
       expect(fillResult.outcome).toBe('APPLIED');
       const final = (await findOrder(db, accountId, order.id))!;
@@ -268,8 +269,8 @@ describe('races, decided by the order row lock alone', () => {
     const orders = await Promise.all(Array.from({ length: 30 }, () => submitted(accountId, limitOrder({ quantity: d('2') }))));
     const fills = orders.filter((_, index) => index % 2 === 0).map((order) => fill(order.id, '2', new Date(Date.now() + 4_000)));
     const [result, ...fillResults] = await Promise.all([
-      cancelOrderSubmissions({ db, accountId }, {}),
-      ...fills.map((each) => sleep(Math.random() * 10).then(() => applyFill({ db, accountId }, each))),
+      cancelOrderSubmissions(testScope(db, accountId), {}),
+      ...fills.map((each) => sleep(Math.random() * 10).then(() => applyFill(testScope(db, accountId), each))),
     ]);
     const stored = await db.selectFrom('order_submissions').selectAll().where('account_id', '=', accountId).execute();
     const reported = new Set(result.cancelled.map((row) => row.id));

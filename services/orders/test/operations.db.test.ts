@@ -4,18 +4,19 @@ import { createDatabase } from '@ots/shared/db';
 import { Decimal } from '@ots/shared/decimal';
 import { newId, parseUuid, receiveId } from '@ots/shared/ids';
 import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
+import { testScope } from '@ots/shared/testing/scope';
 import type { StrategyStatus } from '../src/domain.ts';
 import {
   applyFill,
   cancelOrderSubmission,
   cancelOrderSubmissions,
   listOrderSubmissions,
-  orderEventOf,
   replaceOrderSubmission,
   submitOrder,
   type FillRequest,
   type SubmitOrderRequest,
 } from '../src/operations.ts';
+import { orderEvent } from '../src/mappers.ts';
 import { SCHEMA } from '../migrations/index.ts';
 import { findOrder, markCancelled, type OrderRow, type OrdersDatabase, type OrdersDb } from '../src/repository.ts';
 import { listRequest } from '../src/resolvers.ts';
@@ -49,7 +50,7 @@ function strategies(statuses: Record<string, StrategyStatus> = {}, unavailable =
 }
 
 async function submitted(accountId: string, input: SubmitOrderRequest = limitOrder()): Promise<OrderRow> {
-  const result = await submitOrder({ db, accountId, lookupStrategy: strategies().lookup }, input);
+  const result = await submitOrder({ ...testScope(db, accountId), lookupStrategy: strategies().lookup }, input);
   if (!result.ok) throw new Error(`submission refused: ${result.error.message}`);
   return result.value;
 }
@@ -88,7 +89,7 @@ describe('submitOrder', () => {
     const accountId = someAccount();
     const first = await submitted(accountId, limitOrder({ clientOrderId: 'retry-1', symbol: 'msft', quantity: d('10.50') }));
     const retry = await submitOrder(
-      { db, accountId, lookupStrategy: strategies().lookup },
+      { ...testScope(db, accountId), lookupStrategy: strategies().lookup },
       limitOrder({ clientOrderId: 'retry-1', symbol: 'MSFT', quantity: d('10.5'), timeInForce: 'DAY', limitPrice: d('187.250') }),
     );
     expect(retry).toEqual({ ok: true, value: first });
@@ -105,7 +106,7 @@ describe('submitOrder', () => {
   ])('refuses a reused clientOrderId whose %s differs, creating nothing', async (_field, change) => {
     const accountId = someAccount();
     await submitted(accountId, limitOrder({ clientOrderId: 'dup-1' }));
-    const result = await submitOrder({ db, accountId, lookupStrategy: strategies().lookup }, limitOrder({ clientOrderId: 'dup-1', ...change }));
+    const result = await submitOrder({ ...testScope(db, accountId), lookupStrategy: strategies().lookup }, limitOrder({ clientOrderId: 'dup-1', ...change }));
     expect(result).toMatchObject({ ok: false, error: { code: 'DUPLICATE_CLIENT_ORDER_ID', field: 'clientOrderId' } });
     expect(await countOrders(accountId)).toBe(1);
   });
@@ -128,7 +129,7 @@ describe('submitOrder', () => {
     const accountId = someAccount();
     const input = limitOrder({ clientOrderId: 'burst-1' });
     const results = await Promise.all(
-      Array.from({ length: 25 }, () => submitOrder({ db, accountId, lookupStrategy: strategies().lookup }, input)),
+      Array.from({ length: 25 }, () => submitOrder({ ...testScope(db, accountId), lookupStrategy: strategies().lookup }, input)),
     );
     const ids = new Set(results.map((result) => (result.ok ? result.value.id : result.error.code)));
     expect(ids.size).toBe(1);
@@ -140,7 +141,7 @@ describe('submitOrder', () => {
     const accountId = someAccount();
     const results = await Promise.all(
       Array.from({ length: 10 }, (_, i) =>
-        submitOrder({ db, accountId, lookupStrategy: strategies().lookup }, limitOrder({ clientOrderId: 'race-1', quantity: d(String(i + 1)) })),
+        submitOrder({ ...testScope(db, accountId), lookupStrategy: strategies().lookup }, limitOrder({ clientOrderId: 'race-1', quantity: d(String(i + 1)) })),
       ),
     );
     expect(results.filter((result) => result.ok)).toHaveLength(1);
@@ -157,7 +158,7 @@ describe('submitOrder', () => {
     it('stores the strategy of an ACTIVE strategy, having asked the strategies subgraph', async () => {
       const accountId = someAccount();
       const lookup = strategies(statuses);
-      const result = await submitOrder({ db, accountId, lookupStrategy: lookup.lookup }, limitOrder({ strategyId: receiveId(active) }));
+      const result = await submitOrder({ ...testScope(db, accountId), lookupStrategy: lookup.lookup }, limitOrder({ strategyId: receiveId(active) }));
       expect(result).toMatchObject({ ok: true, value: { strategy_id: active } });
       expect(lookup.asked).toEqual([active]);
     });
@@ -167,21 +168,21 @@ describe('submitOrder', () => {
       ['ARCHIVED', archived],
     ])('refuses a %s strategy with STRATEGY_NOT_ACTIVE and creates nothing', async (_status, strategyId) => {
       const accountId = someAccount();
-      const result = await submitOrder({ db, accountId, lookupStrategy: strategies(statuses).lookup }, limitOrder({ strategyId: receiveId(strategyId) }));
+      const result = await submitOrder({ ...testScope(db, accountId), lookupStrategy: strategies(statuses).lookup }, limitOrder({ strategyId: receiveId(strategyId) }));
       expect(result).toMatchObject({ ok: false, error: { code: 'STRATEGY_NOT_ACTIVE', field: 'strategyId' } });
       expect(await countOrders(accountId)).toBe(0);
     });
 
     it('refuses a strategy the subgraph does not know (absent or foreign) with NOT_FOUND on strategyId', async () => {
       const accountId = someAccount();
-      const result = await submitOrder({ db, accountId, lookupStrategy: strategies(statuses).lookup }, limitOrder({ strategyId: receiveId(newId()) }));
+      const result = await submitOrder({ ...testScope(db, accountId), lookupStrategy: strategies(statuses).lookup }, limitOrder({ strategyId: receiveId(newId()) }));
       expect(result).toMatchObject({ ok: false, error: { code: 'NOT_FOUND', field: 'strategyId' } });
       expect(await countOrders(accountId)).toBe(0);
     });
 
     it('answers a strategyId that is not a UUID with NOT_FOUND without asking', async () => {
       const lookup = strategies(statuses);
-      const result = await submitOrder({ db, accountId: someAccount(), lookupStrategy: lookup.lookup }, limitOrder({ strategyId: receiveId('strategy-7') }));
+      const result = await submitOrder({ ...testScope(db, someAccount()), lookupStrategy: lookup.lookup }, limitOrder({ strategyId: receiveId('strategy-7') }));
       expect(result).toMatchObject({ ok: false, error: { code: 'NOT_FOUND', field: 'strategyId' } });
       expect(lookup.asked).toEqual([]);
     });
@@ -189,7 +190,7 @@ describe('submitOrder', () => {
     it('does not ask about the strategy of an invalid submission', async () => {
       const lookup = strategies(statuses);
       const result = await submitOrder(
-        { db, accountId: someAccount(), lookupStrategy: lookup.lookup },
+        { ...testScope(db, someAccount()), lookupStrategy: lookup.lookup },
         limitOrder({ strategyId: receiveId(active), quantity: d('0') }),
       );
       expect(result).toMatchObject({ ok: false, error: { code: 'VALIDATION_FAILED', field: 'quantity' } });
@@ -199,13 +200,13 @@ describe('submitOrder', () => {
     it('returns TEMPORARILY_UNAVAILABLE and creates nothing when strategies does not answer', async () => {
       const accountId = someAccount();
       const result = await submitOrder(
-        { db, accountId, lookupStrategy: strategies(statuses, true).lookup },
+        { ...testScope(db, accountId), lookupStrategy: strategies(statuses, true).lookup },
         limitOrder({ strategyId: receiveId(active), clientOrderId: 'later-1' }),
       );
       expect(result).toMatchObject({ ok: false, error: { code: 'TEMPORARILY_UNAVAILABLE', field: null } });
       expect(await countOrders(accountId)).toBe(0);
       const retry = await submitOrder(
-        { db, accountId, lookupStrategy: strategies(statuses).lookup },
+        { ...testScope(db, accountId), lookupStrategy: strategies(statuses).lookup },
         limitOrder({ strategyId: receiveId(active), clientOrderId: 'later-1' }),
       );
       expect(retry.ok).toBe(true);
@@ -213,9 +214,9 @@ describe('submitOrder', () => {
 
     it('answers a retry of a stored order from the store, even after its strategy stopped answering', async () => {
       const accountId = someAccount();
-      const first = await submitOrder({ db, accountId, lookupStrategy: strategies(statuses).lookup }, limitOrder({ strategyId: receiveId(active), clientOrderId: 'kept-1' }));
+      const first = await submitOrder({ ...testScope(db, accountId), lookupStrategy: strategies(statuses).lookup }, limitOrder({ strategyId: receiveId(active), clientOrderId: 'kept-1' }));
       const unavailable = strategies(statuses, true);
-      const retry = await submitOrder({ db, accountId, lookupStrategy: unavailable.lookup }, limitOrder({ strategyId: receiveId(active.toUpperCase()), clientOrderId: 'kept-1' }));
+      const retry = await submitOrder({ ...testScope(db, accountId), lookupStrategy: unavailable.lookup }, limitOrder({ strategyId: receiveId(active.toUpperCase()), clientOrderId: 'kept-1' }));
       expect(retry).toEqual(first);
       expect(unavailable.asked).toEqual([]);
     });
@@ -226,28 +227,28 @@ describe('cancelOrderSubmission', () => {
   it('cancels a SUBMITTED order with cancelledAt and a newer updatedAt, and returns a cancelled one unchanged', async () => {
     const accountId = someAccount();
     const order = await submitted(accountId);
-    const cancelled = await cancelOrderSubmission({ db, accountId }, receiveId(order.id));
+    const cancelled = await cancelOrderSubmission(testScope(db, accountId), receiveId(order.id));
     if (!cancelled.ok) throw new Error(cancelled.error.message);
     expect(cancelled.value.status).toBe('CANCELLED');
     expect(cancelled.value.cancelled_at).toEqual(cancelled.value.updated_at);
     expect(cancelled.value.updated_at.getTime()).toBeGreaterThan(order.updated_at.getTime());
-    const again = await cancelOrderSubmission({ db, accountId }, receiveId(order.id));
+    const again = await cancelOrderSubmission(testScope(db, accountId), receiveId(order.id));
     expect(again).toEqual(cancelled);
   });
 
   it('cancels a PARTIALLY_FILLED order and keeps its fills', async () => {
     const accountId = someAccount();
     const order = await submitted(accountId);
-    await applyFill({ db, accountId }, fill(order.id, '4', '100'));
-    const cancelled = await cancelOrderSubmission({ db, accountId }, receiveId(order.id));
+    await applyFill(testScope(db, accountId), fill(order.id, '4', '100'));
+    const cancelled = await cancelOrderSubmission(testScope(db, accountId), receiveId(order.id));
     expect(cancelled).toMatchObject({ ok: true, value: { status: 'CANCELLED', filled_quantity: '4.0000000000' } });
   });
 
   it('refuses a FILLED order with ORDER_NOT_CANCELLABLE and leaves it as it was', async () => {
     const accountId = someAccount();
     const order = await submitted(accountId);
-    const filled = await applyFill({ db, accountId }, fill(order.id, '10', '100'));
-    const result = await cancelOrderSubmission({ db, accountId }, receiveId(order.id));
+    const filled = await applyFill(testScope(db, accountId), fill(order.id, '10', '100'));
+    const result = await cancelOrderSubmission(testScope(db, accountId), receiveId(order.id));
     expect(result).toMatchObject({ ok: false, error: { code: 'ORDER_NOT_CANCELLABLE', field: 'id' } });
     expect(await findOrder(db, accountId, order.id)).toEqual(filled.order);
   });
@@ -255,7 +256,7 @@ describe('cancelOrderSubmission', () => {
   it('answers another account\'s order, a missing id and a non-UUID alike with NOT_FOUND', async () => {
     const owner = someAccount();
     const order = await submitted(owner);
-    const stranger = { db, accountId: someAccount() };
+    const stranger = testScope(db, someAccount());
     const results = await Promise.all([order.id, newId(), 'not-an-id'].map((id) => cancelOrderSubmission(stranger, receiveId(id))));
     for (const result of results) expect(result).toMatchObject({ ok: false, error: { code: 'NOT_FOUND' } });
     expect((await findOrder(db, owner, order.id))?.status).toBe('SUBMITTED');
@@ -266,10 +267,10 @@ describe('applyFill', () => {
   it('moves SUBMITTED to PARTIALLY_FILLED to FILLED with the exact quantity-weighted notional', async () => {
     const accountId = someAccount();
     const order = await submitted(accountId, limitOrder({ quantity: d('3') }));
-    const first = await applyFill({ db, accountId }, fill(order.id, '1', '10.1'));
+    const first = await applyFill(testScope(db, accountId), fill(order.id, '1', '10.1'));
     expect(first.outcome).toBe('APPLIED');
     expect(first.order).toMatchObject({ status: 'PARTIALLY_FILLED' });
-    const second = await applyFill({ db, accountId }, fill(order.id, '2', '10.2'));
+    const second = await applyFill(testScope(db, accountId), fill(order.id, '2', '10.2'));
     expect(second.outcome).toBe('APPLIED');
     expect(second.order?.status).toBe('FILLED');
     expect(d(second.order!.filled_quantity).eq(3)).toBe(true);
@@ -281,31 +282,31 @@ describe('applyFill', () => {
     const accountId = someAccount();
     const order = await submitted(accountId, limitOrder({ quantity: d('2') }));
     const once = fill(order.id, '1', '5');
-    await applyFill({ db, accountId }, once);
-    const retry = await applyFill({ db, accountId }, once);
+    await applyFill(testScope(db, accountId), once);
+    const retry = await applyFill(testScope(db, accountId), once);
     expect(retry.outcome).toBe('ALREADY_APPLIED');
     expect(d(retry.order!.filled_quantity).eq(1)).toBe(true);
-    await applyFill({ db, accountId }, fill(order.id, '1', '5'));
-    const lateRetry = await applyFill({ db, accountId }, once);
+    await applyFill(testScope(db, accountId), fill(order.id, '1', '5'));
+    const lateRetry = await applyFill(testScope(db, accountId), once);
     expect(lateRetry).toMatchObject({ outcome: 'ALREADY_APPLIED', order: { status: 'FILLED' } });
   });
 
   it('refuses a fill beyond the remaining quantity, and any fill of a FILLED or CANCELLED order, changing nothing', async () => {
     const accountId = someAccount();
     const order = await submitted(accountId, limitOrder({ quantity: d('2') }));
-    expect((await applyFill({ db, accountId }, fill(order.id, '2.0000000001', '5'))).outcome).toBe('EXCEEDS_REMAINING');
-    await applyFill({ db, accountId }, fill(order.id, '2', '5'));
-    expect((await applyFill({ db, accountId }, fill(order.id, '1', '5'))).outcome).toBe('NOT_FILLABLE');
+    expect((await applyFill(testScope(db, accountId), fill(order.id, '2.0000000001', '5'))).outcome).toBe('EXCEEDS_REMAINING');
+    await applyFill(testScope(db, accountId), fill(order.id, '2', '5'));
+    expect((await applyFill(testScope(db, accountId), fill(order.id, '1', '5'))).outcome).toBe('NOT_FILLABLE');
     const cancelled = await submitted(accountId);
-    await cancelOrderSubmission({ db, accountId }, receiveId(cancelled.id));
-    const refused = await applyFill({ db, accountId }, fill(cancelled.id, '1', '5'));
+    await cancelOrderSubmission(testScope(db, accountId), receiveId(cancelled.id));
+    const refused = await applyFill(testScope(db, accountId), fill(cancelled.id, '1', '5'));
     expect(refused).toMatchObject({ outcome: 'NOT_FILLABLE', order: { id: cancelled.id, status: 'CANCELLED' } });
     expect(d(refused.order!.filled_quantity).isZero()).toBe(true);
   });
 
   it('answers another account\'s order, a missing id and a non-UUID with NOT_FOUND and no order', async () => {
     const order = await submitted(someAccount());
-    const stranger = { db, accountId: someAccount() };
+    const stranger = testScope(db, someAccount());
     for (const id of [order.id, newId(), 'order-1']) {
       expect(await applyFill(stranger, fill(id, '1', '1'))).toEqual({ outcome: 'NOT_FOUND', fill: null, order: null });
     }
@@ -315,7 +316,7 @@ describe('applyFill', () => {
     const accountId = someAccount();
     const order = await submitted(accountId, limitOrder({ quantity: d('10') }));
     const fills = Array.from({ length: 16 }, (_, i) => fill(order.id, '1', `${100 + i}.01`));
-    const results = await Promise.all(fills.map((each) => applyFill({ db, accountId }, each)));
+    const results = await Promise.all(fills.map((each) => applyFill(testScope(db, accountId), each)));
     expect(results.filter((result) => result.outcome === 'APPLIED')).toHaveLength(10);
     expect(results.filter((result) => result.outcome === 'NOT_FILLABLE')).toHaveLength(6);
     const final = (await findOrder(db, accountId, order.id))!;
@@ -331,7 +332,7 @@ describe('applyFill', () => {
     const accountId = someAccount();
     const order = await submitted(accountId, limitOrder({ quantity: d('10') }));
     const same = fill(order.id, '3', '7');
-    const results = await Promise.all(Array.from({ length: 12 }, () => applyFill({ db, accountId }, same)));
+    const results = await Promise.all(Array.from({ length: 12 }, () => applyFill(testScope(db, accountId), same)));
     expect(results.filter((result) => result.outcome === 'APPLIED')).toHaveLength(1);
     expect(results.filter((result) => result.outcome === 'ALREADY_APPLIED')).toHaveLength(11);
     expect(d((await findOrder(db, accountId, order.id))!.filled_quantity).eq(3)).toBe(true);
@@ -346,15 +347,15 @@ describe('applyFill while another orders process writes the same order', () => {
   it('decides on the current version when another process changed the order since: fills add up, a cancel refuses', async () => {
     const accountId = someAccount();
     const order = await submitted(accountId, limitOrder({ quantity: d('10') }));
-    expect((await applyFill({ db, accountId }, fill(order.id, '1', '10'))).outcome).toBe('APPLIED');
-    expect((await applyFill({ db: otherProcess, accountId }, fill(order.id, '2', '13'))).outcome).toBe('APPLIED');
-    const third = await applyFill({ db, accountId }, fill(order.id, '3', '11'));
+    expect((await applyFill(testScope(db, accountId), fill(order.id, '1', '10'))).outcome).toBe('APPLIED');
+    expect((await applyFill(testScope(otherProcess, accountId), fill(order.id, '2', '13'))).outcome).toBe('APPLIED');
+    const third = await applyFill(testScope(db, accountId), fill(order.id, '3', '11'));
     expect(third.outcome).toBe('APPLIED');
     expect(d(third.order!.filled_quantity).eq(6)).toBe(true);
     expect(d(third.order!.fill_notional).eq(10 + 26 + 33)).toBe(true);
 
-    await cancelOrderSubmission({ db: otherProcess, accountId }, receiveId(order.id));
-    const afterCancel = await applyFill({ db, accountId }, { ...fill(order.id, '1', '10'), executedAt: new Date(Date.now() + 1_000) });
+    await cancelOrderSubmission(testScope(otherProcess, accountId), receiveId(order.id));
+    const afterCancel = await applyFill(testScope(db, accountId), { ...fill(order.id, '1', '10'), executedAt: new Date(Date.now() + 1_000) });
     expect(afterCancel).toMatchObject({ outcome: 'NOT_FILLABLE', order: { status: 'CANCELLED' } });
     expect(d((await findOrder(db, accountId, order.id))!.filled_quantity).eq(6)).toBe(true);
   });
@@ -363,10 +364,10 @@ describe('applyFill while another orders process writes the same order', () => {
     const accountId = someAccount();
     const order = await submitted(accountId, limitOrder({ quantity: d('10') }));
     const byOther = fill(order.id, '2', '5');
-    await applyFill({ db, accountId }, fill(order.id, '1', '5'));
-    await applyFill({ db: otherProcess, accountId }, byOther);
-    expect(await applyFill({ db, accountId }, byOther)).toMatchObject({ outcome: 'ALREADY_APPLIED' });
-    const again = await applyFill({ db, accountId }, byOther);
+    await applyFill(testScope(db, accountId), fill(order.id, '1', '5'));
+    await applyFill(testScope(otherProcess, accountId), byOther);
+    expect(await applyFill(testScope(db, accountId), byOther)).toMatchObject({ outcome: 'ALREADY_APPLIED' });
+    const again = await applyFill(testScope(db, accountId), byOther);
     expect(again.outcome).toBe('ALREADY_APPLIED');
     expect(d(again.order!.filled_quantity).eq(3)).toBe(true);
     expect(d((await findOrder(db, accountId, order.id))!.filled_quantity).eq(3)).toBe(true);
@@ -386,13 +387,13 @@ function withRandomDelays(maxMs: number): OrdersDb {
 
 /** Cancels `order` inside the open transaction `trx`, which holds its row lock until it ends. */
 const cancelIn = (trx: OrdersDb, order: OrderRow) =>
-  markCancelled(trx, order.account_id, order.id, order.commit_xid, orderEventOf('order_submission.cancelled', { ...order, status: 'CANCELLED' }));
+  markCancelled(trx, order.account_id, order.id, order.commit_xid, orderEvent('order_submission.cancelled', { ...order, status: 'CANCELLED' }));
 
 /** Pages the sync forward from `cursor` to the end; returns the rows seen and the cursor to continue from. */
 async function syncFrom(accountId: string, cursor: string | null) {
   const rows: OrderRow[] = [];
   for (;;) {
-    const page = await listOrderSubmissions({ db, accountId }, listRequest({ orderBy: 'UPDATED_AT_ASC', first: 7, after: cursor }, syncCursors.forAccount(accountId)));
+    const page = await listOrderSubmissions(testScope(db, accountId), listRequest({ orderBy: 'UPDATED_AT_ASC', first: 7, after: cursor }, syncCursors.forAccount(accountId)));
     rows.push(...page.nodes);
     cursor = page.pageInfo.endCursor ?? cursor;
     if (!page.pageInfo.hasNextPage) return { rows, cursor };
@@ -414,10 +415,10 @@ describe('writes of one account run side by side', () => {
     try {
       const writes = Promise.all([
         submitted(accountId),
-        cancelOrderSubmission({ db, accountId }, receiveId(other.id)),
-        applyFill({ db, accountId }, fill(toFill.id, '1', '10')),
-        replaceOrderSubmission({ db, accountId }, receiveId(toReplace.id), { quantity: d('3') }),
-        cancelOrderSubmissions({ db, accountId }, { symbol: 'MSFT' }),
+        cancelOrderSubmission(testScope(db, accountId), receiveId(other.id)),
+        applyFill(testScope(db, accountId), fill(toFill.id, '1', '10')),
+        replaceOrderSubmission(testScope(db, accountId), receiveId(toReplace.id), { quantity: d('3') }),
+        cancelOrderSubmissions(testScope(db, accountId), { symbol: 'MSFT' }),
       ]);
       const outcome = await Promise.race([writes, sleep(3_000).then(() => 'still waiting' as const)]);
       expect(outcome).not.toBe('still waiting');
@@ -437,7 +438,7 @@ describe('writes of one account run side by side', () => {
     const open = await db.startTransaction().execute();
     await cancelIn(open, order);
     let cancelDone = false;
-    const cancel = cancelOrderSubmission({ db, accountId }, receiveId(order.id)).then((result) => ((cancelDone = true), result));
+    const cancel = cancelOrderSubmission(testScope(db, accountId), receiveId(order.id)).then((result) => ((cancelDone = true), result));
     await sleep(200);
     expect(cancelDone).toBe(false);
     await open.rollback().execute();
@@ -451,10 +452,10 @@ describe('writes of one account run side by side', () => {
     // Each write below reads its order before the open cancel commits, then finds it changed.
     const openFill = await db.startTransaction().execute();
     await cancelIn(openFill, toFill);
-    const lateFill = applyFill({ db, accountId }, fill(toFill.id, '4', '10'));
+    const lateFill = applyFill(testScope(db, accountId), fill(toFill.id, '4', '10'));
     const openCancel = await db.startTransaction().execute();
     await cancelIn(openCancel, toCancel);
-    const secondCancel = cancelOrderSubmission({ db, accountId }, receiveId(toCancel.id));
+    const secondCancel = cancelOrderSubmission(testScope(db, accountId), receiveId(toCancel.id));
     await sleep(200);
     await openFill.commit().execute();
     await openCancel.commit().execute();
@@ -478,7 +479,7 @@ describe('the incremental sync (UPDATED_AT_ASC, paged by commit order)', () => {
 
     const open = await db.startTransaction().execute();
     const slowCancel = (await cancelIn(open, slow))!;
-    const fastCancel = await cancelOrderSubmission({ db, accountId }, receiveId(fast.id));
+    const fastCancel = await cancelOrderSubmission(testScope(db, accountId), receiveId(fast.id));
     if (!fastCancel.ok) throw new Error(fastCancel.error.message);
     // The fast cancel committed, but handing it out now would let the slow one land behind the cursor.
     expect((await syncFrom(accountId, start.cursor)).rows).toEqual([]);
@@ -498,14 +499,14 @@ describe('the incremental sync (UPDATED_AT_ASC, paged by commit order)', () => {
     const first = await submitted(accountId);
     const second = await submitted(accountId);
     await expect
-      .poll(async () => (await listOrderSubmissions({ db, accountId }, listRequest({ orderBy: 'UPDATED_AT_ASC', filter: { updatedAfter: first.updated_at } }, syncCursors.forAccount(accountId)))).nodes.map((row) => row.id))
+      .poll(async () => (await listOrderSubmissions(testScope(db, accountId), listRequest({ orderBy: 'UPDATED_AT_ASC', filter: { updatedAfter: first.updated_at } }, syncCursors.forAccount(accountId)))).nodes.map((row) => row.id))
       .toEqual(second.updated_at > first.updated_at ? [second.id] : []);
   });
 
   it('lets a reader syncing in a loop during concurrent orders, cancels, fills, replaces and a cancel-all with random delays inside their transactions end with exactly the final state, never a version out of order', async () => {
     const accountId = someAccount();
     const slowDb = withRandomDelays(8);
-    const scope = { db: slowDb, accountId };
+    const scope = testScope(slowDb, accountId);
     const orders = await Promise.all(Array.from({ length: 12 }, () => submitted(accountId, limitOrder({ quantity: d('6') }))));
     const writer = async (worker: number) => {
       for (let step = 1; step <= 18; step += 1) {

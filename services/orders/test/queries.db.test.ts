@@ -5,7 +5,10 @@ import { Decimal } from '@ots/shared/decimal';
 import { newId, parseUuid, receiveId, type Uuid } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
 import { expectAccountIndexesOnly, openPlanExplainer, type PlanExplainer, type PlanNode } from '@ots/shared/testing/plans';
-import { cursorOf, positionAfter, type OrderFilter, type OrderSubmissionOrder } from '../src/domain.ts';
+import { testScope } from '@ots/shared/testing/scope';
+import { cursorOf, positionAfter, type OrderFilter } from '../src/domain.ts';
+import type { OrderSubmissionOrder } from '../src/generated/enums.ts';
+import { newOrderRow } from '../src/mappers.ts';
 import { submitOrder } from '../src/operations.ts';
 import * as repository from '../src/repository.ts';
 import type { OrderRow, OrdersDatabase, OrdersDb } from '../src/repository.ts';
@@ -45,7 +48,7 @@ function contextFor(accountId: string, handle: OrdersDb) {
 
 async function order(accountId: string, strategyId: Uuid | null, symbol = 'AAPL'): Promise<OrderRow> {
   const result = await submitOrder(
-    { db, accountId, lookupStrategy: async () => 'ACTIVE' },
+    { ...testScope(db, accountId), lookupStrategy: async () => 'ACTIVE' },
     { symbol, side: 'BUY', type: 'MARKET', quantity: new Decimal('1'), strategyId: strategyId === null ? null : receiveId(strategyId) },
   );
   if (!result.ok) throw new Error(result.error.message);
@@ -198,7 +201,7 @@ describe('the prepared writes on a table without statistics', () => {
     await explainer.pool.query('alter table orders.order_submissions set (autovacuum_enabled = false)');
     for (let index = 0; index < 50; index += 1) {
       const draft = { clientOrderId: null, strategyId: null, symbol: 'AAPL', side: 'BUY', type: 'MARKET', timeInForce: 'DAY', quantity: new Decimal(10), limitPrice: null, stopPrice: null } as const;
-      const row = repository.newOrder(accountId, draft);
+      const row = newOrderRow(accountId, draft);
       order = (await repository.insertOrder(fresh.db, row, { id: newId(), type: 'order_submission.submitted', data: {} }))!;
     }
   });

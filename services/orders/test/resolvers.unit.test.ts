@@ -3,6 +3,7 @@ import type { GraphQLResolveInfo } from 'graphql';
 import { Decimal } from '@ots/shared/decimal';
 import { newId } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
+import { testScope } from '@ots/shared/testing/scope';
 import type { OrdersContext } from '../src/context.ts';
 import type { StrategyStatus } from '../src/domain.ts';
 import { strategyOrdersLoaders } from '../src/operations.ts';
@@ -22,7 +23,7 @@ function untouched(name: string): never {
 function edge(strategyStatus: StrategyStatus = 'PAUSED') {
   const asked: string[] = [];
   const db = new Proxy({}, { get: () => untouched('the database') }) as OrdersDb;
-  const scope = { db, accountId: newId() };
+  const scope = testScope(db, newId());
   const context: OrdersContext = {
     caller: { accountId: scope.accountId, apiKeyId: newId(), scopes: ['read', 'orders:write'] },
     assertion: 'unused',

@@ -1,10 +1,13 @@
 import type { Uuid } from '@ots/shared/ids';
 import { loaderById } from '@ots/shared/loaders';
+import { callerScope } from '@ots/shared/scope';
 import type { BaseContext } from '@ots/shared/subgraph-server';
+import type { StrategiesScope } from './operations.ts';
 import { findStrategiesByIds, type StrategiesDb, type StrategyRow } from './repository.ts';
 
 export interface StrategiesContext extends BaseContext {
-  db: StrategiesDb;
+  /** The caller's rows: every use case runs in it. */
+  scope: StrategiesScope;
   /** Per request and scoped to the caller's account: a batch of look-ups (e.g. every order's strategy) is one query. */
   strategyById: ReturnType<typeof loaderById<StrategyRow, Uuid>>;
 }
@@ -12,7 +15,7 @@ export interface StrategiesContext extends BaseContext {
 export function createStrategiesContext(base: BaseContext, db: StrategiesDb): StrategiesContext {
   return {
     ...base,
-    db,
+    scope: callerScope(db, base),
     strategyById: loaderById((ids: readonly Uuid[]) => findStrategiesByIds(db, base.caller.accountId, ids)),
   };
 }

@@ -1,5 +1,7 @@
 import { fail, ok, type Result } from '@ots/shared/errors';
 import type { ReceivedId } from '@ots/shared/ids';
+import type { KeysetPosition } from '@ots/shared/pagination';
+import type { Scope } from '@ots/shared/scope';
 import { notFoundInAccount } from '@ots/shared/messages';
 import { recordEvent, type EventType } from '@ots/shared/outbox';
 import {
@@ -9,10 +11,13 @@ import {
   validateChanges,
   validateNewStrategy,
   type StatusAction,
+  type StrategyStatus,
 } from './domain.ts';
+import { strategyView } from './mappers.ts';
 import {
   insertStrategy,
   isNameTaken,
+  listStrategies as listStrategyRows,
   lockStrategy,
   setStrategyStatus,
   updateStrategyFields,
@@ -21,18 +26,15 @@ import {
 } from './repository.ts';
 
 /**
- * The mutations: validation and decisions come from the domain, the database enforces what must hold
- * under concurrency (the name index, row locks around every read-decide-write).
+ * The strategies use cases, each `(scope, request)`: validation and decisions come from the domain,
+ * the database enforces what must hold under concurrency (the name index, row locks around every
+ * read-decide-write).
  */
-
-/** The strategy as the API shows it, for its event (contract section 6). */
-function eventData(row: StrategyRow) {
-  return { id: row.id, name: row.name, description: row.description, status: row.status, createdAt: row.created_at, updatedAt: row.updated_at };
-}
+export type StrategiesScope = Scope<StrategiesDb>;
 
 /** Records the event of a change in the outbox, in the change's transaction. */
 async function recordStrategyEvent(trx: StrategiesDb, type: EventType, row: StrategyRow): Promise<StrategyRow> {
-  await recordEvent(trx, { accountId: row.account_id, type, occurredAt: row.updated_at, data: eventData(row) });
+  await recordEvent(trx, { accountId: row.account_id, type, occurredAt: row.updated_at, data: strategyView(row) });
   return row;
 }
 
@@ -41,8 +43,7 @@ const STATUS_EVENT: Record<StatusAction, EventType> = { pause: 'strategy.paused'
 const notFound = (id: string): Result<never> => fail('NOT_FOUND', notFoundInAccount('strategy', id), 'id');
 
 export async function createStrategy(
-  db: StrategiesDb,
-  accountId: string,
+  { db, accountId }: StrategiesScope,
   input: { name: string; description?: string | null },
 ): Promise<Result<StrategyRow>> {
   const strategy = validateNewStrategy(input);
@@ -60,10 +61,8 @@ export async function createStrategy(
 }
 
 export async function updateStrategy(
-  db: StrategiesDb,
-  accountId: string,
-  id: ReceivedId,
-  input: { name?: string | null; description?: string | null },
+  { db, accountId }: StrategiesScope,
+  { id, ...input }: { id: ReceivedId; name?: string | null; description?: string | null },
 ): Promise<Result<StrategyRow>> {
   const changes = validateChanges(input);
   if (!changes.ok) return changes;
@@ -93,10 +92,8 @@ export async function updateStrategy(
 }
 
 export async function changeStrategyStatus(
-  db: StrategiesDb,
-  accountId: string,
-  id: ReceivedId,
-  action: StatusAction,
+  { db, accountId }: StrategiesScope,
+  { id, action }: { id: ReceivedId; action: StatusAction },
 ): Promise<Result<StrategyRow>> {
   const strategyId = id.uuid;
   if (!strategyId) return notFound(id.sent);
@@ -113,4 +110,16 @@ export async function changeStrategyStatus(
         return ok(await recordStrategyEvent(trx, STATUS_EVENT[action], await setStrategyStatus(trx, accountId, strategyId, decision.to)));
     }
   });
+}
+
+/** A listStrategies page's arguments once the resolver has parsed them. */
+export interface ListRequest {
+  /** Undefined: every state. */
+  statuses: readonly StrategyStatus[] | undefined;
+  after: KeysetPosition | undefined;
+  size: number;
+}
+
+export async function listStrategies({ db, accountId }: StrategiesScope, request: ListRequest): Promise<StrategyRow[]> {
+  return listStrategyRows(db, accountId, { statuses: request.statuses, after: request.after, limit: request.size + 1 });
 }

@@ -5,54 +5,52 @@ import { DateTimeScalar } from '@ots/shared/scalars';
 import type { StrategiesContext } from './context.ts';
 import type { StatusAction } from './domain.ts';
 import type { MutationPauseStrategyArgs, Resolvers } from './generated/resolvers-types.ts';
-import { changeStrategyStatus, createStrategy, updateStrategy } from './operations.ts';
-import { listStrategies, type StrategyRow } from './repository.ts';
+import { strategyView, type StrategyView } from './mappers.ts';
+import { changeStrategyStatus, createStrategy, listStrategies, updateStrategy } from './operations.ts';
+import type { StrategyRow } from './repository.ts';
 
 /** A strategy of the caller's account, or null for an absent, foreign or non-UUID id. */
-async function loadStrategy(context: StrategiesContext, id: string): Promise<StrategyRow | null> {
+async function loadStrategy(context: StrategiesContext, id: string): Promise<StrategyView | null> {
   const strategyId = parseUuid(id);
-  return strategyId ? context.strategyById.load(strategyId) : null;
+  const row = strategyId ? await context.strategyById.load(strategyId) : null;
+  return row ? strategyView(row) : null;
 }
 
 function toPayload(result: Result<StrategyRow>) {
-  return result.ok ? { strategy: result.value, error: null } : { strategy: null, error: result.error };
+  return result.ok ? { strategy: strategyView(result.value), error: null } : { strategy: null, error: result.error };
 }
 
 const LIST_ORDERING = 'strategies:created_at_desc';
 
-const cursorOf = (row: StrategyRow) => encodeKeysetCursor(LIST_ORDERING, { at: row.created_at, id: row.id });
+const cursorOf = (strategy: StrategyView) => encodeKeysetCursor(LIST_ORDERING, { at: strategy.createdAt, id: strategy.id });
 
 function statusMutation(action: StatusAction) {
-  return async (_: unknown, { id }: MutationPauseStrategyArgs, { db, caller }: StrategiesContext) =>
-    toPayload(await changeStrategyStatus(db, caller.accountId, receiveId(id), action));
+  return async (_: unknown, { id }: MutationPauseStrategyArgs, { scope }: StrategiesContext) =>
+    toPayload(await changeStrategyStatus(scope, { id: receiveId(id), action }));
 }
 
 export const resolvers: Resolvers = {
   DateTime: DateTimeScalar,
   Query: {
     strategy: (_, { id }, context) => loadStrategy(context, id),
-    listStrategies: async (_, args, { db, caller }) => {
+    listStrategies: async (_, args, { scope }) => {
       const size = pageSize(args.first);
-      const rows = await listStrategies(db, caller.accountId, {
+      const rows = await listStrategies(scope, {
         statuses: args.filter?.status ?? undefined,
         after: decodeKeysetCursor(LIST_ORDERING, args.after),
-        limit: size + 1,
+        size,
       });
-      return toConnection(rows, size, cursorOf);
+      return toConnection(rows.map(strategyView), size, cursorOf);
     },
   },
   Mutation: {
-    createStrategy: async (_, { input }, { db, caller }) =>
-      toPayload(await createStrategy(db, caller.accountId, input)),
-    updateStrategy: async (_, { id, input }, { db, caller }) =>
-      toPayload(await updateStrategy(db, caller.accountId, receiveId(id), input)),
+    createStrategy: async (_, { input }, { scope }) => toPayload(await createStrategy(scope, input)),
+    updateStrategy: async (_, { id, input }, { scope }) => toPayload(await updateStrategy(scope, { ...input, id: receiveId(id) })),
     pauseStrategy: statusMutation('pause'),
     resumeStrategy: statusMutation('resume'),
     archiveStrategy: statusMutation('archive'),
   },
   Strategy: {
     __resolveReference: (reference, context) => loadStrategy(context, reference.id),
-    createdAt: (row) => row.created_at,
-    updatedAt: (row) => row.updated_at,
   },
 };

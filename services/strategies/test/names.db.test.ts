@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createDatabase } from '@ots/shared/db';
 import { newId, receiveId } from '@ots/shared/ids';
 import { migrateService } from '@ots/shared/service';
+import { testScope } from '@ots/shared/testing/scope';
 import * as migration001 from '../migrations/001_strategies.ts';
 import { migrations, SCHEMA } from '../migrations/index.ts';
 import { createStrategy, updateStrategy } from '../src/operations.ts';
@@ -98,8 +99,8 @@ describe('on a database with the C locale', () => {
       ['İstanbul', 'i\u0307stanbul'],
     ] as const) {
       const accountId = newId();
-      expect(await createStrategy(db, accountId, { name: first }), first).toMatchObject({ ok: true });
-      expect(await createStrategy(db, accountId, { name: second }), second).toMatchObject({
+      expect(await createStrategy(testScope(db, accountId), { name: first }), first).toMatchObject({ ok: true });
+      expect(await createStrategy(testScope(db, accountId), { name: second }), second).toMatchObject({
         ok: false,
         error: { code: 'STRATEGY_NAME_TAKEN', field: 'name' },
       });
@@ -108,25 +109,25 @@ describe('on a database with the C locale', () => {
 
   it('applies the rule to renames, and lets a strategy change the case of its own non-ASCII name', async () => {
     const accountId = newId();
-    await createStrategy(db, accountId, { name: 'Über' });
-    const other = await createStrategy(db, accountId, { name: 'Other' });
+    await createStrategy(testScope(db, accountId), { name: 'Über' });
+    const other = await createStrategy(testScope(db, accountId), { name: 'Other' });
     if (!other.ok) throw new Error(other.error.message);
-    expect(await updateStrategy(db, accountId, receiveId(other.value.id), { name: 'ÜBER' })).toMatchObject({
+    expect(await updateStrategy(testScope(db, accountId), { id: receiveId(other.value.id), name: 'ÜBER' })).toMatchObject({
       ok: false,
       error: { code: 'STRATEGY_NAME_TAKEN', field: 'name' },
     });
-    const self = await createStrategy(db, accountId, { name: 'Ørsted' });
+    const self = await createStrategy(testScope(db, accountId), { name: 'Ørsted' });
     if (!self.ok) throw new Error(self.error.message);
-    expect(await updateStrategy(db, accountId, receiveId(self.value.id), { name: 'ØRSTED' })).toMatchObject({ ok: true, value: { name: 'ØRSTED', name_key: 'ørsted' } });
+    expect(await updateStrategy(testScope(db, accountId), { id: receiveId(self.value.id), name: 'ØRSTED' })).toMatchObject({ ok: true, value: { name: 'ØRSTED', name_key: 'ørsted' } });
   });
 
   it('keeps different letters and other accounts apart, and frees the name on archive', async () => {
     const accountId = newId();
-    expect(await createStrategy(db, accountId, { name: 'Emile' })).toMatchObject({ ok: true });
-    expect(await createStrategy(db, accountId, { name: 'Émile' })).toMatchObject({ ok: true });
-    expect(await createStrategy(db, newId(), { name: 'ÉMILE' })).toMatchObject({ ok: true });
+    expect(await createStrategy(testScope(db, accountId), { name: 'Emile' })).toMatchObject({ ok: true });
+    expect(await createStrategy(testScope(db, accountId), { name: 'Émile' })).toMatchObject({ ok: true });
+    expect(await createStrategy(testScope(db, newId()), { name: 'ÉMILE' })).toMatchObject({ ok: true });
     await database.sql(`update strategies.strategies set status = 'ARCHIVED' where account_id = $1 and name = 'Émile'`, [accountId]);
-    expect(await createStrategy(db, accountId, { name: 'ÉMILE' })).toMatchObject({ ok: true });
+    expect(await createStrategy(testScope(db, accountId), { name: 'ÉMILE' })).toMatchObject({ ok: true });
   });
 
   it('has replaced the lower(name) index with the name_key index', async () => {
@@ -158,7 +159,7 @@ describe('migration 002 on data of the previous release', () => {
       /name_key/,
     );
     const db = strategiesDb(database.url);
-    expect(await createStrategy(db, accountId, { name: 'émile' })).toMatchObject({ ok: false, error: { code: 'STRATEGY_NAME_TAKEN' } });
+    expect(await createStrategy(testScope(db, accountId), { name: 'émile' })).toMatchObject({ ok: false, error: { code: 'STRATEGY_NAME_TAKEN' } });
   });
 
   it('stops, changing nothing, when non-archived strategies of an account collide under the new key', async () => {

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { DEFAULT_ROLL_GRACE_MS, MAX_KEY_LABEL_LENGTH } from '../domain.ts';
 
 /**
  * The console's rules as plain functions: passwords, emails, sessions, sign-in limits, the origin
@@ -103,12 +104,9 @@ export function keyStatus(key: { revokedAt: number | null; expiresAt: number | n
   return 'Active';
 }
 
-const MAX_LABEL_LENGTH = 100;
-
-
 export function labelProblem(label: string): string | undefined {
   if (label.length === 0) return 'Give the key a label';
-  if (label.length > MAX_LABEL_LENGTH) return `Use at most ${MAX_LABEL_LENGTH} characters`;
+  if (label.length > MAX_KEY_LABEL_LENGTH) return `Use at most ${MAX_KEY_LABEL_LENGTH} characters`;
   if (CONTROL_CHARACTERS_OR_LONE_SURROGATES.test(label)) return 'The label may not hold control characters or unpaired surrogates';
   return undefined;
 }
@@ -136,4 +134,11 @@ export function expiryOf(choice: ExpiryChoice, expiresOn: string | undefined, no
 }
 
 export type GraceChoice = 'now' | '1h' | '24h' | '7d';
-export const GRACE_MS: Record<GraceChoice, number> = { now: 0, '1h': 3_600_000, '24h': 24 * 3_600_000, '7d': 7 * DAY_MS };
+/** The grace periods the console offers, for a key's roll and a webhook secret's rotation alike; 24 hours is the CLI's default. */
+export const GRACE_MS: Record<GraceChoice, number> = { now: 0, '1h': 3_600_000, '24h': DEFAULT_ROLL_GRACE_MS, '7d': 7 * DAY_MS };
+export const GRACE_PROBLEM = 'Choose a grace period: now, 1 hour, 24 hours or 7 days';
+
+/** The grace a request chose, in milliseconds; undefined when it is not one of the choices. */
+export function graceMsOf(choice: unknown): number | undefined {
+  return typeof choice === 'string' && Object.hasOwn(GRACE_MS, choice) ? GRACE_MS[choice as GraceChoice] : undefined;
+}

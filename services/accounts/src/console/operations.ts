@@ -6,7 +6,8 @@ import * as accounts from '../repository.ts';
 import type { AccountsDb, ApiKeyRow, SecurityEventRow } from '../repository.ts';
 import {
   expiryOf,
-  GRACE_MS,
+  GRACE_PROBLEM,
+  graceMsOf,
   hashSecret,
   isSessionLive,
   isValidEmail,
@@ -22,7 +23,6 @@ import {
   SIGN_IN_WINDOW_MS,
   signInAllowance,
   type ExpiryChoice,
-  type GraceChoice,
 } from './domain.ts';
 import { hashPassword, verifyPassword } from './passwords.ts';
 import * as repository from './repository.ts';
@@ -374,10 +374,10 @@ export async function createKey(
 }
 
 export async function rollKey(deps: ConsoleDeps, session: Session, keyId: ReceivedId, body: { grace?: unknown }, request: RequestOrigin) {
-  const grace = body.grace;
-  if (typeof grace !== 'string' || !Object.hasOwn(GRACE_MS, grace)) throw new ConsoleError(400, 'Choose a grace period: now, 1 hour, 24 hours or 7 days', 'grace');
+  const graceMs = graceMsOf(body.grace);
+  if (graceMs === undefined) throw new ConsoleError(400, GRACE_PROBLEM, 'grace');
   const rolled = await keys
-    .rollKey(deps.keys, keyId, GRACE_MS[grace as GraceChoice], { accountId: session.account.id, actor: actorOf(session, request) })
+    .rollKey(deps.keys, keyId, graceMs, { accountId: session.account.id, actor: actorOf(session, request) })
     .catch(keyProblem);
   const now = deps.now();
   return { key: keyView(rolled.key, now, rolled.previousKey.id), apiKey: rolled.apiKey, previousKey: keyView(rolled.previousKey, now) };

@@ -12,7 +12,7 @@ import {
   ConsoleWebhooksDocument,
   type ConsoleEndpointFragment,
 } from '../generated/events-calls.ts';
-import { GRACE_MS, type GraceChoice } from './domain.ts';
+import { GRACE_PROBLEM, graceMsOf } from './domain.ts';
 import { ConsoleError, NOT_FOUND, type Session } from './operations.ts';
 
 /**
@@ -148,9 +148,9 @@ export async function changeEndpoint(link: WebhooksLink, session: Session, id: s
 
 /** A new signing secret, shown once; the old one keeps signing for the grace period. */
 export async function rotateSecret(link: WebhooksLink, session: Session, id: string, body: { grace?: unknown }) {
-  const grace = body.grace;
-  if (typeof grace !== 'string' || !Object.hasOwn(GRACE_MS, grace)) throw new ConsoleError(400, 'Choose a grace period: now, 1 hour, 24 hours or 7 days', 'grace');
-  const graceSeconds = GRACE_MS[grace as GraceChoice] / 1000;
+  const graceMs = graceMsOf(body.grace);
+  if (graceMs === undefined) throw new ConsoleError(400, GRACE_PROBLEM, 'grace');
+  const graceSeconds = graceMs / 1000;
   const data = await call(link, session, ConsoleRotateWebhookSecretDocument, { id, graceSeconds });
   const endpoint = settled(data.rotateWebhookSigningSecret);
   return { endpoint, signingSecret: data.rotateWebhookSigningSecret.signingSecret! };
