@@ -15,14 +15,26 @@ export function pageSize(first: number | null | undefined): number {
 }
 
 /**
- * Keyset cursors: the sort-key values of the last row seen, tagged with the ordering they belong
- * to, so that a cursor of one ordering is refused by another instead of silently mis-paging.
+ * What a list's cursors are tagged with: `<list>:<ordering>`, the ordering as the schema names it
+ * (`fills:EXECUTED_AT_DESC`), one style for every pager, so that a cursor of one list or ordering is
+ * refused by another instead of silently mis-paging. A list whose tag changed still accepts its
+ * former one: a client paging across the upgrade keeps its place.
  */
-export function encodeCursor(ordering: string, keys: readonly string[]): string {
-  return Buffer.from(JSON.stringify([ordering, ...keys]), 'utf8').toString('base64url');
+export interface CursorTag {
+  readonly tag: string;
+  readonly formerTag?: string;
 }
 
-export function decodeCursor(cursor: string | null | undefined, ordering: string, keyCount: number): string[] | undefined {
+export function cursorTag(list: string, ordering: string, formerTag?: string): CursorTag {
+  return { tag: `${list}:${ordering}`, ...(formerTag === undefined ? {} : { formerTag }) };
+}
+
+/** Keyset cursors: the sort-key values of the last row seen, after the list's tag. */
+export function encodeCursor(tag: CursorTag, keys: readonly string[]): string {
+  return Buffer.from(JSON.stringify([tag.tag, ...keys]), 'utf8').toString('base64url');
+}
+
+export function decodeCursor(cursor: string | null | undefined, tag: CursorTag, keyCount: number): string[] | undefined {
   if (cursor === null || cursor === undefined) return undefined;
   let parts: unknown;
   try {
@@ -33,7 +45,7 @@ export function decodeCursor(cursor: string | null | undefined, ordering: string
   if (
     !Array.isArray(parts) ||
     parts.length !== keyCount + 1 ||
-    parts[0] !== ordering ||
+    (parts[0] !== tag.tag && (tag.formerTag === undefined || parts[0] !== tag.formerTag)) ||
     !parts.every((part) => typeof part === 'string')
   ) {
     foreignCursor();
@@ -59,13 +71,13 @@ export interface KeysetPosition {
 }
 
 /** Times are stored to the millisecond, so the ISO form in the cursor round-trips exactly. */
-export function encodeKeysetCursor(ordering: string, row: { at: Date; id: string }): string {
-  return encodeCursor(ordering, [row.at.toISOString(), row.id]);
+export function encodeKeysetCursor(tag: CursorTag, row: { at: Date; id: string }): string {
+  return encodeCursor(tag, [row.at.toISOString(), row.id]);
 }
 
 /** The position a cursor names; undefined for the first page. A cursor whose keys were edited is refused. */
-export function decodeKeysetCursor(ordering: string, cursor: string | null | undefined): KeysetPosition | undefined {
-  const keys = decodeCursor(cursor, ordering, 2);
+export function decodeKeysetCursor(tag: CursorTag, cursor: string | null | undefined): KeysetPosition | undefined {
+  const keys = decodeCursor(cursor, tag, 2);
   if (!keys) return undefined;
   const [iso, sentId] = keys as [string, string];
   const at = new Date(iso);

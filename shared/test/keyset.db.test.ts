@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { createDatabase, migrateSchema } from '../src/db.ts';
 import { newId } from '../src/ids.ts';
-import { decodeKeysetCursor, encodeKeysetCursor, inKeysetOrder, type KeysetPosition } from '../src/pagination.ts';
+import { cursorTag, decodeKeysetCursor, encodeKeysetCursor, inKeysetOrder, type KeysetPosition } from '../src/pagination.ts';
 import { createTestDatabase, type TestDatabase } from '../src/testing/database.ts';
 
 interface ListDatabase {
@@ -10,7 +10,7 @@ interface ListDatabase {
 }
 
 const SCHEMA = 'keyset_test';
-const ORDERING = 'items.createdAt.desc';
+const ORDERING = cursorTag('items', 'CREATED_AT_DESC');
 let database: TestDatabase;
 let db: Kysely<ListDatabase>;
 

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_PAGE_SIZE,
   MAX_PAGE_SIZE,
+  cursorTag,
   decodeCursor,
   decodeKeysetCursor,
   encodeCursor,
@@ -45,31 +46,40 @@ describe('pageSize: `first` of every connection', () => {
 describe('cursors', () => {
   it('round-trip the sort keys of their ordering', () => {
     const keys = ['2026-11-21T14:03:07.120Z', '01a2002f-5e6c-707d-8b35-116f38247cd4'];
-    const cursor = encodeCursor('SUBMITTED_AT_DESC', keys);
-    expect(decodeCursor(cursor, 'SUBMITTED_AT_DESC', 2)).toEqual(keys);
+    const cursor = encodeCursor({ tag: 'SUBMITTED_AT_DESC' }, keys);
+    expect(decodeCursor(cursor, { tag: 'SUBMITTED_AT_DESC' }, 2)).toEqual(keys);
   });
 
   it('are opaque, URL-safe strings', () => {
-    const cursor = encodeCursor('UPDATED_AT_ASC', ['a value with spaces / and + signs', 'x']);
+    const cursor = encodeCursor({ tag: 'UPDATED_AT_ASC' }, ['a value with spaces / and + signs', 'x']);
     expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
     expect(cursor).not.toContain('UPDATED_AT_ASC');
   });
 
   it('no cursor means the first page', () => {
-    expect(decodeCursor(undefined, 'SUBMITTED_AT_DESC', 2)).toBeUndefined();
-    expect(decodeCursor(null, 'SUBMITTED_AT_DESC', 2)).toBeUndefined();
+    expect(decodeCursor(undefined, { tag: 'SUBMITTED_AT_DESC' }, 2)).toBeUndefined();
+    expect(decodeCursor(null, { tag: 'SUBMITTED_AT_DESC' }, 2)).toBeUndefined();
   });
 
   it('a cursor of another ordering is refused rather than mis-paging', () => {
-    const cursor = encodeCursor('SUBMITTED_AT_DESC', ['2026-11-21T14:03:07.120Z', 'id']);
-    const error = refusal(() => decodeCursor(cursor, 'UPDATED_AT_ASC', 2));
+    const cursor = encodeCursor({ tag: 'SUBMITTED_AT_DESC' }, ['2026-11-21T14:03:07.120Z', 'id']);
+    const error = refusal(() => decodeCursor(cursor, { tag: 'UPDATED_AT_ASC' }, 2));
     expect(error.extensions.code).toBe('BAD_USER_INPUT');
     expect(error.extensions.argumentName).toBe('after');
   });
 
+  it('are tagged with the list and its ordering, and a former tag of the list is still accepted', () => {
+    const tag = cursorTag('fills', 'EXECUTED_AT_DESC', 'fills.executedAt.desc');
+    expect(tag.tag).toBe('fills:EXECUTED_AT_DESC');
+    const keys = ['2026-11-21T14:03:07.120Z', 'id'];
+    expect(decodeCursor(encodeCursor(tag, keys), tag, 2)).toEqual(keys);
+    expect(decodeCursor(encodeCursor({ tag: 'fills.executedAt.desc' }, keys), tag, 2)).toEqual(keys);
+    expect(refusal(() => decodeCursor(encodeCursor({ tag: 'strategies:CREATED_AT_DESC' }, keys), tag, 2)).extensions.argumentName).toBe('after');
+  });
+
   it('a cursor with the wrong number of keys is refused', () => {
-    const cursor = encodeCursor('SUBMITTED_AT_DESC', ['only-one']);
-    expect(refusal(() => decodeCursor(cursor, 'SUBMITTED_AT_DESC', 2)).extensions.code).toBe('BAD_USER_INPUT');
+    const cursor = encodeCursor({ tag: 'SUBMITTED_AT_DESC' }, ['only-one']);
+    expect(refusal(() => decodeCursor(cursor, { tag: 'SUBMITTED_AT_DESC' }, 2)).extensions.code).toBe('BAD_USER_INPUT');
   });
 
   it.each([
@@ -79,14 +89,14 @@ describe('cursors', () => {
     ['keys that are not strings', Buffer.from('["SUBMITTED_AT_DESC",1,2]').toString('base64url')],
     ['the empty string', ''],
   ])('refuses %s with BAD_USER_INPUT naming `after`', (_what, cursor) => {
-    const error = refusal(() => decodeCursor(cursor, 'SUBMITTED_AT_DESC', 2));
+    const error = refusal(() => decodeCursor(cursor, { tag: 'SUBMITTED_AT_DESC' }, 2));
     expect(error.extensions.code).toBe('BAD_USER_INPUT');
     expect(error.extensions.argumentName).toBe('after');
   });
 });
 
 describe('toConnection', () => {
-  const cursorOf = (row: { id: string }) => encodeCursor('T', [row.id]);
+  const cursorOf = (row: { id: string }) => encodeCursor({ tag: 'T' }, [row.id]);
 
   it('with one row more than the page: that row is left out and hasNextPage is true', () => {
     const rows = [{ id: 'a' }, { id: 'b' }, { id: 'c' }];
@@ -94,7 +104,7 @@ describe('toConnection', () => {
     expect(connection.nodes.map((n) => n.id)).toEqual(['a', 'b']);
     expect(connection.edges.map((e) => e.node.id)).toEqual(['a', 'b']);
     expect(connection.pageInfo).toEqual({ hasNextPage: true, endCursor: cursorOf({ id: 'b' }) });
-    expect(decodeCursor(connection.pageInfo.endCursor, 'T', 1)).toEqual(['b']);
+    expect(decodeCursor(connection.pageInfo.endCursor, { tag: 'T' }, 1)).toEqual(['b']);
   });
 
   it('the last page says so; an empty page has no end cursor', () => {
@@ -107,22 +117,22 @@ describe('keyset cursors: newest-first lists by time and id', () => {
   const row = { at: new Date('2026-11-21T14:03:07.120Z'), id: '01a2002f-5e6c-707d-8b35-116f38247cd4' };
 
   it('round-trip the time and id of a row', () => {
-    expect(decodeKeysetCursor('T', encodeKeysetCursor('T', row))).toEqual(row);
-    expect(decodeKeysetCursor('T', undefined)).toBeUndefined();
+    expect(decodeKeysetCursor({ tag: 'T' }, encodeKeysetCursor({ tag: 'T' }, row))).toEqual(row);
+    expect(decodeKeysetCursor({ tag: 'T' }, undefined)).toBeUndefined();
   });
 
   it('give the id in Postgres canonical form', () => {
-    const cursor = encodeKeysetCursor('T', { ...row, id: row.id.toUpperCase() });
-    expect(decodeKeysetCursor('T', cursor)?.id).toBe(row.id);
+    const cursor = encodeKeysetCursor({ tag: 'T' }, { ...row, id: row.id.toUpperCase() });
+    expect(decodeKeysetCursor({ tag: 'T' }, cursor)?.id).toBe(row.id);
   });
 
   it.each([
-    ['another ordering', encodeKeysetCursor('U', row)],
-    ['an edited time', encodeCursor('T', ['2026-11-21T14:03:07Z', row.id])],
-    ['a time that is no time', encodeCursor('T', ['yesterday', row.id])],
-    ['an id that is not a UUID', encodeCursor('T', [row.at.toISOString(), 'x'])],
+    ['another ordering', encodeKeysetCursor({ tag: 'U' }, row)],
+    ['an edited time', encodeCursor({ tag: 'T' }, ['2026-11-21T14:03:07Z', row.id])],
+    ['a time that is no time', encodeCursor({ tag: 'T' }, ['yesterday', row.id])],
+    ['an id that is not a UUID', encodeCursor({ tag: 'T' }, [row.at.toISOString(), 'x'])],
   ])('refuse %s with BAD_USER_INPUT naming `after`', (_what, cursor) => {
-    const error = refusal(() => decodeKeysetCursor('T', cursor));
+    const error = refusal(() => decodeKeysetCursor({ tag: 'T' }, cursor));
     expect(error.extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: 'after' });
   });
 });

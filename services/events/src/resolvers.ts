@@ -1,7 +1,7 @@
 import { GraphQLError, GraphQLScalarType } from 'graphql';
 import type { Result } from '@ots/shared/errors';
 import { parseUuid, receiveId, type ReceivedId, type Uuid } from '@ots/shared/ids';
-import { decodeKeysetCursor, encodeKeysetCursor, pageSize, toConnection } from '@ots/shared/pagination';
+import { cursorTag, decodeKeysetCursor, encodeKeysetCursor, pageSize, toConnection } from '@ots/shared/pagination';
 import { readFeed } from './feed.ts';
 import { DateTimeScalar } from '@ots/shared/scalars';
 import { callerScope } from '@ots/shared/scope';
@@ -33,7 +33,8 @@ const JSONScalar = new GraphQLScalarType({
   },
 });
 
-const DELIVERY_ORDERING = 'deliveries:attempted_at_desc';
+/** The tag of a webhook endpoint's delivery cursors; the former one is still accepted. */
+const DELIVERY_ORDERING = cursorTag('deliveries', 'ATTEMPTED_AT_DESC', 'deliveries:attempted_at_desc');
 
 function deliveryCursor(row: AttemptRow): string {
   return encodeKeysetCursor(DELIVERY_ORDERING, { at: row.attempted_at, id: row.id });

@@ -38,9 +38,9 @@ describe('normaliseFilter', () => {
 describe('cursors', () => {
   const parseCursor = (after: string | null | undefined) => decodeKeysetCursor(FILLS_ORDERING, after);
 
-  it('keep the ordering tag they were first issued with, so cursors clients hold stay valid', () => {
-    expect(FILLS_ORDERING).toBe('fills.executedAt.desc');
-    expect(parseCursor(encodeCursor('fills.executedAt.desc', ['2026-03-02T09:00:00.120Z', ID.toLowerCase()]))).toEqual({
+  it('are tagged with the list and its ordering, and the tag first issued still opens, so cursors clients hold stay valid', () => {
+    expect(FILLS_ORDERING.tag).toBe('fills:EXECUTED_AT_DESC');
+    expect(parseCursor(encodeCursor({ tag: 'fills.executedAt.desc' }, ['2026-03-02T09:00:00.120Z', ID.toLowerCase()]))).toEqual({
       at: new Date('2026-03-02T09:00:00.120Z'),
       id: ID.toLowerCase(),
     });
@@ -69,6 +69,6 @@ describe('cursors', () => {
   });
 
   it('refuse a cursor of another list', () => {
-    expect(() => parseCursor(encodeCursor('strategies:created_at_desc', ['2026-03-02T09:00:00.000Z', ID]))).toThrow(/after is not a cursor/);
+    expect(() => parseCursor(encodeCursor({ tag: 'strategies:CREATED_AT_DESC' }, ['2026-03-02T09:00:00.000Z', ID]))).toThrow(/after is not a cursor/);
   });
 });

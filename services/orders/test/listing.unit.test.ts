@@ -46,6 +46,13 @@ describe('cursors', () => {
     expect(badInput(() => positionAfter('UPDATED_AT_ASC', cursor, otherAccount)).extensions.argumentName).toBe('after');
   });
 
+  it('of the sync as first issued, in the clear, still open at their place, so that a stored place survives the upgrade', () => {
+    const former = encodeCursor({ tag: 'UPDATED_AT_ASC' }, [row.commit_xid, row.id]);
+    expect(positionAfter('UPDATED_AT_ASC', former, sync)).toEqual({ orderBy: 'UPDATED_AT_ASC', after: { xid: row.commit_xid, id: row.id } });
+    const formerNewestFirst = encodeCursor({ tag: 'SUBMITTED_AT_DESC' }, [row.submitted_at.toISOString(), row.id]);
+    expect(positionAfter('SUBMITTED_AT_DESC', formerNewestFirst, sync)).toEqual({ orderBy: 'SUBMITTED_AT_DESC', after: { at: row.submitted_at, id: row.id } });
+  });
+
   it('mean no position when absent', () => {
     expect(positionAfter('SUBMITTED_AT_DESC', undefined, sync)).toEqual({ orderBy: 'SUBMITTED_AT_DESC', after: undefined });
     expect(positionAfter('UPDATED_AT_ASC', null, sync)).toEqual({ orderBy: 'UPDATED_AT_ASC', after: undefined });
@@ -58,18 +65,18 @@ describe('cursors', () => {
 
   it.each([
     ['garbage', 'not a cursor'],
-    ['an edited id', encodeCursor('SUBMITTED_AT_DESC', ['2026-11-21T14:03:07.120Z', "1' or '1'='1"])],
-    ['an edited time', encodeCursor('SUBMITTED_AT_DESC', ['yesterday', row.id])],
-    ['a time outside the ISO form', encodeCursor('SUBMITTED_AT_DESC', ['2026-11-21', row.id])],
-    ['a missing key', encodeCursor('SUBMITTED_AT_DESC', [row.id])],
+    ['an edited id', encodeCursor({ tag: 'orders:SUBMITTED_AT_DESC' }, ['2026-11-21T14:03:07.120Z', "1' or '1'='1"])],
+    ['an edited time', encodeCursor({ tag: 'orders:SUBMITTED_AT_DESC' }, ['yesterday', row.id])],
+    ['a time outside the ISO form', encodeCursor({ tag: 'orders:SUBMITTED_AT_DESC' }, ['2026-11-21', row.id])],
+    ['a missing key', encodeCursor({ tag: 'orders:SUBMITTED_AT_DESC' }, [row.id])],
   ])('holding %s are refused with BAD_USER_INPUT', (_case, cursor) => {
     badInput(() => positionAfter('SUBMITTED_AT_DESC', cursor, sync));
   });
 
   it.each([
-    ['a time instead of a commit position (a cursor of the clock-stamped sync)', encodeCursor('UPDATED_AT_ASC', ['2026-11-21T15:00:00.001Z', row.id])],
-    ['an edited commit position', encodeCursor('UPDATED_AT_ASC', ['1 or 1=1', row.id])],
-    ['an edited id', encodeCursor('UPDATED_AT_ASC', ['73219', 'x'])],
+    ['a time instead of a commit position (a cursor of the clock-stamped sync)', encodeCursor({ tag: 'UPDATED_AT_ASC' }, ['2026-11-21T15:00:00.001Z', row.id])],
+    ['an edited commit position', encodeCursor({ tag: 'UPDATED_AT_ASC' }, ['1 or 1=1', row.id])],
+    ['an edited id', encodeCursor({ tag: 'UPDATED_AT_ASC' }, ['73219', 'x'])],
   ])('of the sync holding %s are refused with BAD_USER_INPUT', (_case, cursor) => {
     badInput(() => positionAfter('UPDATED_AT_ASC', cursor, sync));
   });

@@ -1,6 +1,6 @@
 import type { Result } from '@ots/shared/errors';
 import { parseUuid, receiveId } from '@ots/shared/ids';
-import { decodeKeysetCursor, encodeKeysetCursor, pageSize, toConnection } from '@ots/shared/pagination';
+import { cursorTag, decodeKeysetCursor, encodeKeysetCursor, pageSize, toConnection } from '@ots/shared/pagination';
 import { DateTimeScalar } from '@ots/shared/scalars';
 import type { StrategiesContext } from './context.ts';
 import type { StatusAction } from './domain.ts';
@@ -20,7 +20,8 @@ function toPayload(result: Result<StrategyRow>) {
   return result.ok ? { strategy: strategyView(result.value), error: null } : { strategy: null, error: result.error };
 }
 
-const LIST_ORDERING = 'strategies:created_at_desc';
+/** The tag of listStrategies' cursors; the former one is still accepted. */
+const LIST_ORDERING = cursorTag('strategies', 'CREATED_AT_DESC', 'strategies:created_at_desc');
 
 const cursorOf = (strategy: StrategyView) => encodeKeysetCursor(LIST_ORDERING, { at: strategy.createdAt, id: strategy.id });
 
