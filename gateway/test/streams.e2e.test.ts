@@ -1,5 +1,6 @@
 import http from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, inject, it } from 'vitest';
 import { revokeKey, setApiAccess } from '@ots/accounts';
 import { createClient as createSseClient } from 'graphql-sse';
 import { createClient as createWsClient, type Client as WsClient } from 'graphql-ws';
@@ -279,7 +280,8 @@ describe('ending streams', () => {
     // The sockets' buffers take the first few hundred kilobytes (a client that does not read keeps its
     // window small); what lies beyond them is what the consumer is behind by.
     for (let round = 0; round < 3; round += 1) written.push(...(await ingestEvents(t.stack.config, client.accountId, 1000, 'x'.repeat(3000))));
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    // Until the gateway has ended the stream (it gives back the key's place in Redis as it does), however long a loaded machine takes.
+    await expect.poll(() => openStreamPlaces(client.apiKeyId), { timeout: 30_000, interval: 100 }).toBe(0);
     const received = await stalled.readAll();
     const last = received.items.at(-1)!;
     expect(last.errors?.[0]?.extensions?.code).toBe('SLOW_CONSUMER');
@@ -295,6 +297,16 @@ describe('ending streams', () => {
     expect(new Set(all)).toEqual(new Set(written));
   }, 120_000);
 });
+
+/** The places the key's open streams hold in Redis, across gateways (gateway/src/streams/leases.ts). */
+async function openStreamPlaces(apiKeyId: string): Promise<number> {
+  const redis = new Redis(inject('redisUrl'));
+  try {
+    return await redis.zcard(`${t.stack.config.redisKeyPrefix}streams:${apiKeyId}`);
+  } finally {
+    redis.disconnect();
+  }
+}
 
 /** An SSE request whose client stops reading at once: the server sees its buffers fill, as with a consumer that cannot keep up. */
 async function stalledSseStream(apiKey: string, variables: Record<string, unknown>) {
