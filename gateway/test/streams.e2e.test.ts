@@ -1,5 +1,6 @@
 import http from 'node:http';
 import { Redis } from 'ioredis';
+import pg from 'pg';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { revokeKey, setApiAccess } from '@ots/accounts';
 import { createClient as createSseClient } from 'graphql-sse';
@@ -140,6 +141,28 @@ describe("Apollo Client's subscription link (GraphQLWsLink)", () => {
     await client.createdStrategy('Link 2');
     await done;
     expect(received).toEqual(['Link 1', 'Link 2']);
+  });
+});
+
+describe('held back', () => {
+  it('delivers an event held back behind an unrelated open transaction soon after that transaction ends, with no wake-up of its own', async () => {
+    const client = await t.newAccount('Held back');
+    const stream = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION, { after: await endCursor(client) });
+    // A transaction that has written (so has an id) and stays open: every commit after it is held back until it ends.
+    const blocker = new pg.Client({ connectionString: t.stack.config.databaseUrl });
+    await blocker.connect();
+    cleanups.push(() => blocker.end());
+    await blocker.query('begin');
+    await blocker.query('select pg_current_xact_id()');
+    const [id] = await ingestEvents(t.stack.config, client.accountId, 1, 'held');
+    // Long enough for the stream's looks after the ingest's wake-up to have found it held back several times.
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    expect(stream.items).toEqual([]);
+    await blocker.query('commit');
+    const committedAt = Date.now();
+    await stream.waitFor(() => stream.items.length >= 1, 10_000);
+    expect(stream.items.map((item) => item.data!.events.event.id)).toEqual([id]);
+    expect(Date.now() - committedAt).toBeLessThan(1_000);
   });
 });
 
