@@ -1,8 +1,14 @@
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { createClient } from 'graphql-sse';
-import { createKey } from '@ots/accounts';
+import { createAccount, createKey, openKeyStore, type KeyManagement } from '@ots/accounts';
+import { composeAndWrite } from '@ots/gateway/compose';
+import { loadConfig, type Config } from '@ots/shared/config';
+import { createLogger } from '@ots/shared/logger';
 import { EVENTS_SUBSCRIPTION, streamUrls, type StreamedEvent } from '../testing/streams.ts';
 import { Receiver } from '../testing/webhook-receiver.ts';
+import { createBenchDatabase } from './bench-database.ts';
+import { startServerProcess } from './bench-process.ts';
 import { openBenchStack } from './bench-stack.ts';
 
 /**
@@ -11,12 +17,66 @@ import { openBenchStack } from './bench-stack.ts';
  * changes are order submissions. A relay is woken after each request its service answers and the
  * dispatcher by each ingest; their polling intervals (OUTBOX_RELAY_INTERVAL_MS,
  * WEBHOOK_DISPATCH_INTERVAL_MS) only bound what a wake-up misses.
+ *
+ * The server runs in a process of its own (`npm start`'s layout), as the contract measures speed:
+ * the writers, the streams' clients and the webhook receiver are this process, as clients are. With
+ * BENCH_EVENTS_LAYOUT=in-process, the whole stack runs in this process instead, sharing one event
+ * loop with its load (how this bench ran before: every figure is slower so).
  */
-const { config, stack, apiKey, management, close } = await openBenchStack('bench-events');
+interface BenchServer {
+  config: Config;
+  gatewayUrl: string;
+  apiKey: string;
+  management: KeyManagement;
+  /** The server's memory now: heap (only when it runs in this process) and resident set. */
+  memory(): { heap: number | undefined; rss: number };
+  close(): Promise<void>;
+}
+
+async function openServer(): Promise<BenchServer> {
+  if (process.env.BENCH_EVENTS_LAYOUT === 'in-process') {
+    const bench = await openBenchStack('bench-events');
+    return {
+      config: bench.config,
+      gatewayUrl: bench.stack.gateway.url,
+      apiKey: bench.apiKey,
+      management: bench.management,
+      memory: () => {
+        (globalThis as { gc?: () => void }).gc?.();
+        const usage = process.memoryUsage();
+        return { heap: usage.heapUsed, rss: usage.rss };
+      },
+      close: bench.close,
+    };
+  }
+  composeAndWrite();
+  const logger = createLogger('bench-events', 'warn');
+  const database = await createBenchDatabase(loadConfig({ ...process.env, LOG_LEVEL: 'warn' }), logger, 'events');
+  const keys = openKeyStore(database.config, logger, { listen: false });
+  const management = { db: keys.db, config: database.config, keyStore: keys.keyStore };
+  const account = await createAccount(management, 'Bench account (events)');
+  const { apiKey } = await createKey(management, account.id, { name: 'bench-events' });
+  const server = await startServerProcess(database.config);
+  return {
+    config: database.config,
+    gatewayUrl: server.gatewayUrl,
+    apiKey,
+    management,
+    // statm's second field: resident pages.
+    memory: () => ({ heap: undefined, rss: Number(readFileSync(`/proc/${server.child.pid}/statm`, 'utf8').split(' ')[1]) * 4096 }),
+    close: async () => {
+      await server.stop();
+      await keys.close();
+      await database.drop();
+    },
+  };
+}
+
+const { config, gatewayUrl, apiKey, management, memory, close } = await openServer();
 const receiver = await new Receiver().start();
 
 async function graphql<T>(query: string, variables?: Record<string, unknown>): Promise<T> {
-  const response = await fetch(stack.gateway.url, {
+  const response = await fetch(gatewayUrl, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-api-key': apiKey },
     body: JSON.stringify({ query, variables }),
@@ -24,12 +84,6 @@ async function graphql<T>(query: string, variables?: Record<string, unknown>): P
   const body = (await response.json()) as { data: T; errors?: unknown };
   if (response.status !== 200 || body.errors) throw new Error(`bench request failed: ${JSON.stringify(body)}`);
   return body.data;
-}
-
-function measureMemory(): { rss: number; heap: number } {
-  (globalThis as { gc?: () => void }).gc?.();
-  const usage = process.memoryUsage();
-  return { rss: usage.rss, heap: usage.heapUsed };
 }
 
 /** The bench account's id, read back through its key. */
@@ -41,7 +95,7 @@ async function keyAccount(): Promise<string> {
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 console.log(
-  `\nbench events: relay polls every ${config.outboxRelayIntervalMs} ms, dispatcher every ${config.webhookDispatchIntervalMs} ms (woken by each ingest that queues a delivery)\n`,
+  `\nbench events (server ${process.env.BENCH_EVENTS_LAYOUT === 'in-process' ? 'in this process' : 'in a process of its own'}): relay polls every ${config.outboxRelayIntervalMs} ms, dispatcher every ${config.webhookDispatchIntervalMs} ms (woken by each ingest that queues a delivery)\n`,
 );
 
 const created = await graphql<{ createWebhookEndpoint: { signingSecret: string } }>(
@@ -74,7 +128,7 @@ console.log(
 
 // Push: 8 clients writing while 8 streams are open (and the webhook endpoint above receives them too).
 // From each write's response to its event on every stream, and to its webhook's first attempt.
-const streamUrl = streamUrls(stack.gateway.url).sse;
+const streamUrl = streamUrls(gatewayUrl).sse;
 const arrivals = new Map<string, number[]>();
 const streams = Array.from({ length: 8 }, () => createClient({ url: streamUrl, headers: { 'x-api-key': apiKey }, retryAttempts: 0 }));
 const reading = streams.map(async (client) => {
@@ -123,14 +177,14 @@ console.log(
   `${'write response → first webhook attempt (same run)'.padEnd(52)} p50 ${percentile(toWebhook, 50).toFixed(1)} ms   p99 ${percentile(toWebhook, 99).toFixed(1)} ms   (${toWebhook.length} webhooks)`,
 );
 
-// Idle streams: how many one gateway process holds, and what each costs. The clients' sockets live
-// in this process too, so the figure per stream is an upper bound for the gateway's share.
+// Idle streams: how many one gateway process holds, and what each costs: the server's resident set
+// (a process of its own), or the heap with the clients' sockets in it too (in-process: an upper bound).
 const idleTarget = Number(process.env.BENCH_IDLE_STREAMS ?? 2_000);
 const accountId = await keyAccount();
 const idleKeys = await Promise.all(
   Array.from({ length: Math.ceil(idleTarget / 10) }, async (_, index) => (await createKey(management, accountId, { name: `idle ${index}` })).apiKey),
 );
-const memoryBefore = measureMemory();
+const memoryBefore = memory();
 const idle: http.ClientRequest[] = [];
 let opened = 0;
 for (let index = 0; index < idleTarget; index += 1) {
@@ -148,11 +202,12 @@ for (let index = 0; index < idleTarget; index += 1) {
   opened += 1;
 }
 await new Promise((resolve) => setTimeout(resolve, 2_000));
-const memoryAfter = measureMemory();
-console.log(
-  `${'idle streams held by one gateway process'.padEnd(52)} ${opened} of ${idleTarget} tried   ` +
-    `~${((memoryAfter.heap - memoryBefore.heap) / opened / 1024).toFixed(1)} KiB of heap each, clients' sockets included (RSS ${((memoryAfter.rss - memoryBefore.rss) / 1024 / 1024).toFixed(0)} MiB more in all)`,
-);
+const memoryAfter = memory();
+const heapEach =
+  memoryAfter.heap === undefined || memoryBefore.heap === undefined
+    ? `~${((memoryAfter.rss - memoryBefore.rss) / opened / 1024).toFixed(1)} KiB of the server's RSS each`
+    : `~${((memoryAfter.heap - memoryBefore.heap) / opened / 1024).toFixed(1)} KiB of heap each, clients' sockets included (RSS ${((memoryAfter.rss - memoryBefore.rss) / 1024 / 1024).toFixed(0)} MiB more in all)`;
+console.log(`${'idle streams held by one gateway process'.padEnd(52)} ${opened} of ${idleTarget} tried   ${heapEach}`);
 for (const request of idle) request.destroy();
 
 // Feed: seed events with 8 concurrent writers, wait until the feed holds them all, then page through it.

@@ -75,6 +75,27 @@ export function inCommitOrder<DB, TB extends keyof DB, O>(
   return ordered.orderBy(xid).orderBy(id).limit(page.limit);
 }
 
+/**
+ * As `inCommitOrder`, for a reader that follows the feed as it grows: the rows the horizon holds
+ * back come too, up to the limit, each marked `held_back`. They sort after every row the feed may
+ * hand out, so those are the first ones; a held-back one says that rows lie ahead which the reader
+ * cannot have yet, and will once the transactions before them end (which nothing announces: the
+ * reader looks again soon). One statement, so the marks and the rows come from one snapshot.
+ */
+export function aheadInCommitOrder<DB, TB extends keyof DB, O>(
+  query: SelectQueryBuilder<DB, TB, O>,
+  page: Pick<FeedPage, 'limit' | 'xid' | 'id'> & { after: FeedPosition },
+) {
+  const xid = sql.ref(page.xid ?? COMMIT_XID_COLUMN);
+  const id = sql.ref(page.id ?? 'id');
+  return query
+    .select(sql<boolean>`${xid} >= pg_snapshot_xmin(pg_current_snapshot())`.as('held_back'))
+    .where(sql<boolean>`(${xid}, ${id}) > (${page.after.xid}::xid8, ${page.after.id})`)
+    .orderBy(xid)
+    .orderBy(id)
+    .limit(page.limit);
+}
+
 /** The position of a row the feed returned (pg hands `xid8` over as a decimal string). */
 export function positionOf(row: Record<string, unknown>, columns: FeedColumns = {}): FeedPosition {
   const xid = row[columns.xid ?? COMMIT_XID_COLUMN];

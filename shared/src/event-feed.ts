@@ -31,6 +31,12 @@ const feedAnswer = z.union([
     /** Where to read on from: the last item's cursor, or where the read started (never null). */
     endCursor: z.string(),
     hasMore: z.boolean(),
+    /**
+     * Events lie beyond `endCursor` that the feed cannot hand out yet: transactions begun before
+     * theirs are still open (shared/src/commit-order.ts). They show up when those end, which nothing
+     * announces, so the stream looks again soon. Absent from an events service that predates it.
+     */
+    heldBack: z.boolean().default(false),
     /** Events beyond `after` when `countUpTo` was asked, at most `countUpTo`. */
     beyond: z.number().int().nullable(),
   }),

@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { createDatabase, migrateSchema } from '../src/db.ts';
 import {
   addCommitOrder,
+  aheadInCommitOrder,
+  feedEndAt,
   inCommitOrder,
   positionOf,
   type FeedPosition,
@@ -74,6 +76,32 @@ function heldTransaction(body: (trx: Kysely<FeedDatabase>) => Promise<void>) {
 }
 
 describe('commit-ordered feed', () => {
+  it('marks the rows the horizon holds back, after every row it may hand out, until the transaction before them ends', async () => {
+    const accountId = newId();
+    const before = await insert(accountId);
+    // An unrelated write, on another account, left open: it holds back everything committed after it began.
+    const blocker = heldTransaction(async (trx) => void (await insert(newId(), trx)));
+    await blocker.ready;
+    const later = await insert(accountId);
+    const ahead = () =>
+      aheadInCommitOrder(db.selectFrom('items').select(['id', 'commit_xid']).where('account_id', '=', accountId), { after: feedEndAt('0'), limit: 10 }).execute();
+
+    const held = await ahead();
+    expect(held.map((row) => row.id)).toEqual([before, later]);
+    expect(held[1]!.held_back).toBe(true);
+    // The rows a reader may have come first: once one is held back, so is every one after it.
+    expect(held.map((row) => row.held_back)).toEqual([...held.map((row) => row.held_back)].sort());
+    const { rows } = await page(accountId, undefined);
+    expect(rows.map((row) => row.id)).not.toContain(later);
+
+    await blocker.commit();
+    // Other transactions of the server may hold the horizon a moment longer.
+    await expect.poll(async () => (await ahead()).map((row) => [row.id, row.held_back])).toEqual([
+      [before, false],
+      [later, false],
+    ]);
+  });
+
   it('pages rows in commit order, and an updated row moves to the end', async () => {
     const account = newId();
     const first = await insert(account);

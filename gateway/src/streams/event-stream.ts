@@ -6,14 +6,18 @@ import type { EventFeedAnswer, EventFeedInput, FeedEvent } from '@ots/shared/eve
  * source of truth: the stream reads it forward from its cursor, in commit order, so replaying what
  * is committed and going live are the same loop, with no gap and no repeat at the switch, and an
  * event that a slow transaction commits late shows up ahead of the cursor when it commits.
- * Wake-ups only say "look again"; without one the stream still looks, sooner after its last
- * wake-up and then every few seconds, so a lost wake-up delays and never loses.
+ * Wake-ups only say "look again"; without one the stream still looks every few seconds, so a lost
+ * wake-up delays and never loses.
  */
 
 /** What a stream reads at a time. */
 const PAGE_SIZE = 200;
-/** Looks after a wake-up that found nothing new (a commit held back behind an older transaction), then the idle look. */
-const LOOK_AGAIN_MS = [10, 25, 50, 100, 250, 500, 1_000, 2_000, 4_000, 8_000];
+/**
+ * Looks while the feed holds events back behind transactions still open (commit-order.ts): they
+ * show up as soon as those end, which no wake-up announces, usually within a write's transaction or
+ * two. Soon at first, for the stream's latency, then less often while a long transaction holds them.
+ */
+const HELD_BACK_LOOK_MS = [5, 5, 10, 10, 10, 10, 20, 20, 50, 100, 250];
 /** Idle streams cost a feed read each per look; wake-ups come on every commit, and every stream looks again when the listener reconnects. */
 const IDLE_LOOK_MS = 15_000;
 /** While the consumer does not take what is sent: how often to wait for room, and to count how far behind it is. */
@@ -257,7 +261,7 @@ export class EventStream {
     };
     try {
       let position = this.options.after;
-      let quietLooks = 0;
+      let heldBackLooks = 0;
       let failingSince: number | undefined;
       for (;;) {
         const room = await this.untilRoom();
@@ -303,9 +307,8 @@ export class EventStream {
         }
         if (stopped === 'ended' || this.ended) break;
         if (answer.hasMore) continue;
-        if (answer.items.length > 0) quietLooks = 0;
-        const woken = await this.waitForWake(LOOK_AGAIN_MS[quietLooks] ?? IDLE_LOOK_MS);
-        quietLooks = woken ? 0 : quietLooks + 1;
+        if (!answer.heldBack || answer.items.length > 0) heldBackLooks = 0;
+        await this.waitForWake(answer.heldBack ? HELD_BACK_LOOK_MS[Math.min(heldBackLooks++, HELD_BACK_LOOK_MS.length - 1)]! : IDLE_LOOK_MS);
       }
       const last = this.endMessage();
       if (last) yield emit(last, null);

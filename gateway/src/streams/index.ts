@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { ApiKeyStore } from '@ots/accounts';
-import type { Config } from '@ots/shared/config';
+import { databaseUrlOf, type Config } from '@ots/shared/config';
 import { eventFeedRoute, type EventFeedInput } from '@ots/shared/event-feed';
 import { FeedWakeups } from '@ots/shared/feed-wakeups';
 import type { Logger } from '@ots/shared/logger';
@@ -36,8 +36,10 @@ export interface StreamDeps {
 export async function registerStreams(app: FastifyInstance, deps: StreamDeps): Promise<void> {
   const { config, authentication, logger } = deps;
   const limits = { ...DEFAULT_STREAM_LIMITS, ...deps.limits };
-  if (!config.databaseUrl) throw new Error('the gateway needs DATABASE_URL to follow event wake-ups');
-  const wakeups = new FeedWakeups(config.databaseUrl, logger);
+  // The events service notifies on its own database, which may be a server of its own (EVENTS_DATABASE_URL).
+  const eventsDatabaseUrl = databaseUrlOf(config, 'events');
+  if (!eventsDatabaseUrl) throw new Error("the gateway needs the events service's database (DATABASE_URL or EVENTS_DATABASE_URL) to follow event wake-ups");
+  const wakeups = new FeedWakeups(eventsDatabaseUrl, logger);
   wakeups.start();
   const leases = deps.redis && new StreamLeases(deps.redis, config.redisKeyPrefix);
   const registry = new StreamRegistry(limits.perKey, authentication.keyStatus, leases, logger);

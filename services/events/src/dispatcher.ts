@@ -19,6 +19,7 @@ import {
   insertAttempt,
   lockEndpoint,
   parkPendingMessages,
+  recordDelivered,
   settleMessage,
   updateEndpoint,
   type ClaimedMessage,
@@ -122,15 +123,11 @@ async function attempt(deps: DispatcherDeps, message: ClaimedMessage, stopping: 
 }
 
 async function recordAttempt(deps: DispatcherDeps, message: ClaimedMessage, attemptedAt: Date, answer: WebhookAnswer): Promise<void> {
+  if (answer.succeeded) return recordDelivered(deps.db, message, { attemptedAt, ...answer });
   await deps.db.transaction().execute(async (trx) => {
     // Its failure streak decides whether to disable it; locked first, so attempts of one endpoint record one after another.
     const endpoint = await lockEndpoint(trx, message.account_id, message.endpoint_id);
     await insertAttempt(trx, message, { attemptedAt, ...answer });
-    if (answer.succeeded) {
-      await settleMessage(trx, message, { state: 'DELIVERED' });
-      if (endpoint?.failing_since) await updateEndpoint(trx, endpoint.account_id, endpoint.id, { failing_since: null }, attemptedAt);
-      return;
-    }
     if (answer.interrupted) {
       // Our stop, not the receiver's failure: due again at once, for the next replica or start.
       await settleMessage(trx, message, { state: 'PENDING', nextAttemptAt: attemptedAt });

@@ -6,7 +6,7 @@ import { badUserInput } from '@ots/shared/errors';
 import type { EventFeedAnswer, eventFeedRoute } from '@ots/shared/event-feed';
 import type { EventsContext } from './context.ts';
 import type { SealedFeedCursors } from '@ots/shared/sealed-cursors';
-import { countEventsAfter, listEvents, type EventRow, type EventsDb } from './repository.ts';
+import { countEventsAfter, hasEventsAfter, listEvents, listEventsAhead, type EventRow, type EventsDb } from './repository.ts';
 import { eventTypesOf } from './domain.ts';
 
 /**
@@ -52,8 +52,9 @@ function page(rows: readonly EventRow[], request: FeedRequest, cursors: SealedFe
 
 /**
  * The gateway's streams read the feed through this route (shared/src/event-feed.ts): the same page
- * as `listEvents`, from now when no cursor is given, and, for a stream whose consumer lags, how many
- * events lie beyond what it delivered.
+ * as `listEvents`, from now when no cursor is given; whether events lie ahead that the horizon holds
+ * back (the stream looks again soon: nothing announces the moment they show); and, for a stream whose
+ * consumer lags, how many events lie beyond what it delivered.
  */
 export async function streamFeed(input: z.output<typeof eventFeedRoute.input>, context: EventsContext): Promise<EventFeedAnswer> {
   const accountId = context.caller.accountId;
@@ -63,16 +64,26 @@ export async function streamFeed(input: z.output<typeof eventFeedRoute.input>, c
     if (input.limit === 0) {
       const after = context.cursors.decode(accountId, input.after);
       const beyond = after ? await countEventsAfter(context.db, accountId, { types, occurredAfter, after, limit: input.countUpTo }) : 0;
-      return { items: [], endCursor: input.after ?? '', hasMore: beyond > 0, beyond };
+      return { items: [], endCursor: input.after ?? '', hasMore: beyond > 0, heldBack: false, beyond };
     }
-    const page = await readFeed(context.db, context.cursors, { accountId, after: input.after, start: 'now', types, occurredAfter, size: input.limit });
+    const after = context.cursors.decode(accountId, input.after);
+    if (!after) {
+      const start = await readFeed(context.db, context.cursors, { accountId, after: undefined, start: 'now', types, occurredAfter, size: input.limit });
+      // Asked after the horizon was read: anything committed since then wakes the stream anyway (its ingest notifies).
+      const heldBack = await hasEventsAfter(context.db, accountId, { types, occurredAfter, after: context.cursors.decode(accountId, start.endCursor)! });
+      return { items: [], endCursor: start.endCursor, hasMore: false, heldBack, beyond: null };
+    }
+    const rows = await listEventsAhead(context.db, accountId, { types, occurredAfter, after, limit: input.limit + 1 });
+    const ready = rows.filter((row) => !row.held_back);
+    const items = ready.slice(0, input.limit).map((node) => ({
+      cursor: context.cursors.encode(accountId, positionOf(node)),
+      event: { id: node.id, type: node.type, occurredAt: node.occurred_at.toISOString(), data: node.data as Record<string, unknown> },
+    }));
     return {
-      items: page.edges.map(({ cursor, node }) => ({
-        cursor,
-        event: { id: node.id, type: node.type, occurredAt: node.occurred_at.toISOString(), data: node.data as Record<string, unknown> },
-      })),
-      endCursor: page.endCursor,
-      hasMore: page.hasNextPage,
+      items,
+      endCursor: items.at(-1)?.cursor ?? input.after!,
+      hasMore: ready.length > input.limit,
+      heldBack: ready.length < rows.length,
       beyond: null,
     };
   } catch (error) {

@@ -1,5 +1,5 @@
 import { sql, type Generated, type Kysely, type Selectable } from 'kysely';
-import { inCommitOrder, type FeedPosition } from '@ots/shared/commit-order';
+import { aheadInCommitOrder, inCommitOrder, type FeedPosition } from '@ots/shared/commit-order';
 import { EVENTS_WAKE_CHANNEL, WAKE_EVERYONE } from '@ots/shared/event-feed';
 import { newId, type Uuid } from '@ots/shared/ids';
 import { inKeysetOrder, type KeysetPosition } from '@ots/shared/pagination';
@@ -164,6 +164,40 @@ export async function countEventsAfter(db: EventsDb, accountId: string, query: E
   const page = inCommitOrder(select, { after: query.after, limit: query.limit }).as('beyond');
   const row = await db.selectFrom(page).select((eb) => eb.fn.countAll<string>().as('count')).executeTakeFirstOrThrow();
   return Number(row.count);
+}
+
+/**
+ * Whether any event of the account lies beyond `after` now, whether or not the feed can hand it out
+ * yet: for a stream that starts from the feed's end, whether events the horizon holds back already
+ * lie beyond it.
+ */
+export async function hasEventsAfter(db: EventsDb, accountId: string, query: Omit<EventListQuery, 'limit' | 'horizon' | 'after'> & { after: FeedPosition }): Promise<boolean> {
+  if (query.types?.length === 0) return false;
+  let select = db
+    .selectFrom('events')
+    .select(sql<number>`1`.as('found'))
+    .where('account_id', '=', accountId)
+    .where('occurred_at', '>=', retained())
+    .where(sql<boolean>`(commit_xid, id) > (${query.after.xid}::xid8, ${query.after.id})`);
+  if (query.types) select = select.where('type', 'in', query.types);
+  if (query.occurredAfter) select = select.where('occurred_at', '>', query.occurredAfter);
+  return (await select.limit(1).executeTakeFirst()) !== undefined;
+}
+
+/**
+ * The events after `query.after` in commit order, those the horizon still holds back included and
+ * marked (commit-order.ts `aheadInCommitOrder`): what a stream reads.
+ */
+export async function listEventsAhead(
+  db: EventsDb,
+  accountId: string,
+  query: Omit<EventListQuery, 'horizon' | 'after'> & { after: FeedPosition },
+): Promise<(EventRow & { held_back: boolean })[]> {
+  if (query.types?.length === 0) return [];
+  let select = db.selectFrom('events').selectAll().where('account_id', '=', accountId).where('occurred_at', '>=', retained());
+  if (query.types) select = select.where('type', 'in', query.types);
+  if (query.occurredAfter) select = select.where('occurred_at', '>', query.occurredAfter);
+  return aheadInCommitOrder(select, { after: query.after, limit: query.limit }).execute();
 }
 
 /** Retention: deletes up to `batch` events older than `cutoff` (their messages and attempts go with them). */
@@ -408,6 +442,34 @@ export async function insertAttempt(trx: EventsDb, message: ClaimedMessage, outc
       duration_ms: outcome.durationMs,
     })
     .execute();
+}
+
+/**
+ * Records an attempt that delivered, in one statement: the attempt, its message delivered (if this
+ * claimer still holds it) and the endpoint's failure streak ended. The endpoint is locked as
+ * `lockEndpoint` locks it, so that attempts of one endpoint record one after another, but only for
+ * the statement and its commit: a transaction of four statements held it across four round trips,
+ * and with eight attempts of one endpoint in flight those records, one at a time, were what bounded
+ * its deliveries under a burst.
+ */
+export async function recordDelivered(db: EventsDb, message: ClaimedMessage, outcome: AttemptOutcome): Promise<void> {
+  await sql`
+    with endpoint as (
+      select id, failing_since from events.webhook_endpoints
+      where account_id = ${message.account_id} and id = ${message.endpoint_id}
+      for no key update
+    ), attempt as (
+      insert into events.webhook_attempts
+        (id, account_id, endpoint_id, message_id, event_id, attempt, attempted_at, status_code, failure, succeeded, duration_ms)
+      values (${newId(outcome.attemptedAt.getTime())}, ${message.account_id}, ${message.endpoint_id}, ${message.id}, ${message.event_id},
+        ${message.attempts}, ${outcome.attemptedAt}, ${outcome.statusCode}, ${outcome.failure}, true, ${outcome.durationMs})
+    ), settled as (
+      update events.webhook_messages set state = 'DELIVERED', claim_token = null
+      where account_id = ${message.account_id} and id = ${message.id} and claim_token = ${message.claim_token}
+    )
+    update events.webhook_endpoints e set failing_since = null, updated_at = ${outcome.attemptedAt}
+    from endpoint
+    where e.account_id = ${message.account_id} and e.id = endpoint.id and endpoint.failing_since is not null`.execute(db);
 }
 
 /** Sets the message's state after an attempt, only if this claimer still holds it. */

@@ -1,0 +1,61 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Config } from '@ots/shared/config';
+import { SERVICE_NAMES } from '@ots/shared/config';
+
+export interface ServerProcess {
+  gatewayUrl: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * `npm start`'s layout (scripts/bench-server.ts: the gateway and the five subgraphs in one process)
+ * in a process of its own, on the bench's database: the contract's speed figures are measured with
+ * the load coming from another process, as any client's does, and not from the server's own event
+ * loop.
+ */
+export async function startServerProcess(config: Config): Promise<ServerProcess> {
+  const ports: Record<string, number> = {};
+  for (const name of [...SERVICE_NAMES, 'gateway']) ports[name] = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench-server.ts'], {
+    env: {
+      ...process.env,
+      DATABASE_URL: config.databaseUrl,
+      REDIS_KEY_PREFIX: config.redisKeyPrefix,
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_PER_SECOND: '1000000',
+      RATE_LIMIT_BURST: '1000000',
+      METRICS_PORT: String(await freePort()),
+      ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [`${name.toUpperCase()}_PORT`, String(port)])),
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const stop = async () => {
+    if (child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  };
+  const readyUrl = `http://127.0.0.1:${ports.gateway}/readyz`;
+  for (let attempt = 0; attempt < 600; attempt += 1) {
+    if (child.exitCode !== null) throw new Error(`the bench server exited with ${child.exitCode}`);
+    const ready = await fetch(readyUrl).then(
+      (response) => response.status === 200,
+      () => false,
+    );
+    if (ready) return { gatewayUrl: `http://127.0.0.1:${ports.gateway}/graphql`, child, stop };
+    await sleep(100);
+  }
+  await stop();
+  throw new Error(`${readyUrl} was not ready within 60 s`);
+}
