@@ -72,7 +72,7 @@ async function reservePort(held: net.Server[]): Promise<number> {
  */
 export async function startReplicatedStack(options: { env?: Record<string, string>; replicas?: number } = {}): Promise<ReplicatedStack> {
   const replicaCount = options.replicas ?? 2;
-  const database: TestDatabase = await createTestDatabase(inject('postgresUrl'));
+  const database: TestDatabase = await createTestDatabase();
   const redisKeyPrefix = `test:${randomBytes(4).toString('hex')}:`;
   const replicas = new Map<Part, Replica[]>();
   const proxies = new Map<Part, RoundRobinProxy>();

@@ -45,7 +45,7 @@ export interface TestStack {
 
 /** A fresh database, migrated, with the five subgraphs and the gateway running in this process on free ports. */
 export async function startStack(options: StackOptions = {}): Promise<TestStack> {
-  const database = await createTestDatabase(inject('postgresUrl'));
+  const database = await createTestDatabase();
   const redisMode = options.redis ?? 'direct';
   let redisUrl: string | undefined = inject('redisUrl');
   let redisProxy: TcpProxy | undefined;

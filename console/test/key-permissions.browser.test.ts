@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, inviteOwner } from '@ots/accounts';
 import { startStack, type TestStack } from '../../testing/stack.ts';
 import { ensureConsoleBuilt } from '../ensure-built.ts';
-import { LAPTOP, launchBrowser, openSession, overflowsSideways, PHONE, shown, snapshot } from './browser.ts';
+import { LAPTOP, launchBrowser, openSession, overflowsSideways, PHONE, shown, snapshot } from './support/browser.ts';
 
 /**
  * The console's key permissions (contract section 5) in Chromium, by role and accessible name:

@@ -5,7 +5,7 @@ import { startStack, type TestStack } from '../../testing/stack.ts';
 import { createAccount } from '@ots/accounts';
 import { Receiver } from '../../testing/webhook-receiver.ts';
 import { ensureConsoleBuilt } from '../ensure-built.ts';
-import { launchBrowser, openSession, overflowsSideways, PHONE, shown, snapshot } from './browser.ts';
+import { launchBrowser, openSession, overflowsSideways, PHONE, shown, snapshot } from './support/browser.ts';
 
 /**
  * Settings → Webhooks in Chromium against a real stack: an owner creates an endpoint that points at

@@ -24,7 +24,7 @@ const logLines = (): Record<string, unknown>[] =>
     .map((line) => JSON.parse(line) as Record<string, unknown>);
 
 beforeAll(async () => {
-  database = await createTestDatabase(inject('postgresUrl'));
+  database = await createTestDatabase();
   const [gateway, accounts, orders, strategies, fills, metrics] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort(), await freePort()];
   metricsUrl = `http://127.0.0.1:${metrics}/metrics`;
   // Without vitest's NODE_ENV=test, as a user runs it: libraries that install their own signal handlers outside tests do so here too.

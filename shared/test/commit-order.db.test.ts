@@ -1,6 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
-import { createDatabase, migrateSchema } from '../src/db.ts';
+import { describe, expect, it } from 'vitest';
 import {
   addCommitOrder,
   aheadInCommitOrder,
@@ -10,35 +9,29 @@ import {
   type FeedPosition,
 } from '../src/commit-order.ts';
 import { newId } from '../src/ids.ts';
-import { createTestDatabase, type TestDatabase } from '../src/testing/database.ts';
+import { useSchemaDatabase } from '../src/testing/database.ts';
 
 interface FeedDatabase {
   items: { id: string; account_id: string; version: number; commit_xid: string };
 }
 
 const SCHEMA = 'feed_test';
-let database: TestDatabase;
-let db: Kysely<FeedDatabase>;
-
-beforeAll(async () => {
-  database = await createTestDatabase(inject('postgresUrl'));
-  await migrateSchema(database.url, SCHEMA, {
-    '001_items': {
-      up: async (migrationDb) => {
-        await sql`create table ${sql.table(`${SCHEMA}.items`)} (id uuid primary key, account_id uuid not null, version int not null)`.execute(
-          migrationDb,
-        );
-        await addCommitOrder(migrationDb, { schema: SCHEMA, table: 'items', scope: ['account_id'] });
+const { db } = await useSchemaDatabase<FeedDatabase>(
+  {
+    schema: SCHEMA,
+    migrations: {
+      '001_items': {
+        up: async (migrationDb) => {
+          await sql`create table ${sql.table(`${SCHEMA}.items`)} (id uuid primary key, account_id uuid not null, version int not null)`.execute(
+            migrationDb,
+          );
+          await addCommitOrder(migrationDb, { schema: SCHEMA, table: 'items', scope: ['account_id'] });
+        },
       },
     },
-  });
-  db = createDatabase<FeedDatabase>({ url: database.url, schema: SCHEMA, applicationName: 'commit-order-test', maxConnections: 20 });
-});
-
-afterAll(async () => {
-  await db?.destroy();
-  await database?.drop();
-});
+  },
+  { applicationName: 'commit-order-test', maxConnections: 20 },
+);
 
 async function page(accountId: string, after: FeedPosition | undefined, limit = 100) {
   const rows = await inCommitOrder(db.selectFrom('items').selectAll().where('account_id', '=', accountId), { after, limit }).execute();

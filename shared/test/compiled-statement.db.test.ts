@@ -1,35 +1,28 @@
 import { sql, type Kysely } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { compiledStatement } from '../src/compiled-statement.ts';
-import { createDatabase, migrateSchema } from '../src/db.ts';
-import { createTestDatabase, type TestDatabase } from '../src/testing/database.ts';
+import { useSchemaDatabase } from '../src/testing/database.ts';
 
 interface NotesDatabase {
   notes: { account_id: string; id: number; body: string; tags: string[]; written_at: Date | null };
 }
 
 const SCHEMA = 'compiled_statement_test';
-let database: TestDatabase;
-let db: Kysely<NotesDatabase>;
-
-beforeAll(async () => {
-  database = await createTestDatabase(inject('postgresUrl'));
-  await migrateSchema(database.url, SCHEMA, {
-    '001_notes': {
-      up: async (migrationDb) => {
-        await sql`create table ${sql.table(`${SCHEMA}.notes`)} (
-          account_id text not null, id int not null, body text not null, tags text[] not null, written_at timestamptz,
-          primary key (account_id, id))`.execute(migrationDb);
+const { db } = await useSchemaDatabase<NotesDatabase>(
+  {
+    schema: SCHEMA,
+    migrations: {
+      '001_notes': {
+        up: async (migrationDb) => {
+          await sql`create table ${sql.table(`${SCHEMA}.notes`)} (
+            account_id text not null, id int not null, body text not null, tags text[] not null, written_at timestamptz,
+            primary key (account_id, id))`.execute(migrationDb);
+        },
       },
     },
-  });
-  db = createDatabase<NotesDatabase>({ url: database.url, schema: SCHEMA, applicationName: 'compiled-statement-test', maxConnections: 4 });
-});
-
-afterAll(async () => {
-  await db?.destroy();
-  await database?.drop();
-});
+  },
+  { applicationName: 'compiled-statement-test', maxConnections: 4 },
+);
 
 const insertNote = compiledStatement(
   (db: Kysely<NotesDatabase>, p: { accountId: string; id: number; body: string; tags: readonly string[]; writtenAt: Date | null }) =>

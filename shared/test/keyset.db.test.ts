@@ -1,9 +1,8 @@
-import { sql, type Kysely } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
-import { createDatabase, migrateSchema } from '../src/db.ts';
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
 import { newId } from '../src/ids.ts';
 import { cursorTag, decodeKeysetCursor, encodeKeysetCursor, inKeysetOrder, type KeysetPosition } from '../src/pagination.ts';
-import { createTestDatabase, type TestDatabase } from '../src/testing/database.ts';
+import { useSchemaDatabase } from '../src/testing/database.ts';
 
 interface ListDatabase {
   items: { id: string; account_id: string; created_at: Date };
@@ -11,28 +10,22 @@ interface ListDatabase {
 
 const SCHEMA = 'keyset_test';
 const ORDERING = cursorTag('items', 'CREATED_AT_DESC');
-let database: TestDatabase;
-let db: Kysely<ListDatabase>;
-
-beforeAll(async () => {
-  database = await createTestDatabase(inject('postgresUrl'));
-  await migrateSchema(database.url, SCHEMA, {
-    '001_items': {
-      up: async (migrationDb) => {
-        await sql`create table ${sql.table(`${SCHEMA}.items`)} (id uuid primary key, account_id uuid not null, created_at timestamptz(3) not null)`.execute(
-          migrationDb,
-        );
-        await sql`create index items_account_id_created_at on ${sql.table(`${SCHEMA}.items`)} (account_id, created_at, id)`.execute(migrationDb);
+const { db } = await useSchemaDatabase<ListDatabase>(
+  {
+    schema: SCHEMA,
+    migrations: {
+      '001_items': {
+        up: async (migrationDb) => {
+          await sql`create table ${sql.table(`${SCHEMA}.items`)} (id uuid primary key, account_id uuid not null, created_at timestamptz(3) not null)`.execute(
+            migrationDb,
+          );
+          await sql`create index items_account_id_created_at on ${sql.table(`${SCHEMA}.items`)} (account_id, created_at, id)`.execute(migrationDb);
+        },
       },
     },
-  });
-  db = createDatabase<ListDatabase>({ url: database.url, schema: SCHEMA, applicationName: 'keyset-test', maxConnections: 4 });
-});
-
-afterAll(async () => {
-  await db?.destroy();
-  await database?.drop();
-});
+  },
+  { applicationName: 'keyset-test', maxConnections: 4 },
+);
 
 async function page(accountId: string, after: KeysetPosition | undefined, limit: number) {
   return inKeysetOrder(db.selectFrom('items').selectAll().where('account_id', '=', accountId), { time: 'created_at', after, limit }).execute();

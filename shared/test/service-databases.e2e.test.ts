@@ -3,7 +3,6 @@ import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '@ots/shared/testing/database';
 import { ApiClient } from '../../testing/client.ts';
 import { NO_RATE_LIMIT_ENV } from '../../testing/requests.ts';
@@ -46,7 +45,7 @@ describe('the orders service on a database of its own', () => {
   let alice: ApiClient;
 
   beforeAll(async () => {
-    ordersDatabase = await createTestDatabase(inject('postgresUrl'));
+    ordersDatabase = await createTestDatabase();
     stack = await startStack({ redis: 'none', env: { ...NO_RATE_LIMIT_ENV, OUTBOX_RELAY_INTERVAL_MS: '50', ORDERS_DATABASE_URL: ordersDatabase.url } });
     alice = new ApiClient(stack, await stack.createAccountWithKey('Alice'));
   });
@@ -94,7 +93,7 @@ async function freePort(): Promise<number> {
 describe("a subgraph team's one-shot migration and start command", () => {
   let database: TestDatabase;
   beforeAll(async () => {
-    database = await createTestDatabase(inject('postgresUrl'));
+    database = await createTestDatabase();
   });
   afterAll(async () => {
     await database?.drop();

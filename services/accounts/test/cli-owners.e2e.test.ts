@@ -4,7 +4,7 @@ import { newId } from '@ots/shared/ids';
 import { runAdminCli, type CliResult } from '../../../testing/admin-cli.ts';
 import { startStack, type TestStack } from '../../../testing/stack.ts';
 import { createKey } from '../src/index.ts';
-import { baseOf, ConsoleClient, tokenOf } from './console-client.ts';
+import { baseOf, ConsoleClient, tokenOf } from './support/console-client.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

@@ -7,8 +7,10 @@ import { testScope } from '@ots/shared/testing/scope';
 import { DELIVERY_WINDOW_MS, RETRY_DELAYS_MS } from '../src/domain.ts';
 import { CLAIM_LEASE_MS, dispatchDueMessages, ENDPOINT_CONCURRENCY, startDispatcher, type DispatcherDeps } from '../src/dispatcher.ts';
 import { createEndpoint, type EventsScope } from '../src/operations.ts';
-import { claimDueMessages, type EventsDb } from '../src/repository.ts';
-import { ingest, ManualClock, openEventsDatabase, strategyEvent, secretKey } from './database.ts';
+import { claimDueMessages, type EventsDatabase, type EventsDb } from '../src/repository.ts';
+import { openSchemaDatabase } from '@ots/shared/testing/database';
+import { migrations, SCHEMA } from '../migrations/index.ts';
+import { ingest, ManualClock, strategyEvent, secretKey } from './support/fixtures.ts';
 import { Receiver } from '../../../testing/webhook-receiver.ts';
 
 let db: EventsDb;
@@ -17,7 +19,7 @@ let receiver: Receiver;
 const log = createLogger('events-test', 'silent');
 
 beforeAll(async () => {
-  ({ db, close } = await openEventsDatabase());
+  ({ db, close } = await openSchemaDatabase<EventsDatabase>({ schema: SCHEMA, migrations }, { applicationName: 'events-test', maxConnections: 20 }));
 });
 afterAll(async () => {
   await close();

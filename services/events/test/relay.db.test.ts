@@ -16,8 +16,9 @@ import {
   type OutboxRelayOptions,
 } from '@ots/shared/outbox';
 import { registerIngestRoute } from '../src/ingest.ts';
-import type { EventsDb } from '../src/repository.ts';
-import { openEventsDatabase } from './database.ts';
+import type { EventsDatabase, EventsDb } from '../src/repository.ts';
+import { openSchemaDatabase } from '@ots/shared/testing/database';
+import { migrations, SCHEMA } from '../migrations/index.ts';
 
 let events: EventsDb;
 let producer: Kysely<OutboxDatabase>;
@@ -29,9 +30,9 @@ const log = createLogger('relay-test', 'silent');
 const accountId = '01936f0e-0000-7000-8000-00000000000a';
 
 beforeAll(async () => {
-  const opened = await openEventsDatabase();
+  const opened = await openSchemaDatabase<EventsDatabase>({ schema: SCHEMA, migrations }, { applicationName: 'events-test', maxConnections: 20 });
   events = opened.db;
-  producer = createDatabase<OutboxDatabase>({ url: opened.database.url, schema: 'producer', applicationName: 'producer-test' });
+  producer = createDatabase<OutboxDatabase>({ url: opened.url, schema: 'producer', applicationName: 'producer-test' });
   await producer.schema.createSchema('producer').ifNotExists().execute();
   await createOutboxTable(producer as unknown as Kysely<unknown>);
   app = Fastify();

@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { HttpCallError } from '@ots/shared/http-client';
 import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
 import type { ApiClient } from '../../../testing/client.ts';
-import { eventually, interceptApplyFill, recorded, submitOrder } from './support.ts';
+import { eventually, interceptApplyFill, recorded, submitOrder } from './support/fixtures.ts';
 
 vi.mock('@ots/shared/http-client', { spy: true });
 

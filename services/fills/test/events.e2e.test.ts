@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
 import { HttpCallError } from '@ots/shared/http-client';
-import { eventually, interceptApplyFill, submitOrder } from './support.ts';
+import { eventually, interceptApplyFill, submitOrder } from './support/fixtures.ts';
 
 vi.mock('@ots/shared/http-client', { spy: true });
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
-import { createStrategy, eventually, recorded, submitOrder } from './support.ts';
+import { createStrategy, eventually, recorded, submitOrder } from './support/fixtures.ts';
 
 /**
  * Late fills through the gateway: a venue's "too late to cancel". Whether a fill on a cancelled or

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { print } from 'graphql';
 import type { HttpAnswer, JsonPost } from '@ots/shared/http-client';
 import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
 import { RecordFillDocument, type RecordFillInput, type RecordFillMutation } from '../../../testing/generated/operations.ts';
-import { interceptApplyFill, recorded, submitOrder } from './support.ts';
+import { interceptApplyFill, recorded, submitOrder } from './support/fixtures.ts';
 
 vi.mock('@ots/shared/http-client', { spy: true });
 
@@ -20,7 +21,7 @@ vi.mock('@ots/shared/http-client', { spy: true });
 const SUBGRAPH_TIMEOUT_MS = 2_000;
 /** What recordFill allows its call to orders. */
 const BUDGET_MS = SUBGRAPH_TIMEOUT_MS / 2;
-/** Room for everything else a request does (gateway, auth, fills' own queries) on a busy test machine. */
+/** Room for what a request does after fills gives up on orders (its payload, the gateway, the client) on a busy test machine. */
 const SLACK_MS = 400;
 
 const t = useStack({
@@ -59,11 +60,20 @@ function silent(post: JsonPost, startedAt: number): Promise<HttpAnswer> {
   return applyFill.post({ ...post, url: silentUrl, timeoutMs: post.timeoutMs - (Date.now() - startedAt) });
 }
 
-/** Sends recordFill and returns the whole response, top-level errors included, and how long it took. */
+/**
+ * Sends recordFill and returns the whole response, top-level errors included, how long it took, and
+ * when it was answered. Every server runs in this process, so the longest the event loop could not run
+ * while it was under way (another process holding the CPU, a collection) is time no deadline of
+ * theirs can help: `stalledMs` says how long that was.
+ */
 async function timedRecordFill(input: RecordFillInput) {
+  const stalls = monitorEventLoopDelay({ resolution: 10 });
+  stalls.enable();
   const started = Date.now();
   const result = await t.alice.graphql(print(RecordFillDocument), { input });
-  return { body: result.body as { data?: RecordFillMutation; errors?: unknown[] }, elapsedMs: Date.now() - started };
+  const answeredAt = Date.now();
+  stalls.disable();
+  return { body: result.body as { data?: RecordFillMutation; errors?: unknown[] }, elapsedMs: answeredAt - started, answeredAt, stalledMs: stalls.max / 1e6 };
 }
 
 async function storedFills(executionId: string): Promise<{ id: string; status: string }[]> {
@@ -74,14 +84,19 @@ describe('recordFill against a slow or silent orders', () => {
   it('a silent orders: TEMPORARILY_UNAVAILABLE when its time is up, inside the gateway timeout, then a retry applies the fill once', async () => {
     const order = await submitOrder(t.alice, { quantity: '5' });
     const input = { orderSubmissionId: order.id, executionId: `exec-${randomUUID()}`, quantity: '2', price: '30' };
-    applyFill.once(async (_forward, post) => silent(post, Date.now()));
+    let callStartedAt!: number;
+    applyFill.once(async (_forward, post) => {
+      callStartedAt = Date.now();
+      return silent(post, callStartedAt);
+    });
 
-    const { body, elapsedMs } = await timedRecordFill(input);
+    const { body, elapsedMs, answeredAt, stalledMs } = await timedRecordFill(input);
     expect(body.errors).toBeUndefined();
     expect(body.data?.recordFill).toMatchObject({ fill: null, orderSubmission: null, error: { code: 'TEMPORARILY_UNAVAILABLE', field: null } });
     expect(body.data?.recordFill.error?.message).toMatch(/A retry with the same executionId is safe/);
     expect(elapsedMs).toBeGreaterThanOrEqual(BUDGET_MS - 50);
-    expect(elapsedMs).toBeLessThan(BUDGET_MS + SLACK_MS);
+    // The budget runs from fills' call to orders: what came before it (the gateway, the key check) is not fills' to bound.
+    expect(answeredAt - callStartedAt).toBeLessThan(BUDGET_MS + SLACK_MS + stalledMs);
     expect(elapsedMs).toBeLessThan(SUBGRAPH_TIMEOUT_MS);
     // Orders never received it: nothing is recorded.
     expect(await storedFills(input.executionId)).toEqual([]);
@@ -102,17 +117,18 @@ describe('recordFill against a slow or silent orders', () => {
     const order = await submitOrder(t.alice, { quantity: '5' });
     const input = { orderSubmissionId: order.id, executionId: `exec-${randomUUID()}`, quantity: '5', price: '1' };
     let committed!: Promise<HttpAnswer>;
+    let callStartedAt!: number;
     applyFill.once(async (forward, post) => {
-      const startedAt = Date.now();
+      callStartedAt = Date.now();
       committed = forward();
       await committed;
-      return silent(post, startedAt);
+      return silent(post, callStartedAt);
     });
 
-    const { body, elapsedMs } = await timedRecordFill(input);
+    const { body, answeredAt, stalledMs } = await timedRecordFill(input);
     expect(body.errors).toBeUndefined();
     expect(body.data?.recordFill).toMatchObject({ fill: null, error: { code: 'TEMPORARILY_UNAVAILABLE', field: null } });
-    expect(elapsedMs).toBeLessThan(BUDGET_MS + SLACK_MS);
+    expect(answeredAt - callStartedAt).toBeLessThan(BUDGET_MS + SLACK_MS + stalledMs);
     await committed;
     expect(await t.alice.orderWithFills(order.id)).toMatchObject({ status: 'FILLED', filledQuantity: '5' });
 

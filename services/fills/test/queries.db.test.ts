@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Uuid } from '@ots/shared/ids';
 import { decodeKeysetCursor, encodeKeysetCursor } from '@ots/shared/pagination';
-import { migrateService } from '@ots/shared/service';
 import { createTestDatabase, type TestDatabase } from '@ots/shared/testing/database';
 import { expectAccountIndexesOnly, openPlanExplainer, type PlanExplainer } from '@ots/shared/testing/plans';
 import { migrations, SCHEMA } from '../migrations/index.ts';
@@ -22,8 +21,7 @@ let database: TestDatabase;
 let explainer: PlanExplainer<FillsDatabase>;
 
 beforeAll(async () => {
-  database = await createTestDatabase(inject('postgresUrl'));
-  await migrateService({ schema: SCHEMA, migrations }, database.url);
+  database = await createTestDatabase({ migrate: { schema: SCHEMA, migrations } });
   explainer = openPlanExplainer<FillsDatabase>(database.url, SCHEMA);
   // 60,000 fills of 60 accounts: per account 100 orders, 5 strategies and 50 symbols (20 fills each);
   // about 1 % left pending by a release before issue 25.

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
 import type { RecordFillInput } from '../../../testing/client.ts';
-import { createStrategy, recorded, submitOrder } from './support.ts';
+import { createStrategy, recorded, submitOrder } from './support/fixtures.ts';
 
 const t = useStack({ env: NO_RATE_LIMIT_ENV });
 

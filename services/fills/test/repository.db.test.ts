@@ -1,9 +1,8 @@
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { afterAll, beforeAll, beforeEach, describe, expect, it, inject } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Decimal } from '@ots/shared/decimal';
 import { newId } from '@ots/shared/ids';
-import { migrateService } from '@ots/shared/service';
 import { createTestDatabase, type TestDatabase } from '@ots/shared/testing/database';
 import { migrations, SCHEMA } from '../migrations/index.ts';
 import { findFillByExecutionId, keepFills, type FillsDatabase, type FillsDb, type KeptFill } from '../src/repository.ts';
@@ -23,8 +22,7 @@ let db: FillsDb;
 let statements: string[] = [];
 
 beforeAll(async () => {
-  database = await createTestDatabase(inject('postgresUrl'));
-  await migrateService({ schema: SCHEMA, migrations }, database.url);
+  database = await createTestDatabase({ migrate: { schema: SCHEMA, migrations } });
   const pool = new pg.Pool({ connectionString: database.url, max: 12 });
   // pool.end() resolves before its clients have closed; the forced drop of the database may then cut
   // them off, which without a listener is an uncaught error.

@@ -13,15 +13,17 @@ import {
   type FillRequest,
   type SubmitOrderRequest,
 } from '../src/operations.ts';
-import { findOrder, type OrderRow } from '../src/repository.ts';
-import { someAccount, useOrdersDatabase } from './database.ts';
+import { findOrder, type OrderRow, type OrdersDatabase } from '../src/repository.ts';
+import { useSchemaDatabase } from '@ots/shared/testing/database';
+import { migrations, SCHEMA } from '../migrations/index.ts';
+import { someAccount } from './support/accounts.ts';
 
 /**
  * Late fills, replace and cancel-all against a real Postgres: each rule once, then the races the
  * issue names (fill vs cancel, fill vs replace, cancel-all vs fills), where only the locks decide.
  */
 
-const { db } = await useOrdersDatabase();
+const { db } = await useSchemaDatabase<OrdersDatabase>({ schema: SCHEMA, migrations }, { applicationName: 'orders-test', maxConnections: 30 });
 const d = (value: string) => new Decimal(value);
 
 function limitOrder(overrides: Partial<SubmitOrderRequest> = {}): SubmitOrderRequest {

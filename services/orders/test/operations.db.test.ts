@@ -17,19 +17,20 @@ import {
   type SubmitOrderRequest,
 } from '../src/operations.ts';
 import { orderEvent } from '../src/mappers.ts';
-import { SCHEMA } from '../migrations/index.ts';
+import { migrations, SCHEMA } from '../migrations/index.ts';
 import { findOrder, markCancelled, type OrderRow, type OrdersDatabase, type OrdersDb } from '../src/repository.ts';
 import { listRequest } from '../src/resolvers.ts';
 import { SealedFeedCursors } from '@ots/shared/sealed-cursors';
 import type { StrategyLookup } from '../src/strategy-lookup.ts';
-import { someAccount, useOrdersDatabase } from './database.ts';
+import { useSchemaDatabase } from '@ots/shared/testing/database';
+import { someAccount } from './support/accounts.ts';
 
 /**
  * The use cases against a real Postgres, without a server: concurrency, locking and the sync's
  * commit order are properties of the SQL, so they are tested where they can be forced.
  */
 
-const { db, url } = await useOrdersDatabase();
+const { db, url } = await useSchemaDatabase<OrdersDatabase>({ schema: SCHEMA, migrations }, { applicationName: 'orders-test', maxConnections: 30 });
 
 const d = (value: string) => new Decimal(value);
 const syncCursors = new SealedFeedCursors(Buffer.from('the test secret, long enough to seal', 'utf8'), { feed: 'orders', keyInfo: 'test' });

@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@ots/shared/ids';
 import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
 import type { ApiClient, Order, OrderPage, OrderSubmissionFilter, SubmitOrderInput } from '../../../testing/client.ts';
-import { applyFill, callOrdersSubgraph } from './e2e.ts';
+import { applyFill, callOrdersSubgraph } from './support/apply-fill.ts';
 
 const t = useStack({ redis: 'none', env: NO_RATE_LIMIT_ENV });
 

@@ -14,14 +14,15 @@ import * as repository from '../src/repository.ts';
 import type { OrderRow, OrdersDatabase, OrdersDb } from '../src/repository.ts';
 import { listRequest } from '../src/resolvers.ts';
 import { ordersService } from '../src/service.ts';
-import { openOrdersDatabase, useOrdersDatabase, type OrdersTestDatabase } from './database.ts';
+import { openSchemaDatabase, useSchemaDatabase, type SchemaTestDatabase } from '@ots/shared/testing/database';
+import { migrations, SCHEMA } from '../migrations/index.ts';
 
 /**
  * What the SQL costs: the plans of every listing (no sequential scan, only indexes that lead with
  * the account) and the number of queries the per-request loaders issue.
  */
 
-const database = await useOrdersDatabase();
+const database = await useSchemaDatabase<OrdersDatabase>({ schema: SCHEMA, migrations }, { applicationName: 'orders-test', maxConnections: 30 });
 const { db } = database;
 
 const log = createLogger('orders-test', 'silent');
@@ -191,12 +192,12 @@ describe('the prepared writes on a table without statistics', () => {
   // for any values, made on the statistics of the moment, which in a new database are none. Each
   // must still find its order with every column of an index bound, never by reading the account.
   const accountId = '00000000-0000-4000-8000-0000000000c1';
-  let fresh: OrdersTestDatabase;
+  let fresh: SchemaTestDatabase<OrdersDatabase>;
   let explainer: PlanExplainer<OrdersDatabase>;
   let order: OrderRow;
 
   beforeAll(async () => {
-    fresh = await openOrdersDatabase();
+    fresh = await openSchemaDatabase<OrdersDatabase>({ schema: SCHEMA, migrations }, { applicationName: 'orders-test', maxConnections: 30 });
     explainer = openPlanExplainer<OrdersDatabase>(fresh.url, 'orders');
     await explainer.pool.query('alter table orders.order_submissions set (autovacuum_enabled = false)');
     for (let index = 0; index < 50; index += 1) {

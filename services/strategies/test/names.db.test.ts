@@ -1,10 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase } from '@ots/shared/db';
 import { newId, receiveId } from '@ots/shared/ids';
 import { migrateService } from '@ots/shared/service';
 import { testScope } from '@ots/shared/testing/scope';
+import { createTestDatabase } from '@ots/shared/testing/database';
 import * as migration001 from '../migrations/001_strategies.ts';
 import { migrations, SCHEMA } from '../migrations/index.ts';
 import { createStrategy, updateStrategy } from '../src/operations.ts';
@@ -22,26 +22,16 @@ interface CLocaleDatabase {
 }
 
 async function createCLocaleDatabase(): Promise<CLocaleDatabase> {
-  const serverUrl = inject('postgresUrl');
-  const name = `ots_test_c_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`create database ${name} template template0 encoding 'UTF8' lc_collate 'C' lc_ctype 'C'`);
-  await admin.end();
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  const pool = new pg.Pool({ connectionString: url.toString(), max: 2 });
+  const database = await createTestDatabase({ locale: 'C' });
+  const pool = new pg.Pool({ connectionString: database.url, max: 2 });
   // pool.end() resolves before its clients have closed; the forced drop may then cut them off.
   pool.on('error', () => undefined);
   return {
-    url: url.toString(),
+    url: database.url,
     sql: (text, values) => pool.query(text, values),
     drop: async () => {
       await pool.end();
-      const client = new pg.Client({ connectionString: serverUrl });
-      await client.connect();
-      await client.query(`drop database if exists ${name} with (force)`);
-      await client.end();
+      await database.drop();
     },
   };
 }

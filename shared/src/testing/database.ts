@@ -1,21 +1,47 @@
 import { randomBytes } from 'node:crypto';
+import type { Kysely, Migration } from 'kysely';
 import pg from 'pg';
+import { afterAll, inject } from 'vitest';
+import { createDatabase, migrateSchema } from '../db.ts';
+
+/**
+ * The one way a test gets a database: a fresh one on the test server (the vitest global set-up's
+ * `postgresUrl`), so that test files never see each other's rows. A whole stack takes an empty one
+ * (`createTestDatabase`); a test below the GraphQL layer (a repository's SQL, its plans, its
+ * concurrency) takes one with its schema migrated and a pool bound to it (`useSchemaDatabase`).
+ */
 
 export interface TestDatabase {
   url: string;
   drop(): Promise<void>;
 }
 
-/** A fresh, empty database on the test server, so that test files never see each other's rows. */
-export async function createTestDatabase(serverUrl: string): Promise<TestDatabase> {
+/** A Postgres schema and its migrations, in order: a service definition is one. */
+export interface MigratedSchema {
+  schema: string;
+  migrations: Record<string, Migration>;
+}
+
+export interface TestDatabaseOptions {
+  /** `'C'`: a database whose collation and character classes are C, where lower() folds ASCII only. */
+  locale?: 'C';
+  /** Migrates this schema before the database is handed over. */
+  migrate?: MigratedSchema;
+}
+
+/** A fresh database on the test server: empty, or with `options.migrate`'s schema migrated. */
+export async function createTestDatabase(options: TestDatabaseOptions = {}): Promise<TestDatabase> {
+  const serverUrl = inject('postgresUrl');
   const name = `ots_test_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
-  await admin.query(`create database ${name}`);
+  await admin.query(
+    options.locale === 'C' ? `create database ${name} template template0 encoding 'UTF8' lc_collate 'C' lc_ctype 'C'` : `create database ${name}`,
+  );
   await admin.end();
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
-  return {
+  const database: TestDatabase = {
     url: url.toString(),
     drop: async () => {
       const client = new pg.Client({ connectionString: serverUrl });
@@ -24,4 +50,43 @@ export async function createTestDatabase(serverUrl: string): Promise<TestDatabas
       await client.end();
     },
   };
+  if (options.migrate) await migrateSchema(database.url, options.migrate.schema, options.migrate.migrations);
+  return database;
+}
+
+export interface SchemaTestDatabase<DB> {
+  /** The database's URL, for a second pool (another process's) or a plan explainer. */
+  url: string;
+  /** A pool bound to the schema, as the service opens its own. */
+  db: Kysely<DB>;
+  close(): Promise<void>;
+}
+
+export interface PoolOptions {
+  applicationName: string;
+  maxConnections: number;
+}
+
+/** A fresh database with `target`'s schema migrated, and a pool on it bound to that schema. */
+export async function openSchemaDatabase<DB>(target: MigratedSchema, pool: PoolOptions): Promise<SchemaTestDatabase<DB>> {
+  const database = await createTestDatabase({ migrate: target });
+  const db = createDatabase<DB>({ url: database.url, schema: target.schema, ...pool });
+  return {
+    url: database.url,
+    db,
+    close: async () => {
+      await db.destroy();
+      await database.drop();
+    },
+  };
+}
+
+/**
+ * The calling test file's own `openSchemaDatabase`, open while its tests are collected and closed
+ * after the last of them. Await it at the top level of the file.
+ */
+export async function useSchemaDatabase<DB>(target: MigratedSchema, pool: PoolOptions): Promise<SchemaTestDatabase<DB>> {
+  const database = await openSchemaDatabase<DB>(target, pool);
+  afterAll(() => database.close());
+  return database;
 }

@@ -16,7 +16,7 @@ import {
   setPasswordUrl,
   SIGN_IN_WINDOW_MS,
   signInAllowance,
-} from '../src/console/domain.ts';
+} from '../../src/console/domain.ts';
 
 const NOW = Date.parse('2026-11-23T10:00:00.000Z');
 

@@ -1,6 +1,6 @@
 import { expect, vi } from 'vitest';
 import { postJson, type HttpAnswer, type JsonPost } from '@ots/shared/http-client';
-import type { ApiClient, RecordFillInput, SubmitOrderInput } from '../../../testing/client.ts';
+import type { ApiClient, RecordFillInput, SubmitOrderInput } from '../../../../testing/client.ts';
 
 /** The fills end-to-end tests' defaults: orders of 10 ACME, fills that must be recorded. */
 

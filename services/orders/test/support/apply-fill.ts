@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { withFragments, type ApiClient, type Order } from '../../../testing/client.ts';
+import { withFragments, type ApiClient, type Order } from '../../../../testing/client.ts';
 
 /** The internal call the fills subgraph makes to orders, which the public API (and so testing/operations) does not have. */
 

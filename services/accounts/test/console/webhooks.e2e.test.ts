@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startStack, type TestStack } from '../../../testing/stack.ts';
-import { accountWithOwner, baseOf, ConsoleClient } from './console-client.ts';
+import { startStack, type TestStack } from '../../../../testing/stack.ts';
+import { accountWithOwner, baseOf, ConsoleClient } from '../support/console-client.ts';
 
 /**
  * The console's webhook routes (`/console/api/webhooks…`): the session's account only, reached

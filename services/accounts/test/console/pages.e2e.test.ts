@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '@ots/shared/config';
 import { createLogger } from '@ots/shared/logger';
 import { createHttpApp } from '@ots/shared/subgraph-server';
-import { CONSOLE_PAGES, CONTENT_SECURITY_POLICY, registerConsole } from '../src/console/http.ts';
-import { openKeyStore, type OpenedKeyStore } from '../src/key-store.ts';
+import { CONSOLE_PAGES, CONTENT_SECURITY_POLICY, registerConsole } from '../../src/console/http.ts';
+import { openKeyStore, type OpenedKeyStore } from '../../src/key-store.ts';
 
 /**
  * The console's pages and assets as the gateway serves them, from a build folder made here (the

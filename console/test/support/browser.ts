@@ -7,7 +7,7 @@ import { onTestFailed } from 'vitest';
 /** Debian's Chromium (`apt-get install chromium`), or CHROMIUM_PATH: playwright-core downloads no browser. */
 const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
-const SCREENSHOT_DIR = fileURLToPath(new URL('../../test-results/console/', import.meta.url));
+const SCREENSHOT_DIR = fileURLToPath(new URL('../../../test-results/console/', import.meta.url));
 
 export const LAPTOP = { width: 1280, height: 800 };
 export const PHONE = { width: 390, height: 844 };

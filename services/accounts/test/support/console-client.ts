@@ -1,5 +1,5 @@
-import type { TestStack } from '../../../testing/stack.ts';
-import { inviteOwner, type ConsoleDeps } from '../src/index.ts';
+import type { TestStack } from '../../../../testing/stack.ts';
+import { inviteOwner, type ConsoleDeps } from '../../src/index.ts';
 
 export interface ConsoleResponse {
   status: number;

@@ -1,0 +1,88 @@
+import { describe, expect, it } from 'vitest';
+import { inviteOwner } from '../../src/index.ts';
+import { SIGN_IN_WINDOW_MS } from '../../src/console/domain.ts';
+import { accountWithOwner, ConsoleClient, consoleDeps } from '../support/console-client.ts';
+import { useConsoleStack } from '../support/console-stack.ts';
+
+/** Signing in to the console: one message for every failure, and the limits per email and per client address. */
+
+const SIGN_IN_FAILED = { detail: 'Email or password is incorrect' };
+
+const t = useConsoleStack();
+
+describe('sign-in', () => {
+  it('answers one message for every failure: unknown email, wrong password, no password yet, empty fields', async () => {
+    const owner = await accountWithOwner(t.stack, t.base, 'One message');
+    const pending = await inviteOwner(consoleDeps(t.stack), owner.accountId, `pending.${Date.now()}@example.com`);
+    const pendingEmail = (await t.db.query('select email from accounts.owners where id = $1', [pending.ownerId])).rows[0].email;
+    const attempts = [
+      { email: 'nobody@example.com', password: owner.password },
+      { email: owner.email, password: 'wrong password!!' },
+      { email: owner.email, password: `${owner.password} ` },
+      { email: pendingEmail, password: '' },
+      { email: pendingEmail, password: 'anything at all' },
+      { email: '', password: '' },
+      {},
+      { email: 42, password: ['x'] },
+    ];
+    for (const attempt of attempts) {
+      const client = new ConsoleClient(t.base);
+      const result = await client.post('/console/api/sign-in', attempt);
+      expect(result.status, JSON.stringify(attempt)).toBe(401);
+      expect(result.body).toEqual(SIGN_IN_FAILED);
+      expect(result.setCookie).toBeNull();
+    }
+    const ok = await new ConsoleClient(t.base).post('/console/api/sign-in', { email: ` ${owner.email.toUpperCase()} `, password: owner.password });
+    expect(ok.status).toBe(200);
+    expect(ok.body.owner).toEqual({ id: owner.ownerId, email: owner.email });
+  });
+
+  it('refuses an email after 10 failures in 15 minutes, even with the right password, from any address; open again after the window', async () => {
+    const owner = await accountWithOwner(t.stack, t.base, 'Email limit');
+    t.offsetMs = 0;
+    try {
+      for (let i = 0; i < 10; i += 1) {
+        const result = await new ConsoleClient(t.clockedBase, { 'x-forwarded-for': `198.51.100.${i + 1}` }).post('/console/api/sign-in', { email: owner.email, password: `wrong ${i} password` });
+        expect(result.status).toBe(401);
+      }
+      const limited = await new ConsoleClient(t.clockedBase, { 'x-forwarded-for': '198.51.100.99' }).post('/console/api/sign-in', { email: owner.email, password: owner.password });
+      expect(limited.status).toBe(429);
+      expect(limited.body.detail).toEqual(expect.any(String));
+      const retryAfter = Number(limited.headers.get('retry-after'));
+      expect(retryAfter).toBeGreaterThan(SIGN_IN_WINDOW_MS / 1000 - 60);
+      expect(retryAfter).toBeLessThanOrEqual(SIGN_IN_WINDOW_MS / 1000);
+      // Another email from the same addresses is not held up.
+      const other = await accountWithOwner(t.stack, t.base, 'Email limit neighbour');
+      expect((await new ConsoleClient(t.clockedBase, { 'x-forwarded-for': '198.51.100.1' }).post('/console/api/sign-in', { email: other.email, password: other.password })).status).toBe(200);
+
+      t.offsetMs = SIGN_IN_WINDOW_MS + 1_000;
+      expect((await new ConsoleClient(t.clockedBase, { 'x-forwarded-for': '198.51.100.99' }).post('/console/api/sign-in', { email: owner.email, password: owner.password })).status).toBe(200);
+    } finally {
+      t.offsetMs = 0;
+    }
+  });
+
+  it('refuses an address after 30 failures in 15 minutes, whatever the email; other addresses are unaffected', async () => {
+    const owner = await accountWithOwner(t.stack, t.base, 'Address limit');
+    const attacker = { 'x-forwarded-for': '203.0.113.7' };
+    for (let i = 0; i < 30; i += 1) {
+      const result = await new ConsoleClient(t.clockedBase, attacker).post('/console/api/sign-in', { email: `guess${i}@example.com`, password: 'password guess' });
+      expect(result.status).toBe(401);
+    }
+    const limited = await new ConsoleClient(t.clockedBase, attacker).post('/console/api/sign-in', { email: owner.email, password: owner.password });
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect((await new ConsoleClient(t.clockedBase, { 'x-forwarded-for': '203.0.113.8' }).post('/console/api/sign-in', { email: owner.email, password: owner.password })).status).toBe(200);
+  });
+
+  it('parallel guesses cannot slip past the email limit', async () => {
+    const owner = await accountWithOwner(t.stack, t.base, 'Parallel guesses');
+    const results = await Promise.all(
+      Array.from({ length: 25 }, (_, i) =>
+        new ConsoleClient(t.clockedBase, { 'x-forwarded-for': `192.0.2.${i + 1}` }).post('/console/api/sign-in', { email: owner.email, password: `parallel guess ${i}` }),
+      ),
+    );
+    expect(results.filter((result) => result.status === 401).length).toBeLessThanOrEqual(10);
+    expect(results.every((result) => [401, 429].includes(result.status))).toBe(true);
+  });
+});
