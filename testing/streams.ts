@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { newId } from '@ots/shared/ids';
-import { INGEST_PATH, signIngestRequest } from '@ots/shared/outbox';
+import { INGEST_PATH } from '@ots/shared/contracts/internal-routes';
+import { signIngestRequest } from '@ots/shared/outbox';
 import type { Config } from '@ots/shared/config';
 
 /** The gateway's stream endpoints, beside its /graphql URL. */

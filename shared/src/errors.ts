@@ -1,20 +1,5 @@
 import { GraphQLError } from 'graphql';
-
-/** Payload-level error codes of contract section 4; nothing else may appear in `PayloadError.code`. */
-export type PayloadErrorCode =
-  | 'VALIDATION_FAILED'
-  | 'NOT_FOUND'
-  | 'STRATEGY_NOT_ACTIVE'
-  | 'DUPLICATE_CLIENT_ORDER_ID'
-  | 'ORDER_NOT_CANCELLABLE'
-  | 'ORDER_NOT_REPLACEABLE'
-  | 'ORDER_NOT_FILLABLE'
-  | 'FILL_EXCEEDS_REMAINING'
-  | 'DUPLICATE_EXECUTION_ID'
-  | 'STRATEGY_NAME_TAKEN'
-  | 'INVALID_STATUS_TRANSITION'
-  | 'TEMPORARILY_UNAVAILABLE'
-  | 'WEBHOOK_ENDPOINT_LIMIT';
+import type { PayloadErrorCode } from './contracts/payload-errors.ts';
 
 export interface PayloadError {
   code: PayloadErrorCode;

@@ -4,6 +4,8 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { sql, type ColumnType, type Generated, type Kysely } from 'kysely';
 import { startLoop, type BackgroundLoop } from './background.ts';
 import { compiledStatement } from './compiled-statement.ts';
+import type { EventType } from './contracts/events.ts';
+import { INGEST_PATH } from './contracts/internal-routes.ts';
 import { postJson, type HttpAnswer } from './http-client.ts';
 import { newId, type Uuid } from './ids.ts';
 import type { Config, SubgraphSettings } from './config.ts';
@@ -21,25 +23,6 @@ import type { BaseContext } from './subgraph-server.ts';
  * events service has acknowledged it. The events service keeps one copy per event id, so sending
  * twice doubles nothing.
  */
-
-export const EVENT_TYPES = [
-  'order_submission.submitted',
-  'order_submission.partially_filled',
-  'order_submission.filled',
-  'order_submission.cancelled',
-  'order_submission.replaced',
-  'fill.recorded',
-  'strategy.created',
-  'strategy.updated',
-  'strategy.paused',
-  'strategy.resumed',
-  'strategy.archived',
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
-
-export function isEventType(value: string): value is EventType {
-  return (EVENT_TYPES as readonly string[]).includes(value);
-}
 
 /** Add to a producer's database interface; `createOutboxTable` makes the table. */
 export interface OutboxDatabase {
@@ -100,24 +83,6 @@ function outboxRow(event: NewEvent) {
 export async function recordEvent<DB extends OutboxDatabase>(trx: Kysely<DB>, event: NewEvent): Promise<void> {
   await (trx as unknown as Kysely<OutboxDatabase>).insertInto('outbox').values(outboxRow(event)).execute();
 }
-
-/**
- * What the relay posts to the events service's ingest route: the wire contract the comments here
- * and in the events service name.
- * @public
- */
-export interface IngestBatch {
-  events: { id: string; accountId: string; type: string; occurredAt: string; data: Record<string, unknown> }[];
-}
-
-/** The events service's route for relays; not under /graphql, so the gateway never routes to it. */
-export const INGEST_PATH = '/internal/events';
-
-/**
- * The fills subgraph's route for the `fill.recorded` events orders writes: how a fill orders
- * recorded reaches fills when the request that recorded it could not keep it (services/fills/src/recovery.ts).
- */
-export const RECORDED_FILLS_PATH = '/internal/recorded-fills';
 
 /** A service besides the events service that needs some of a producer's events, signed and batched the same way. */
 export interface RelayConsumer {
@@ -181,7 +146,7 @@ const deleteEvents = compiledStatement(
 );
 
 /**
- * The body of an IngestBatch, each event's data written in as the JSON text Postgres holds: parsing
+ * The body of an IngestBatch (contracts/internal-routes.ts), each event's data written in as the JSON text Postgres holds: parsing
  * it into objects only to write it out again was most of what an event cost the relay (the events
  * service parses the body once to check it, then stores the data from the same text).
  */

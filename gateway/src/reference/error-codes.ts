@@ -1,4 +1,4 @@
-import type { PayloadErrorCode } from '@ots/shared/errors';
+import type { PayloadErrorCode } from '@ots/shared/contracts/payload-errors';
 
 export interface ErrorCodeDoc {
   /** Where the code appears: a mutation payload's `error.code`, a top-level error's `extensions.code`, or an HTTP status. */

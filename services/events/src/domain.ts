@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { badUserInput, fail, ok, type Result } from '@ots/shared/errors';
 import { characterCount, mustBeLengthAtMost } from '@ots/shared/messages';
-import { EVENT_TYPES, isEventType, type EventType } from '@ots/shared/outbox';
+import { EVENT_TYPES, isEventType, type EventType } from '@ots/shared/contracts/events';
 import { checkLiteralAddress } from './url-policy.ts';
 
 export const MAX_ENDPOINTS_PER_ACCOUNT = 16;

@@ -2,7 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { fail, ok, type Result } from '@ots/shared/errors';
 import { parseUuid, type Uuid } from '@ots/shared/ids';
-import { EVENT_TYPES, INGEST_PATH, registerRelayRoute } from '@ots/shared/outbox';
+import { EVENT_TYPES } from '@ots/shared/contracts/events';
+import { INGEST_PATH } from '@ots/shared/contracts/internal-routes';
+import { registerRelayRoute } from '@ots/shared/outbox';
 import { ingestEvents, type EventsDb, type IncomingEvent } from './repository.ts';
 
 /** At most this many events per ingest request; relays send 100. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@ots/shared/ids';
-import type { EventType } from '@ots/shared/outbox';
+import type { EventType } from '@ots/shared/contracts/events';
 import { ingestEvents, insertEndpoint, updateEndpoint, type EndpointStatus, type EventsDatabase, type EventsDb } from '../src/repository.ts';
 import { openSchemaDatabase } from '@ots/shared/testing/database';
 import { migrations, SCHEMA } from '../migrations/index.ts';

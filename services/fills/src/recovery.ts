@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { parseUuid, type Uuid } from '@ots/shared/ids';
-import { RECORDED_FILLS_PATH, registerRelayRoute, requireIngestSecret } from '@ots/shared/outbox';
+import { RECORDED_FILLS_PATH } from '@ots/shared/contracts/internal-routes';
+import { registerRelayRoute, requireIngestSecret } from '@ots/shared/outbox';
 import type { ServiceRuntime } from '@ots/shared/service';
 import { Liquidity, OrderSide } from './generated/enums.ts';
 import { keepFills, type FillsDatabase, type KeptFill } from './repository.ts';

@@ -1,6 +1,6 @@
 import { Decimal, formatDecimal } from '@ots/shared/decimal';
 import { newId, type Uuid } from '@ots/shared/ids';
-import type { EventType } from '@ots/shared/outbox';
+import type { EventType } from '@ots/shared/contracts/events';
 import { averageFillPrice, remainingQuantity, type FillState, type OrderDraft } from './domain.ts';
 import type { NewOrder, OrderEvent, OrderRow, RecordedFillRow } from './repository.ts';
 

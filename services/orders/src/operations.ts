@@ -4,7 +4,7 @@ import { newId, type ReceivedId, type Uuid } from '@ots/shared/ids';
 import type { Scope } from '@ots/shared/scope';
 import { notFoundInAccount } from '@ots/shared/messages';
 import { loaderOfGroups } from '@ots/shared/loaders';
-import type { EventType } from '@ots/shared/outbox';
+import type { EventType } from '@ots/shared/contracts/events';
 import { toConnection, type Connection } from '@ots/shared/pagination';
 import { feedEndAt, readFeedHorizon } from '@ots/shared/commit-order';
 import type { AccountFeedCursors } from '@ots/shared/sealed-cursors';

@@ -1,4 +1,5 @@
-import { outboxRelay, RECORDED_FILLS_PATH, requireIngestSecret } from '@ots/shared/outbox';
+import { RECORDED_FILLS_PATH } from '@ots/shared/contracts/internal-routes';
+import { outboxRelay, requireIngestSecret } from '@ots/shared/outbox';
 import { SealedFeedCursors } from '@ots/shared/sealed-cursors';
 import type { ServiceDefinition, ServiceRuntime } from '@ots/shared/service';
 import { loadTypeDefs } from '@ots/shared/subgraph-server';

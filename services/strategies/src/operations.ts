@@ -3,7 +3,8 @@ import type { ReceivedId } from '@ots/shared/ids';
 import type { KeysetPosition } from '@ots/shared/pagination';
 import type { Scope } from '@ots/shared/scope';
 import { notFoundInAccount } from '@ots/shared/messages';
-import { recordEvent, type EventType } from '@ots/shared/outbox';
+import type { EventType } from '@ots/shared/contracts/events';
+import { recordEvent } from '@ots/shared/outbox';
 import {
   decideEdit,
   decideTransition,

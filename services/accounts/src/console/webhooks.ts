@@ -1,6 +1,6 @@
 import { randomUUID, type KeyObject } from 'node:crypto';
 import { signAssertion } from '@ots/shared/assertion';
-import { EVENT_TYPES } from '@ots/shared/outbox';
+import { EVENT_TYPES } from '@ots/shared/contracts/events';
 import { callSubgraph, SubgraphUnavailableError } from '@ots/shared/subgraph-client';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
 import {
