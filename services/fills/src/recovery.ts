@@ -1,10 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
-import { parseUuid, type Uuid } from '@ots/shared/ids';
-import { RECORDED_FILLS_PATH } from '@ots/shared/contracts/internal-routes';
+import type { FillRecordedData } from '@ots/shared/contracts/events';
+import { RECORDED_FILLS_PATH, recordedFillsBatch } from '@ots/shared/contracts/internal-routes';
+import type { Uuid } from '@ots/shared/ids';
 import { registerRelayRoute, requireIngestSecret } from '@ots/shared/outbox';
 import type { ServiceRuntime } from '@ots/shared/service';
-import { Liquidity, OrderSide } from './generated/enums.ts';
 import { keepFills, type FillsDatabase, type KeptFill } from './repository.ts';
 
 /**
@@ -18,38 +17,7 @@ import { keepFills, type FillsDatabase, type KeptFill } from './repository.ts';
 
 const BODY_LIMIT = 5 * 1024 * 1024;
 
-const uuid = z.string().transform((value, context) => {
-  const parsed = parseUuid(value);
-  if (parsed === undefined) {
-    context.addIssue({ code: 'custom', message: 'must be a UUID' });
-    return z.NEVER;
-  }
-  return parsed;
-});
-const decimal = z.string().regex(/^\d+(\.\d+)?$/);
-const instant = z.iso.datetime({ offset: true }).transform((value) => new Date(value));
-
-/** The part of a `fill.recorded` event's data (contract section 6) that a fill is kept from. */
-const recordedFill = z.object({
-  id: uuid,
-  orderSubmissionId: uuid,
-  executionId: z.string().min(1),
-  symbol: z.string(),
-  side: z.enum(OrderSide),
-  quantity: decimal,
-  price: decimal,
-  fee: decimal,
-  liquidity: z.enum(Liquidity),
-  executedAt: instant,
-  recordedAt: instant,
-  orderSubmission: z.object({ strategyId: uuid.nullable() }),
-});
-
-const batch = z.object({
-  events: z.array(z.object({ accountId: uuid, type: z.literal('fill.recorded'), data: recordedFill })),
-});
-
-function keptFillOfEvent(accountId: Uuid, data: z.output<typeof recordedFill>): KeptFill {
+function keptFillOfEvent(accountId: Uuid, data: FillRecordedData): KeptFill {
   return {
     id: data.id,
     accountId,
@@ -74,7 +42,7 @@ export async function registerRecoveryRoute(app: FastifyInstance, runtime: Servi
     bodyLimit: BODY_LIMIT,
     refusal: 'Invalid relay signature',
     handle: async (body, _text, reply) => {
-      const parsed = batch.safeParse(body);
+      const parsed = recordedFillsBatch.safeParse(body);
       if (!parsed.success) return reply.code(400).send({ detail: 'events must be fill.recorded events as orders records them' });
       await keepFills(
         runtime.db,

@@ -1,6 +1,6 @@
 import { Decimal, formatDecimal } from '@ots/shared/decimal';
 import { newId, type Uuid } from '@ots/shared/ids';
-import type { EventType } from '@ots/shared/contracts/events';
+import type { EventType, RecordedFillFields } from '@ots/shared/contracts/events';
 import { averageFillPrice, remainingQuantity, type FillState, type OrderDraft } from './domain.ts';
 import type { NewOrder, OrderEvent, OrderRow, RecordedFillRow } from './repository.ts';
 
@@ -118,7 +118,7 @@ export function fillData(
   fillId: Uuid,
   order: Pick<OrderRow, 'id' | 'symbol' | 'side'>,
   fill: { executionId: string; quantity: Decimal; price: Decimal; fee: Decimal; liquidity: RecordedFillRow['liquidity'] },
-) {
+): RecordedFillFields {
   return {
     id: fillId,
     orderSubmissionId: order.id,

@@ -3,7 +3,7 @@ import { inCommitOrder } from '@ots/shared/commit-order';
 import { compiledStatement } from '@ots/shared/compiled-statement';
 import { formatDecimal, type Decimal } from '@ots/shared/decimal';
 import type { Uuid } from '@ots/shared/ids';
-import type { EventType } from '@ots/shared/contracts/events';
+import type { EventType, RecordedFillFields } from '@ots/shared/contracts/events';
 import type { OutboxDatabase } from '@ots/shared/outbox';
 import { inKeysetOrder } from '@ots/shared/pagination';
 import type { FillState, ListPosition, OrderFilter } from './domain.ts';
@@ -387,12 +387,13 @@ export interface FillApplication {
 }
 
 /**
- * The `fill.recorded` event of a fill (contract section 6): the fill as the API shows it but for its
- * times, and under `orderSubmission` the order's data as in its own event. The statement adds the
- * times, which only it knows.
+ * The `fill.recorded` event of a fill (contract section 6, `fillRecordedData` in
+ * shared/src/contracts/events.ts): the fill as the API shows it but for its times, and under
+ * `orderSubmission` the order's data as in its own event. The statement adds the times and the
+ * order, which only it knows.
  */
 export interface FillEvent {
-  fill: Record<string, unknown>;
+  fill: RecordedFillFields;
 }
 
 /**

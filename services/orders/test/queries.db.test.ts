@@ -8,7 +8,7 @@ import { expectAccountIndexesOnly, openPlanExplainer, type PlanExplainer, type P
 import { testScope } from '@ots/shared/testing/scope';
 import { cursorOf, positionAfter, type OrderFilter } from '../src/domain.ts';
 import type { OrderSubmissionOrder } from '../src/generated/enums.ts';
-import { newOrderRow } from '../src/mappers.ts';
+import { fillData, newOrderRow } from '../src/mappers.ts';
 import { submitOrder } from '../src/operations.ts';
 import * as repository from '../src/repository.ts';
 import type { OrderRow, OrdersDatabase, OrdersDb } from '../src/repository.ts';
@@ -220,25 +220,18 @@ describe('the prepared writes on a table without statistics', () => {
     const event = { id: newId(), type: 'order_submission.cancelled' as const, data: {} };
     const writes: ((handle: OrdersDb) => Promise<unknown>)[] = [
       (handle) => repository.markCancelled(handle, accountId, order.id, order.commit_xid, event),
-      (handle) =>
-        repository.recordFillApplication(
+      (handle) => {
+        const fill = { fillId: newId(), executionId: newId(), orderId: order.id, quantity: new Decimal(1), price: new Decimal(1), fee: new Decimal(0), liquidity: 'UNKNOWN', executedAt: null } as const;
+        return repository.recordFillApplication(
           handle,
           accountId,
-          {
-            fillId: newId(),
-            executionId: newId(),
-            orderId: order.id,
-            quantity: new Decimal(1),
-            price: new Decimal(1),
-            fee: new Decimal(0),
-            liquidity: 'UNKNOWN',
-            executedAt: null,
-          },
+          fill,
           { status: 'PARTIALLY_FILLED', quantity: new Decimal(10), filledQuantity: new Decimal(1), fillNotional: new Decimal(1), cancelledAt: null, replacedAt: null },
           order.commit_xid,
           event,
-          { fill: {} },
-        ),
+          { fill: fillData(fill.fillId, order, fill) },
+        );
+      },
     ];
     for (const write of writes) {
       const scans = (await explainer.genericPlansOf(write)).filter((node) => node['Relation Name'] === 'order_submissions' && node['Node Type'].endsWith('Scan'));

@@ -1,3 +1,7 @@
+import { z } from 'zod';
+import { fillRecordedData } from './events.ts';
+import { wireUuid } from './wire.ts';
+
 /**
  * The routes outbox relays post to (shared/src/outbox.ts sends and signs the batches): not under
  * /graphql, so the gateway never routes to them.
@@ -11,6 +15,11 @@ export const INGEST_PATH = '/internal/events';
  * recorded reaches fills when the request that recorded it could not keep it (services/fills/src/recovery.ts).
  */
 export const RECORDED_FILLS_PATH = '/internal/recorded-fills';
+
+/** The batch orders' relay posts to RECORDED_FILLS_PATH: an IngestBatch of `fill.recorded` events only, read as fills needs them. */
+export const recordedFillsBatch = z.object({
+  events: z.array(z.object({ accountId: wireUuid, type: z.literal('fill.recorded'), data: fillRecordedData })),
+});
 
 /**
  * What a relay posts to either route: the wire contract the events service's ingest and fills'
