@@ -40,6 +40,17 @@ module.exports = {
       to: { path: '^(services|gateway|scripts|testing)/' },
     },
     {
+      name: 'contracts-are-vocabulary',
+      comment:
+        "shared/src/contracts holds the services' vocabulary (the event types and the data of the events one service " +
+        "reads from another, the payload error codes, the relays' routes): of shared it imports other contracts and " +
+        'the id type (shared/src/ids.ts, a leaf) only, never the infrastructure that carries the vocabulary (the ' +
+        'outbox, errors, the server), which imports the contracts instead.',
+      severity: 'error',
+      from: { path: '^shared/src/contracts/' },
+      to: { path: '^shared/src/', pathNot: '^shared/src/(contracts/|ids\\.ts$)' },
+    },
+    {
       name: 'gateway-uses-the-accounts-entry',
       comment: 'The gateway uses only the narrow entry of @ots/accounts (services/accounts/src/index.ts).',
       severity: 'error',
