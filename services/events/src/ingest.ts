@@ -44,7 +44,7 @@ export async function registerIngestRoute(app: FastifyInstance, deps: IngestDeps
 /** A relay writes ids as Postgres hands them over, so anything but a lower-case UUID is a broken relay. */
 const relayedUuid = z.string().refine((value) => parseUuid(value) === value).transform((value) => value as Uuid);
 
-/** The relay's batch (shared/src/outbox.ts). */
+/** The relay's batch (`IngestBatch`, shared/src/contracts/internal-routes.ts). */
 const ingestBatch = z.object({
   events: z
     .array(
