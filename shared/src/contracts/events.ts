@@ -34,6 +34,8 @@ const recordedFill = z.object({
   orderSubmissionId: wireUuid,
   executionId: z.string().min(1),
   symbol: z.string(),
+  // The SDL's OrderSide and Liquidity: a value added to either fails to compile in orders' fillData
+  // until it is added here, and one added here fails in fills' recovery until fills' schema has it.
   side: z.enum(['BUY', 'SELL']),
   quantity: wireDecimal,
   price: wireDecimal,
