@@ -198,17 +198,14 @@ const MAX_BACKOFF_MS = 30_000;
 /**
  * Every answered request wakes the relay; at most one pass starts per interval, so that a burst of
  * writes goes to the events service in a few batches. A pass (read, signed HTTP call, the events
- * service's insert, delete) costs the Node thread about a millisecond whatever its size, which
- * matters only when the thread has no time to spare: measured with `npm run bench` (8 clients, the
- * stack in one process), one pass per 10 ms added about a tenth to `recordFill` (its fill and its
- * order each wake a relay), one per 50 ms about a twenty-fifth. So the interval follows the load of
- * the process: 10 ms while it has time to spare, 50 ms while requests are waiting for the thread
- * and an event's longer wait (up to 50 ms, nothing to a webhook's receiver) buys them time. Two
- * signs of that: the event loop busy nearly all the time (in `npm run bench` one client at a time
- * keeps it 55–80% busy and 8 clients 93–100%), or the producing service serving two requests or
- * more as the pass starts, which says so from the first requests of a burst, where the loop's load,
- * smoothed over passes, takes a tenth to a quarter of a second to cross 90% (bursts of 200 fills
- * from 8 clients, about 0.6 s each, took 45 relay passes without this sign and 32 with it).
+ * service's insert, delete) costs the Node thread about the same whatever its size, which matters
+ * only when the thread has no time to spare, and each fill wakes two relays (its fill's and its
+ * order's). So the interval follows the load of the process: 10 ms while it has time to spare, 50 ms
+ * while requests are waiting for the thread and an event's longer wait buys them time. Two signs of
+ * that: the event loop busy nearly all the time, or the producing service serving two requests or
+ * more as the pass starts, which says so from the first requests of a burst, before the loop's load,
+ * smoothed over passes, crosses 90%. The measurements behind both numbers are in the orders README
+ * (Performance, the figures behind the shared code).
  */
 export function relayWakeIntervalMs(eventLoopUtilization: number, requestsInFlight: number): number {
   return eventLoopUtilization >= 0.9 || requestsInFlight >= BUSY_REQUESTS ? 50 : 10;
@@ -220,9 +217,8 @@ const BUSY_REQUESTS = 2;
 /**
  * The relay's interval after each pass, from the event loop's utilization since the pass before,
  * smoothed over passes (a window of its own reads a few back-to-back requests, or the start-up of
- * the process, as saturation: deciding on the last 100 or 500 ms alone, one client at a time still
- * had about one event in a hundred wait 50 ms, webhook p99 about 40 ms against 15 ms smoothed), and
- * from the requests the producing service is serving.
+ * the process, as saturation, and made single clients' events wait the longer interval), and from
+ * the requests the producing service is serving.
  */
 function relayWakeIntervalByLoad(requestsInFlight: () => number): () => number {
   let since = performance.eventLoopUtilization();
