@@ -62,7 +62,7 @@ export function operatorScope(keys: { db: AccountsDb; keyStore: ApiKeyStore }, c
  * use case (a key or account of another is "not found"), and the actor the security log records.
  */
 export interface OwnerScope extends OperatorScope, Scope<AccountsDb> {
-  actor: Actor;
+  actor: Actor & { ownerId: string; ownerEmail: string };
 }
 
 /** Who manages keys: the operator, on any account; or an owner, on their own. */

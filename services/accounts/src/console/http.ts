@@ -250,19 +250,19 @@ async function apiRoutes(
     operations.securityLog(ownerScopeOf(request), { after: typeof request.query.after === 'string' ? request.query.after : undefined }),
   );
 
-  const webhooksOf = () => {
+  const webhooksScopeOf = (request: FastifyRequest): webhooks.WebhooksScope => {
     if (!webhooksLink) throw new ConsoleError(503, 'Webhooks are unavailable: the gateway has no ASSERTION_PRIVATE_KEY');
-    return webhooksLink;
+    return { ...ownerScopeOf(request), events: webhooksLink };
   };
 
-  api.get('/webhooks', signedIn, async (request) => webhooks.listEndpoints(webhooksOf(), sessionOf(request)));
+  api.get('/webhooks', signedIn, async (request) => webhooks.listEndpoints(webhooksScopeOf(request)));
 
-  api.post('/webhooks', signedIn, async (request, reply) => reply.code(201).send(await webhooks.createEndpoint(webhooksOf(), sessionOf(request), bodyOf(request))));
+  api.post('/webhooks', signedIn, async (request, reply) => reply.code(201).send(await webhooks.createEndpoint(webhooksScopeOf(request), { body: bodyOf(request) })));
 
   api.post<{ Params: { id: string; change: string } }>('/webhooks/:id/:change', signedIn, async (request, reply) => {
     const { id, change } = request.params;
-    if (change === 'rotate-secret') return reply.code(201).send(await webhooks.rotateSecret(webhooksOf(), sessionOf(request), id, bodyOf(request)));
+    if (change === 'rotate-secret') return reply.code(201).send(await webhooks.rotateSecret(webhooksScopeOf(request), { id, body: bodyOf(request) }));
     if (!Object.hasOwn(webhooks.ENDPOINT_CHANGES, change)) return reply.code(404).send({ detail: 'Not found' });
-    return webhooks.changeEndpoint(webhooksOf(), sessionOf(request), id, change as webhooks.EndpointChange);
+    return webhooks.changeEndpoint(webhooksScopeOf(request), { id, change: change as webhooks.EndpointChange });
   });
 }

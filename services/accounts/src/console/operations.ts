@@ -1,5 +1,4 @@
 import { receiveId, type ReceivedId } from '@ots/shared/ids';
-import type { Actor } from '../domain.ts';
 import * as keys from '../operations.ts';
 import { KeyManagementError, type OperatorScope, type OwnerScope } from '../operations.ts';
 import * as accounts from '../repository.ts';
@@ -107,7 +106,7 @@ function keyView(key: ApiKeyRow, now: number, replacesKeyId: string | null = nul
 
 const MAX_USER_AGENT_LENGTH = 512;
 
-function actorOf(session: { owner: { id: string; email: string } }, request: RequestOrigin): Actor {
+function actorOf(session: { owner: { id: string; email: string } }, request: RequestOrigin): OwnerScope['actor'] {
   return {
     ownerId: session.owner.id,
     ownerEmail: session.owner.email,
