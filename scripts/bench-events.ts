@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { createClient } from 'graphql-sse';
-import { createAccount, createKey, openKeyStore, type KeyManagement } from '@ots/accounts';
+import { createAccount, createKey, openKeyStore, operatorScope, type OperatorScope } from '@ots/accounts';
 import { composeAndWrite } from '@ots/gateway/compose';
 import { loadConfig, type Config } from '@ots/shared/config';
 import { createLogger } from '@ots/shared/logger';
@@ -27,7 +27,7 @@ interface BenchServer {
   config: Config;
   gatewayUrl: string;
   apiKey: string;
-  management: KeyManagement;
+  operator: OperatorScope;
   /** The server's memory now: heap (only when it runs in this process) and resident set. */
   memory(): { heap: number | undefined; rss: number };
   close(): Promise<void>;
@@ -40,7 +40,7 @@ async function openServer(): Promise<BenchServer> {
       config: bench.config,
       gatewayUrl: bench.stack.gateway.url,
       apiKey: bench.apiKey,
-      management: bench.management,
+      operator: bench.operator,
       memory: () => {
         (globalThis as { gc?: () => void }).gc?.();
         const usage = process.memoryUsage();
@@ -53,15 +53,15 @@ async function openServer(): Promise<BenchServer> {
   const logger = createLogger('bench-events', 'warn');
   const database = await createBenchDatabase(loadConfig({ ...process.env, LOG_LEVEL: 'warn' }), logger, 'events');
   const keys = openKeyStore(database.config, logger, { listen: false });
-  const management = { db: keys.db, config: database.config, keyStore: keys.keyStore };
-  const account = await createAccount(management, 'Bench account (events)');
-  const { apiKey } = await createKey(management, account.id, { name: 'bench-events' });
+  const operator = operatorScope(keys, database.config, logger);
+  const account = await createAccount(operator, { name: 'Bench account (events)' });
+  const { apiKey } = await createKey(operator, { accountId: account.id, name: 'bench-events' });
   const server = await startServerProcess(database.config);
   return {
     config: database.config,
     gatewayUrl: server.gatewayUrl,
     apiKey,
-    management,
+    operator,
     // statm's second field: resident pages.
     memory: () => ({ heap: undefined, rss: Number(readFileSync(`/proc/${server.child.pid}/statm`, 'utf8').split(' ')[1]) * 4096 }),
     close: async () => {
@@ -72,7 +72,7 @@ async function openServer(): Promise<BenchServer> {
   };
 }
 
-const { config, gatewayUrl, apiKey, management, memory, close } = await openServer();
+const { config, gatewayUrl, apiKey, operator, memory, close } = await openServer();
 const receiver = await new Receiver().start();
 
 async function graphql<T>(query: string, variables?: Record<string, unknown>): Promise<T> {
@@ -182,7 +182,7 @@ console.log(
 const idleTarget = Number(process.env.BENCH_IDLE_STREAMS ?? 2_000);
 const accountId = await keyAccount();
 const idleKeys = await Promise.all(
-  Array.from({ length: Math.ceil(idleTarget / 10) }, async (_, index) => (await createKey(management, accountId, { name: `idle ${index}` })).apiKey),
+  Array.from({ length: Math.ceil(idleTarget / 10) }, async (_, index) => (await createKey(operator, { accountId, name: `idle ${index}` })).apiKey),
 );
 const memoryBefore = memory();
 const idle: http.ClientRequest[] = [];

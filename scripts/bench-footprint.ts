@@ -6,7 +6,7 @@ import { runService } from '@ots/shared/service';
 import type { RunningServer } from '@ots/shared/subgraph-server';
 import { Scrape } from '@ots/shared/testing/metrics';
 import { freePort } from '@ots/shared/testing/ports';
-import { createAccount, createKey, openKeyStore } from '@ots/accounts';
+import { createAccount, createKey, openKeyStore, operatorScope } from '@ots/accounts';
 import { createBenchDatabase } from './bench-database.ts';
 import { allServices } from './services.ts';
 
@@ -29,8 +29,9 @@ const databaseUrl = config.databaseUrl!;
 const subgraphs: RunningServer[] = [];
 for (const service of allServices) subgraphs.push(await runService(service, { config, port: 0, logger }));
 const keys = openKeyStore(config, logger, { listen: false });
-const account = await createAccount({ db: keys.db, config, keyStore: keys.keyStore }, 'Footprint account');
-const { apiKey } = await createKey({ db: keys.db, config, keyStore: keys.keyStore }, account.id, { name: 'footprint' });
+const operator = operatorScope(keys, config, logger);
+const account = await createAccount(operator, { name: 'Footprint account' });
+const { apiKey } = await createKey(operator, { accountId: account.id, name: 'footprint' });
 
 console.log('\nbench-footprint: compiling (npm run compile)…');
 const compiled = spawnSync('npm', ['run', 'compile'], { cwd: ROOT, stdio: 'inherit' });

@@ -3,13 +3,13 @@ import pg from 'pg';
 import { loadConfig, type Config } from '@ots/shared/config';
 import { ensureDevDatabase } from '@ots/shared/dev-database';
 import { createLogger } from '@ots/shared/logger';
-import { createAccount, createKey, type KeyManagement } from '@ots/accounts';
+import { createAccount, createKey, operatorScope, type OperatorScope } from '@ots/accounts';
 import { launchStack, migrateAll, type RunningStack } from './stack.ts';
 
 export interface BenchStack {
   config: Config;
   stack: RunningStack;
-  management: KeyManagement;
+  operator: OperatorScope;
   /** A key of the bench's own account. */
   apiKey: string;
   /** Stops the stack and drops the throwaway database. */
@@ -36,13 +36,13 @@ export async function openBenchStack(name: string): Promise<BenchStack> {
 
   await migrateAll(config);
   const stack = await launchStack(config, { freePorts: true, logger });
-  const management = { db: stack.keys.db, config, keyStore: stack.keys.keyStore };
-  const account = await createAccount(management, `Bench account (${name})`);
-  const { apiKey } = await createKey(management, account.id, { name });
+  const operator = operatorScope(stack.keys, config, logger);
+  const account = await createAccount(operator, { name: `Bench account (${name})` });
+  const { apiKey } = await createKey(operator, { accountId: account.id, name });
   return {
     config,
     stack,
-    management,
+    operator,
     apiKey,
     close: async () => {
       await stack.close();

@@ -7,7 +7,7 @@ import pg from 'pg';
 import { Agent, request } from 'undici';
 import { loadConfig, type Config } from '@ots/shared/config';
 import { createLogger } from '@ots/shared/logger';
-import { createAccount, createKey, openKeyStore } from '@ots/accounts';
+import { createAccount, createKey, openKeyStore, operatorScope } from '@ots/accounts';
 import { composeAndWrite } from '@ots/gateway/compose';
 import { createBenchDatabase } from './bench-database.ts';
 
@@ -319,11 +319,11 @@ const logger = createLogger('bench-writes', 'warn');
 const database = await createBenchDatabase(base, logger, 'writes');
 const databaseName = new URL(database.config.databaseUrl!).pathname.slice(1);
 const keys = openKeyStore(database.config, logger, { listen: false });
-const management = { db: keys.db, config: database.config, keyStore: keys.keyStore };
+const operator = operatorScope(keys, database.config, logger);
 const apiKeys = await Promise.all(
   Array.from({ length: CLIENTS }, async (_, index) => {
-    const account = await createAccount(management, `Bench account ${index + 1}`);
-    return (await createKey(management, account.id, { name: 'bench' })).apiKey;
+    const account = await createAccount(operator, { name: `Bench account ${index + 1}` });
+    return (await createKey(operator, { accountId: account.id, name: 'bench' })).apiKey;
   }),
 );
 await keys.close();

@@ -1,13 +1,13 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { decideKey, findAccount, hashApiKey, createAccount, createKey, type KeyManagement, hasAnyAccount } from '@ots/accounts';
+import { decideKey, findAccount, hashApiKey, createAccount, createKey, type OperatorScope, hasAnyAccount } from '@ots/accounts';
 
 /** Where `npm start` keeps the demo key of the embedded database: in the ignored `.data/`, owner-only. */
 const DEMO_KEY_FILE = fileURLToPath(new URL('../.data/demo-api-key', import.meta.url));
 
 export interface DemoKeyOptions {
-  management: KeyManagement;
+  operator: OperatorScope;
   /** The gateway's GraphQL URL, for the ready-to-paste curl line. */
   endpoint: string;
   /** The console's address, where the demo owner makes a new key once the kept one is no longer valid. */
@@ -46,7 +46,7 @@ export interface DemoKeyNotice {
 }
 
 export async function demoKeyNotice(options: DemoKeyOptions): Promise<DemoKeyNotice> {
-  const { management, endpoint } = options;
+  const { operator, endpoint } = options;
   const file = options.file ?? DEMO_KEY_FILE;
   const shownFile = relative(process.cwd(), file);
   const createYourOwn = 'Create a key with: npm run admin -- account create --name NAME, then npm run admin -- key create --account ACCOUNT_ID\n';
@@ -55,9 +55,9 @@ export async function demoKeyNotice(options: DemoKeyOptions): Promise<DemoKeyNot
   const fromFile = (why: string) =>
     `Demo API key: kept in ${shownFile}, readable only by you (${why})\n\nTry it:\n${curl(endpoint, `"X-API-Key: $(cat ${shownFile})"`)}\n`;
 
-  if (!(await hasAnyAccount(management.db))) {
-    const account = await createAccount(management, 'Demo account');
-    const { apiKey } = await createKey(management, account.id, { name: 'demo' });
+  if (!(await hasAnyAccount(operator.db))) {
+    const account = await createAccount(operator, { name: 'Demo account' });
+    const { apiKey } = await createKey(operator, { accountId: account.id, name: 'demo' });
     if (options.keep) keep(file, apiKey);
     if (options.keep && !options.terminal) return { text: fromFile('not printed: the output is not a terminal'), createdAccountId: account.id };
     // Without a file to keep it in, the key is printed even to a non-terminal: it would be lost otherwise.
@@ -70,11 +70,11 @@ export async function demoKeyNotice(options: DemoKeyOptions): Promise<DemoKeyNot
     // Owner-only even if someone loosened it since.
     chmodSync(file, 0o600);
     const kept = readFileSync(file, 'utf8').trim();
-    const record = await management.keyStore.lookup(hashApiKey(management.config.apiKeyHmacSecret, kept));
+    const record = await operator.keyStore.lookup(hashApiKey(operator.config.apiKeyHmacSecret, kept));
     const decision = decideKey(record, Date.now());
     if (decision.kind === 'authenticated') return { text: fromFile('printed on the first run only') };
     // Rolled, revoked or expired since (or its account's API access disabled): say so, and where a new one comes from.
-    const account = record && (await findAccount(management.db, record.accountId));
+    const account = record && (await findAccount(operator.db, record.accountId));
     const why = decision.kind === 'access-disabled' ? 'API access is disabled for its account' : 'it was revoked, rolled or has expired';
     const named = account ? `the demo account "${account.name}" (${account.id})` : 'the demo account';
     const text =

@@ -2,7 +2,7 @@ import { databaseUrlOf, loadConfigOrExit, SERVICE_NAMES } from '@ots/shared/conf
 import { ensureDevDatabase, type DevDatabase } from '@ots/shared/dev-database';
 import { createLogger } from '@ots/shared/logger';
 import { stopOnSignals } from '@ots/shared/service';
-import { demoOwnerLink } from '@ots/accounts';
+import { demoOwnerLink, operatorScope } from '@ots/accounts';
 import { startProcessTelemetry, type ProcessTelemetry } from '@ots/shared/telemetry';
 import { composeAndWrite } from '@ots/gateway/compose';
 import { ensureConsoleBuilt } from '../console/ensure-built.ts';
@@ -44,9 +44,9 @@ try {
 
 const endpoint = stack.gateway.url;
 console.log(`\nOrder Trading GraphQL Service is running at ${endpoint}`);
-const management = { db: stack.keys.db, config, keyStore: stack.keys.keyStore };
+const operator = operatorScope(stack.keys, config, logger);
 const demo = await demoKeyNotice({
-  management,
+  operator,
   endpoint,
   consoleUrl: `${config.consoleBaseUrl}/`,
   keep: devDatabase !== undefined,
@@ -54,8 +54,7 @@ const demo = await demoKeyNotice({
   terminal: process.stdout.isTTY === true,
 });
 console.log(demo.text);
-const consoleDeps = { db: stack.keys.db, keys: management, consoleBaseUrl: config.consoleBaseUrl, now: Date.now };
-const demoLink = config.production ? undefined : await demoOwnerLink(consoleDeps, 'demo@example.com', demo.createdAccountId);
+const demoLink = config.production ? undefined : await demoOwnerLink(operator, { email: 'demo@example.com', newAccountId: demo.createdAccountId });
 console.log(`Console: ${config.consoleBaseUrl}/`);
 if (demoLink) console.log(`Demo owner demo@example.com: set a password (one-time link, valid 24 hours) and you are signed in:\n  ${demoLink}\n`);
 

@@ -7,7 +7,7 @@ import { loadConfig, SERVICE_NAMES, type Config, type ServiceName } from '@ots/s
 import { createLogger } from '@ots/shared/logger';
 import { createTestDatabase, type TestDatabase } from '@ots/shared/testing/database';
 import { RoundRobinProxy } from '@ots/shared/testing/round-robin-proxy';
-import { createAccount, createKey, openKeyStore, type KeyManagement, type OpenedKeyStore } from '@ots/accounts';
+import { createAccount, createKey, openKeyStore, operatorScope, type OperatorScope, type OpenedKeyStore } from '@ots/accounts';
 import { migrateAll } from '../scripts/stack.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -42,8 +42,8 @@ export interface ReplicatedStack {
   databaseUrl: string;
   /** Test-side configuration (same database, Redis and prefix as the processes). */
   config: Config;
-  /** The admin operations the CLI runs, against this stack's database and cache. */
-  management: KeyManagement;
+  /** The operator's scope, as the CLI's: its use cases run against this stack's database and cache. */
+  operator: OperatorScope;
   createAccountWithKey(name?: string): Promise<{ accountId: string; apiKeyId: string; apiKey: string }>;
   /** SIGKILL: no drain, no goodbye, as a crashed node or an evicted pod. */
   kill(part: Part, replica: number): void;
@@ -152,8 +152,9 @@ export async function startReplicatedStack(options: { env?: Record<string, strin
   }
 
   const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'silent', DATABASE_URL: database.url, REDIS_URL: inject('redisUrl'), REDIS_KEY_PREFIX: redisKeyPrefix });
-  keys = openKeyStore(config, createLogger('replicated-stack', 'silent'), { listen: false });
-  const management: KeyManagement = { db: keys.db, config, keyStore: keys.keyStore };
+  const log = createLogger('replicated-stack', 'silent');
+  keys = openKeyStore(config, log, { listen: false });
+  const operator = operatorScope(keys, config, log);
 
   return {
     gatewayUrl: `${proxies.get('gateway')!.url}/graphql`,
@@ -162,10 +163,10 @@ export async function startReplicatedStack(options: { env?: Record<string, strin
     subgraphUrls: Object.fromEntries(SERVICE_NAMES.map((name) => [name, `${proxies.get(name)!.url}/graphql`])) as Record<ServiceName, string>,
     databaseUrl: database.url,
     config,
-    management,
+    operator,
     createAccountWithKey: async (name = 'Replicated') => {
-      const account = await createAccount(management, name);
-      const { key, apiKey } = await createKey(management, account.id, { name: 'test' });
+      const account = await createAccount(operator, { name });
+      const { key, apiKey } = await createKey(operator, { accountId: account.id, name: 'test' });
       return { accountId: account.id, apiKeyId: key.id, apiKey };
     },
     kill: (part, index) => {

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
 import { loadConfig, type Config, type ServiceName } from '@ots/shared/config';
+import { createLogger } from '@ots/shared/logger';
 import { launchStack, migrateAll, type RunningStack } from '../scripts/stack.ts';
-import { createAccount, createKey, type KeyManagement } from '@ots/accounts';
+import { createAccount, createKey, operatorScope, type OperatorScope } from '@ots/accounts';
 import { createTestDatabase } from '@ots/shared/testing/database';
 import { TcpProxy } from '@ots/shared/testing/tcp-proxy';
 
@@ -30,8 +31,8 @@ export interface TestStack {
   databaseUrl: string;
   config: Config;
   running: RunningStack;
-  /** The admin operations the CLI runs, against this stack's database and cache. */
-  management: KeyManagement;
+  /** The operator's scope, as the CLI's: its use cases run against this stack's database and cache. */
+  operator: OperatorScope;
   redisProxy: TcpProxy | undefined;
   createAccountWithKey(name?: string): Promise<{ accountId: string; apiKeyId: string; apiKey: string }>;
   /** POST a GraphQL request to the gateway with X-API-Key (omitted when apiKey is undefined). */
@@ -76,7 +77,7 @@ export async function startStack(options: StackOptions = {}): Promise<TestStack>
     await database.drop();
     throw error;
   }
-  const management: KeyManagement = { db: running.keys.db, config, keyStore: running.keys.keyStore };
+  const operator = operatorScope(running.keys, config, createLogger('test-operator', 'silent'));
 
   const post = async (body: string, headers: Record<string, string>, url = running.gateway.url): Promise<HttpResult> => {
     const response = await fetch(url, { method: 'POST', headers, body });
@@ -98,11 +99,11 @@ export async function startStack(options: StackOptions = {}): Promise<TestStack>
     databaseUrl: database.url,
     config: running.config,
     running,
-    management,
+    operator,
     redisProxy,
     createAccountWithKey: async (name = 'Test account') => {
-      const account = await createAccount(management, name);
-      const { key, apiKey } = await createKey(management, account.id, { name: 'test' });
+      const account = await createAccount(operator, { name });
+      const { key, apiKey } = await createKey(operator, { accountId: account.id, name: 'test' });
       return { accountId: account.id, apiKeyId: key.id, apiKey };
     },
     graphql: (apiKey, query, variables) =>

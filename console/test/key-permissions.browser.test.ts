@@ -30,11 +30,10 @@ afterAll(async () => {
 
 describe('key permissions in the console', () => {
   it('create a narrowed key, widen it with Edit → Save, roll it and tell the two rows apart', async () => {
-    const account = await createAccount(stack.management, 'Permissions Ltd');
+    const account = await createAccount(stack.operator, { name: 'Permissions Ltd' });
     const { setPasswordUrl } = await inviteOwner(
-      { db: stack.management.db, keys: stack.management, consoleBaseUrl: origin, now: Date.now },
-      account.id,
-      `owner-${account.id.slice(-12)}@example.com`,
+      { ...stack.operator, config: { ...stack.operator.config, consoleBaseUrl: origin } },
+      { accountId: account.id, email: `owner-${account.id.slice(-12)}@example.com` },
     );
     const { page, consoleErrors } = await openSession(browser);
     await page.goto(setPasswordUrl);

@@ -73,7 +73,7 @@ describe('the console, in Chromium', () => {
     expect(await overflowsSideways(page)).toBe(false);
 
     // With API access disabled by an operator, the overview says so, why requests fail, and whom to ask.
-    await setApiAccess(t.stack.management, account.id, false);
+    await setApiAccess(t.stack.operator, { accountId: account.id, enabled: false });
     expect((await viewer(t, apiKey)).status).toBe(403);
     await page.getByRole('link', { name: 'Overview', exact: true }).click();
     await page.reload();
@@ -85,7 +85,7 @@ describe('the console, in Chromium', () => {
     await snapshot(page, 'overview-disabled');
 
     // The security log comes 50 events a page, newest first; older ones on request.
-    for (let n = 1; n <= 50; n += 1) await createKey(t.stack.management, account.id, { name: `batch-${n}` });
+    for (let n = 1; n <= 50; n += 1) await createKey(t.stack.operator, { accountId: account.id, name: `batch-${n}` });
     await page.getByRole('link', { name: 'Security log', exact: true }).click();
     const rows = page.getByRole('table').getByRole('row');
     await expect.poll(() => rows.count()).toBe(51);

@@ -35,7 +35,7 @@ afterAll(async () => {
 });
 
 async function ownerSignedIn(page: Page, name: string) {
-  const account = await createAccount(stack.management, name);
+  const account = await createAccount(stack.operator, { name });
   const email = `owner-${account.id.slice(-12)}@example.com`;
   const result = await runAdminCli(stack, ['owner', 'invite', '--account', account.id, '--email', email, '--json'], { CONSOLE_BASE_URL: origin });
   if (result.code !== 0) throw new Error(`owner invite failed: ${result.stderr}`);

@@ -67,7 +67,7 @@ async function status(url: string, apiKey: string, forwardedFor?: string): Promi
 }
 
 async function keyAllowedFrom(...allowedCidrs: string[]) {
-  const { key, apiKey } = await createKey(stack.management, accountId, { allowedCidrs });
+  const { key, apiKey } = await createKey(stack.operator, { accountId, allowedCidrs });
   return { keyId: key.id, displayPrefix: key.display_prefix, apiKey };
 }
 
@@ -122,7 +122,7 @@ describe('the security log', () => {
     expect(await status(direct.v4, apiKey)).toBe(401);
     // Written off the request path: wait until the three addresses are there, then a little more for any repeat.
     const refusedFrom = async () =>
-      (await listSecurityEvents(stack.management, accountId))
+      (await listSecurityEvents(stack.operator, { accountId }))
         .filter((event) => event.type === 'key.refused_address' && event.keyDisplayPrefix === displayPrefix)
         .map((event) => event.clientAddress)
         .sort();
@@ -155,7 +155,7 @@ describe('changes of scopes and addresses take effect on every gateway within 1 
     const listFills = (url: string) => stack.post(JSON.stringify({ query: '{ listFills { nodes { id } } }' }), { 'content-type': 'application/json', 'x-api-key': apiKey }, url);
     for (const url of [direct.v4, behindProxy.v4]) expect((await listFills(url)).body.errors).toBeUndefined();
     const changedAt = Date.now();
-    await updateKey(stack.management, keyId, { scopes: ['orders:write'] });
+    await updateKey(stack.operator, { keyId, scopes: ['orders:write'] });
     const forbidden = async (url: string) => (await listFills(url)).body.errors?.[0]?.extensions?.code === 'FORBIDDEN';
     expect(await msUntilBoth(forbidden, changedAt)).toBeLessThanOrEqual(1_000);
   });
@@ -164,10 +164,10 @@ describe('changes of scopes and addresses take effect on every gateway within 1 
     const { keyId, apiKey } = await keyAllowedFrom();
     for (const url of [direct.v4, behindProxy.v4]) expect(await status(url, apiKey)).toBe(200);
     const fencedAt = Date.now();
-    await updateKey(stack.management, keyId, { allowedCidrs: ['10.0.0.0/8'] });
+    await updateKey(stack.operator, { keyId, allowedCidrs: ['10.0.0.0/8'] });
     expect(await msUntilBoth(async (url) => (await status(url, apiKey)) === 401, fencedAt)).toBeLessThanOrEqual(1_000);
     const openedAt = Date.now();
-    await updateKey(stack.management, keyId, { allowedCidrs: [] });
+    await updateKey(stack.operator, { keyId, allowedCidrs: [] });
     expect(await msUntilBoth(async (url) => (await status(url, apiKey)) === 200, openedAt)).toBeLessThanOrEqual(1_000);
   });
 });

@@ -35,7 +35,7 @@ function expectInvalidKey(result: HttpResult, apiKey: string) {
 }
 
 async function newKey(accountId: string, options: { expiresInMs?: number } = {}) {
-  const { key, apiKey } = await createKey(t.stack.management, accountId, { name: 'extra', ...options });
+  const { key, apiKey } = await createKey(t.stack.operator, { accountId, name: 'extra', ...options });
   return { keyId: key.id, apiKey };
 }
 
@@ -131,7 +131,7 @@ describe('a key that is not a live, current key: Variant B, 401', () => {
   it('a revoked key is refused at once, though it was just used', async () => {
     const { keyId, apiKey } = await newKey(t.alice.accountId);
     expect((await t.stack.graphql(apiKey, VIEWER)).status).toBe(200);
-    await revokeKey(t.stack.management, keyId);
+    await revokeKey(t.stack.operator, { keyId });
     expectInvalidKey(await t.stack.graphql(apiKey, VIEWER), apiKey);
     // and stays refused once every cache entry would have lapsed
     await new Promise((resolve) => setTimeout(resolve, 1_100));
@@ -165,7 +165,7 @@ describe('an account with API access disabled: 403', () => {
     const bob = await t.stack.createAccountWithKey('Bob');
     expect((await t.stack.graphql(bob.apiKey, VIEWER)).status).toBe(200);
 
-    await setApiAccess(t.stack.management, bob.accountId, false);
+    await setApiAccess(t.stack.operator, { accountId: bob.accountId, enabled: false });
     const refused = await t.stack.graphql(bob.apiKey, VIEWER);
     expect(refused.status).toBe(403);
     expect(refused.body).toEqual(DISABLED);
@@ -175,7 +175,7 @@ describe('an account with API access disabled: 403', () => {
     const { apiKey: second } = await newKey(bob.accountId);
     expect((await t.stack.graphql(second, VIEWER)).status).toBe(403);
 
-    await setApiAccess(t.stack.management, bob.accountId, true);
+    await setApiAccess(t.stack.operator, { accountId: bob.accountId, enabled: true });
     const again = await t.stack.graphql(bob.apiKey, VIEWER);
     expect(again.status).toBe(200);
     expect(again.body.data.viewer.account.id).toBe(bob.accountId);
@@ -183,8 +183,8 @@ describe('an account with API access disabled: 403', () => {
 
   it('a revoked key of a disabled account is 401, not 403', async () => {
     const carol = await t.stack.createAccountWithKey('Carol');
-    await revokeKey(t.stack.management, carol.apiKeyId);
-    await setApiAccess(t.stack.management, carol.accountId, false);
+    await revokeKey(t.stack.operator, { keyId: carol.apiKeyId });
+    await setApiAccess(t.stack.operator, { accountId: carol.accountId, enabled: false });
     expectInvalidKey(await t.stack.graphql(carol.apiKey, VIEWER), carol.apiKey);
   });
 });
@@ -265,11 +265,11 @@ describe('a valid key', () => {
 
 describe('rolled keys', () => {
   it('the new key works, the old one works during the grace, and a grace of 0 refuses the old one at once', async () => {
-    const account = await createAccount(t.stack.management, 'Roller');
+    const account = await createAccount(t.stack.operator, { name: 'Roller' });
     const original = await newKey(account.id);
     expect((await t.stack.graphql(original.apiKey, VIEWER)).status).toBe(200);
 
-    const rolled = await rollKey(t.stack.management, original.keyId, 3_600_000);
+    const rolled = await rollKey(t.stack.operator, { keyId: original.keyId, graceMs: 3_600_000 });
     expect(rolled.previousKeyId).toBe(original.keyId);
     expect(rolled.apiKey).not.toBe(original.apiKey);
     const viaNew = await t.stack.graphql(rolled.apiKey, VIEWER);
@@ -282,7 +282,7 @@ describe('rolled keys', () => {
     expect(Date.parse(viaOld.body.data.viewer.apiKey.expiresAt)).toBe(rolled.previousExpiresAt.getTime());
     expect(rolled.previousExpiresAt.getTime() - Date.now()).toBeGreaterThan(3_500_000);
 
-    const rolledAgain = await rollKey(t.stack.management, rolled.keyId, 0);
+    const rolledAgain = await rollKey(t.stack.operator, { keyId: rolled.keyId, graceMs: 0 });
     expectInvalidKey(await t.stack.graphql(rolled.apiKey, VIEWER), rolled.apiKey);
     const viaNewest = await t.stack.graphql(rolledAgain.apiKey, VIEWER);
     expect(viaNewest.status).toBe(200);
@@ -306,11 +306,11 @@ describe('the key never reaches a response body', () => {
       expect(JSON.stringify(result.body)).not.toContain(eve.apiKey);
       expect(JSON.stringify(result.body)).not.toContain(eve.apiKey.slice(LIVE_PREFIX.length, LIVE_PREFIX.length + 12));
     }
-    await setApiAccess(t.stack.management, eve.accountId, false);
+    await setApiAccess(t.stack.operator, { accountId: eve.accountId, enabled: false });
     const disabled = await t.stack.graphql(eve.apiKey, VIEWER);
     expect(disabled.status).toBe(403);
     expect(JSON.stringify(disabled.body)).not.toContain(eve.apiKey);
-    await revokeKey(t.stack.management, eve.apiKeyId);
+    await revokeKey(t.stack.operator, { keyId: eve.apiKeyId });
     expectInvalidKey(await t.stack.graphql(eve.apiKey, VIEWER), eve.apiKey);
   });
 });
@@ -361,9 +361,9 @@ describe('a second gateway over the same key store', () => {
       expect((await at(frank.apiKey, '{ listOrderSubmissions { nodes { ...A } } } fragment A on OrderSubmission { strategy { orderSubmissions { nodes { ...A } } } }')).status).toBeGreaterThanOrEqual(400);
       expect((await at(unknown, VIEWER)).status).toBe(401);
       expect((await at('svc_live_short', VIEWER)).status).toBe(401);
-      await setApiAccess(t.stack.management, frank.accountId, false);
+      await setApiAccess(t.stack.operator, { accountId: frank.accountId, enabled: false });
       expect((await at(frank.apiKey, VIEWER)).status).toBe(403);
-      await setApiAccess(t.stack.management, frank.accountId, true);
+      await setApiAccess(t.stack.operator, { accountId: frank.accountId, enabled: true });
     } finally {
       await gateway.close();
     }

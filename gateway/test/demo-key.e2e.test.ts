@@ -16,7 +16,7 @@ let file: string;
 async function fresh(): Promise<DemoKeyOptions> {
   await stack?.close();
   stack = await startStack();
-  return { management: stack.management, endpoint: stack.gatewayUrl, consoleUrl: CONSOLE_URL, keep: true, production: false, terminal: true, file };
+  return { operator: stack.operator, endpoint: stack.gatewayUrl, consoleUrl: CONSOLE_URL, keep: true, production: false, terminal: true, file };
 }
 
 const CONSOLE_URL = 'http://127.0.0.1:4000/';
@@ -56,8 +56,8 @@ describe('the demo key', () => {
       const apiKey = keyIn(await demoKeyNotice(options))!;
       const { body } = await stack!.graphql(apiKey, '{ viewer { account { id } apiKey { id } } }');
       const { account, apiKey: key } = body.data.viewer;
-      if (change === 'revoked') await revokeKey(stack!.management, key.id);
-      else await rollKey(stack!.management, key.id, 0);
+      if (change === 'revoked') await revokeKey(stack!.operator, { keyId: key.id });
+      else await rollKey(stack!.operator, { keyId: key.id, graceMs: 0 });
       const later = await demoKeyNotice(options);
       expect(later).toMatch(/The demo API key saved in \S*demo-api-key is no longer valid: it was revoked, rolled or has expired\./);
       expect(later).toContain(`the demo account "Demo account" (${account.id})`);

@@ -92,7 +92,7 @@ describe('failed authentications never lock out a valid key', () => {
     // A valid key issued during the flood, and sent in the middle of it, from the same address.
     const flooding = flood(guesses, 20);
     await new Promise((resolve) => setTimeout(resolve, 150));
-    const { apiKey: issuedDuring } = await createKey(t.stack.management, accountId, { name: 'issued during the flood' });
+    const { apiKey: issuedDuring } = await createKey(t.stack.operator, { accountId, name: 'issued during the flood' });
     const duringFlood = viewer(issuedDuring);
     const statuses = await flooding;
 
@@ -104,7 +104,7 @@ describe('failed authentications never lock out a valid key', () => {
     expect(await duringFlood).toBe(200);
 
     // Uncached: created after the flood, never sent before.
-    const { apiKey: fresh } = await createKey(t.stack.management, accountId, { name: 'fresh' });
+    const { apiKey: fresh } = await createKey(t.stack.operator, { accountId, name: 'fresh' });
     const before = counter.count;
     expect(await viewer(fresh)).toBe(200);
     expect(counter.count - before).toBe(1);

@@ -78,7 +78,7 @@ describe('two replicas of everything behind round-robin', () => {
     const { apiKeyId, apiKey: revoked } = await stack.createAccountWithKey('Revoked');
     for (const url of stack.gatewayReplicaUrls) expect((await graphql(revoked, '{ viewer { account { id } } }', {}, url)).status).toBe(200);
     const revokedAt = Date.now();
-    await revokeKey(stack.management, apiKeyId);
+    await revokeKey(stack.operator, { keyId: apiKeyId });
     await sleep(Math.max(0, revokedAt + 1_000 - Date.now()));
     const statuses = await Promise.all(stack.gatewayReplicaUrls.map(async (url) => (await graphql(revoked, '{ viewer { account { id } } }', {}, url)).status));
     expect(statuses).toEqual(stack.gatewayReplicaUrls.map(() => 401));
@@ -266,7 +266,7 @@ describe('scope changes with two gateway replicas', () => {
       expect((await graphql(scoped, CREATE_STRATEGY, { name: `before-${index}` }, url)).body.data.createStrategy.error).toBeNull();
     }
     const changedAt = Date.now();
-    await updateKey(stack.management, apiKeyId, { scopes: ['read', 'orders:write'] });
+    await updateKey(stack.operator, { keyId: apiKeyId, scopes: ['read', 'orders:write'] });
     await sleep(Math.max(0, changedAt + 1_000 - Date.now()));
     const answers = await Promise.all(stack.gatewayReplicaUrls.map((url, index) => graphql(scoped, CREATE_STRATEGY, { name: `after-${index}` }, url)));
     expect(answers.map((answer) => answer.body.errors?.[0]?.extensions?.code)).toEqual(stack.gatewayReplicaUrls.map(() => 'FORBIDDEN'));

@@ -79,7 +79,7 @@ describe('every root field against a key of every scope', () => {
 
   it.each(API_KEY_SCOPES.map((scope) => [scope]))('a key holding only %s', async (scope) => {
     const account = await t.newAccount(`Only ${scope}`);
-    const { apiKey } = await createKey(t.stack.management, account.accountId, { scopes: [scope] });
+    const { apiKey } = await createKey(t.stack.operator, { accountId: account.accountId, scopes: [scope] });
     for (const { kind, type, field } of rootFields) {
       const requirement = required.get(`${type}.${field.name}`)!;
       const allowed = requirement.length === 0 || requirement.some((all) => all.every((needed) => needed === scope));
@@ -105,7 +105,7 @@ describe('every root field against a key of every scope', () => {
 describe('an operation with a root field outside the key\'s scopes runs nothing', () => {
   it('one error per refused field by its response key; the allowed field did not run either', async () => {
     const account = await t.newAccount('Mixed');
-    const { apiKey } = await createKey(t.stack.management, account.accountId, { scopes: ['orders:write'] });
+    const { apiKey } = await createKey(t.stack.operator, { accountId: account.accountId, scopes: ['orders:write'] });
     const result = await t.stack.graphql(
       apiKey,
       `mutation {
@@ -130,7 +130,7 @@ describe('an operation with a root field outside the key\'s scopes runs nothing'
     const account = await t.newAccount('Trader');
     const strategy = await account.graphql('mutation { createStrategy(input: { name: "Momentum" }) { strategy { id } } }');
     const strategyId = strategy.body.data.createStrategy.strategy.id as string;
-    const { apiKey } = await createKey(t.stack.management, account.accountId, { scopes: ['orders:write'] });
+    const { apiKey } = await createKey(t.stack.operator, { accountId: account.accountId, scopes: ['orders:write'] });
     const placed = await t.stack.graphql(
       apiKey,
       `mutation { submitOrder(input: { strategyId: "${strategyId}", symbol: "AAPL", side: BUY, type: MARKET, quantity: "1" }) { orderSubmission { id strategy { name } } error { code } } }`,
@@ -157,7 +157,7 @@ describe('subgraphs check the scopes again from the assertion', () => {
 describe('viewer', () => {
   it('needs no scope and shows what the key may do and from where; a change shows at once', async () => {
     const account = await t.newAccount('Viewer');
-    const { key, apiKey } = await createKey(t.stack.management, account.accountId, { scopes: ['fills:write'], allowedCidrs: ['127.0.0.1', '::1'] });
+    const { key, apiKey } = await createKey(t.stack.operator, { accountId: account.accountId, scopes: ['fills:write'], allowedCidrs: ['127.0.0.1', '::1'] });
     const query = '{ viewer { apiKey { scopes allowedCidrs replacesApiKey { id } replacedByApiKey { id } } } }';
     expect((await t.stack.graphql(apiKey, query)).body.data.viewer.apiKey).toEqual({
       scopes: ['FILLS_WRITE'],
@@ -165,7 +165,7 @@ describe('viewer', () => {
       replacesApiKey: null,
       replacedByApiKey: null,
     });
-    await updateKey(t.stack.management, key.id, { scopes: ['read', 'fills:write'] });
+    await updateKey(t.stack.operator, { keyId: key.id, scopes: ['read', 'fills:write'] });
     expect((await t.stack.graphql(apiKey, query)).body.data.viewer.apiKey.scopes).toEqual(['READ', 'FILLS_WRITE']);
   });
 

@@ -273,7 +273,7 @@ describe('ending streams', () => {
     const ws = wsClient(client.apiKey, { viaHeader: true });
     const wsEnded = ws.iterate({ query: EVENTS_SUBSCRIPTION }).next().catch((error: unknown) => error);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    await revokeKey(t.stack.management, client.apiKeyId);
+    await revokeKey(t.stack.operator, { keyId: client.apiKeyId });
     await sse.waitFor(() => sse.items.length >= 1, 3_000);
     expect(sse.items[0]!.errors![0]!.extensions!.code).toBe('UNAUTHENTICATED');
     await sse.done;
@@ -287,7 +287,7 @@ describe('ending streams', () => {
     const ws = wsClient(client.apiKey);
     const wsEnded = ws.iterate({ query: EVENTS_SUBSCRIPTION }).next().catch((error: unknown) => error);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    await setApiAccess(t.stack.management, client.accountId, false);
+    await setApiAccess(t.stack.operator, { accountId: client.accountId, enabled: false });
     await sse.waitFor(() => sse.items.length >= 1, 3_000);
     expect(sse.items[0]!.errors![0]!.extensions!.code).toBe('FORBIDDEN');
     await sse.done;

@@ -119,7 +119,7 @@ describe('errors', () => {
     await expect(client.orders.list({ pageSize: 500 }).toArray()).rejects.toBeInstanceOf(OtsRequestError);
     const stranger = new OtsClient({ apiKey: 'svc_live_notakey', baseUrl: proxy.origin });
     await expect(stranger.viewer()).rejects.toBeInstanceOf(OtsAuthenticationError);
-    await setApiAccess(t.stack.management, accountId, false);
+    await setApiAccess(t.stack.operator, { accountId, enabled: false });
     await expect(client.viewer()).rejects.toBeInstanceOf(OtsPermissionError);
   });
 });
@@ -127,7 +127,7 @@ describe('errors', () => {
 describe('a key without the scope a call needs', () => {
   it('throws OtsPermissionError naming the scope, and creates nothing', async () => {
     const { accountId } = await newClient();
-    const { apiKey } = await createKey(t.stack.management, accountId, { scopes: ['read'] });
+    const { apiKey } = await createKey(t.stack.operator, { accountId, scopes: ['read'] });
     const reader = new OtsClient({ apiKey, baseUrl: proxy.origin });
     const from = proxy.requests.length;
     const failure = await reader.orders.submit({ symbol: 'SCOPED', side: 'BUY', type: 'MARKET', quantity: '1' }).catch((error: unknown) => error);

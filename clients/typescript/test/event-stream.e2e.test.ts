@@ -53,7 +53,7 @@ describe('the event stream', () => {
 
   it('is refused with OtsPermissionError naming read for a key without it', async () => {
     const { accountId } = await t.stack.createAccountWithKey();
-    const { apiKey } = await createKey(t.stack.management, accountId, { scopes: ['orders:write'] });
+    const { apiKey } = await createKey(t.stack.operator, { accountId, scopes: ['orders:write'] });
     const client = new OtsClient({ apiKey, baseUrl: proxy.origin });
     const failure = await (async () => {
       for await (const event of client.events.stream()) return event;
@@ -64,7 +64,7 @@ describe('the event stream', () => {
 
   it('ends with OtsPermissionError naming read when its key loses the scope', async () => {
     const { accountId } = await t.stack.createAccountWithKey();
-    const { key, apiKey } = await createKey(t.stack.management, accountId);
+    const { key, apiKey } = await createKey(t.stack.operator, { accountId });
     const client = new OtsClient({ apiKey, baseUrl: proxy.origin });
     const start = client.events.list();
     await start.toArray();
@@ -72,7 +72,7 @@ describe('the event stream', () => {
     const first = events.next();
     const strategy = await client.strategies.create({ name: 'Before the change' });
     expect((await first).value).toMatchObject({ type: 'strategy.created', data: { id: strategy.id } });
-    await updateKey(t.stack.management, key.id, { scopes: ['strategies:write'] });
+    await updateKey(t.stack.operator, { keyId: key.id, scopes: ['strategies:write'] });
     const failure = await events.next().catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(OtsPermissionError);
     expect(failure).toMatchObject({ code: 'FORBIDDEN', requiredScope: 'read' });

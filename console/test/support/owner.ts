@@ -19,7 +19,7 @@ async function inviteOwner(t: BrowserStack, accountId: string, email: string): P
 }
 
 export async function newAccountWithOwner(t: BrowserStack, name: string) {
-  const account = await createAccount(t.stack.management, name);
+  const account = await createAccount(t.stack.operator, { name });
   const email = `owner-${account.id.slice(-12)}@example.com`;
   const invitation = await inviteOwner(t, account.id, email);
   return { account, email, ...invitation };

@@ -6,9 +6,9 @@ import { createLogger } from '@ots/shared/logger';
 import { API_KEY_SCOPES, DEFAULT_ROLL_GRACE_MS, MAX_KEY_LABEL_LENGTH, nameProblem, parseDuration } from './domain.ts';
 import { openKeyStore } from './key-store.ts';
 import * as keys from './operations.ts';
-import { KeyManagementError, MAX_ACCOUNT_NAME_LENGTH, type KeyManagement } from './operations.ts';
+import { KeyManagementError, MAX_ACCOUNT_NAME_LENGTH, type OperatorScope } from './operations.ts';
 import type { ApiKeyRow } from './repository.ts';
-import { inviteOwner, listOwners, resetOwnerPassword, type ConsoleDeps } from './console/operations.ts';
+import { inviteOwner, listOwners, resetOwnerPassword } from './console/operations.ts';
 
 /** The operator CLI of contract section 5: `npm run admin -- <command> [--json]`. */
 const USAGE = `usage: npm run admin -- <command> [--json]
@@ -195,21 +195,21 @@ function detailOf(detail: Record<string, unknown> | null): string {
   return parts.join('; ');
 }
 
-type Command = (parsed: Parsed, management: KeyManagement, owners: ConsoleDeps) => Promise<{ json: Record<string, unknown>; text: string }>;
+type Command = (parsed: Parsed, scope: OperatorScope) => Promise<{ json: Record<string, unknown>; text: string }>;
 
 /** Every command checks its arguments before `run` opens a connection, so a bad call changes nothing. */
 const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = {
   'account create': {
     check: (p) => (allowOnly(p, ['--name'], 0), accountName(p), undefined),
-    run: async (p, m) => {
-      const account = await keys.createAccount(m, accountName(p));
+    run: async (p, scope) => {
+      const account = await keys.createAccount(scope, { name: accountName(p) });
       return { json: { accountId: account.id }, text: `created account ${account.id} (${account.name})` };
     },
   },
   'account list': {
     check: (p) => (allowOnly(p, [], 0), undefined),
-    run: async (_p, m) => {
-      const accounts = (await keys.listAccounts(m)).map((account) => ({
+    run: async (_p, scope) => {
+      const accounts = (await keys.listAccounts(scope)).map((account) => ({
         accountId: account.id,
         name: account.name,
         apiAccessEnabled: account.api_access_enabled,
@@ -224,15 +224,15 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   },
   'account disable-api': {
     check: (p) => (allowOnly(p, [], 1), positional(p, 'ACCOUNT_ID'), undefined),
-    run: async (p, m) => {
-      const result = await keys.setApiAccess(m, receiveId(positional(p, 'ACCOUNT_ID')), false);
+    run: async (p, scope) => {
+      const result = await keys.setApiAccess(scope, { accountId: receiveId(positional(p, 'ACCOUNT_ID')), enabled: false });
       return { json: result, text: `API access disabled for account ${result.accountId}` };
     },
   },
   'account enable-api': {
     check: (p) => (allowOnly(p, [], 1), positional(p, 'ACCOUNT_ID'), undefined),
-    run: async (p, m) => {
-      const result = await keys.setApiAccess(m, receiveId(positional(p, 'ACCOUNT_ID')), true);
+    run: async (p, scope) => {
+      const result = await keys.setApiAccess(scope, { accountId: receiveId(positional(p, 'ACCOUNT_ID')), enabled: true });
       return { json: result, text: `API access enabled for account ${result.accountId}` };
     },
   },
@@ -245,8 +245,9 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
       permissions(p),
       undefined
     ),
-    run: async (p, m) => {
-      const { key, apiKey } = await keys.createKey(m, receiveId(required(p, '--account')), {
+    run: async (p, scope) => {
+      const { key, apiKey } = await keys.createKey(scope, {
+        accountId: receiveId(required(p, '--account')),
         name: label(p),
         expiresInMs: duration(p, '--expires-in') ?? null,
         ...permissions(p),
@@ -259,8 +260,8 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   },
   'key list': {
     check: (p) => (allowOnly(p, ['--account'], 0), required(p, '--account'), undefined),
-    run: async (p, m) => {
-      const rows = await keys.listKeys(m, receiveId(required(p, '--account')));
+    run: async (p, scope) => {
+      const rows = await keys.listKeys(scope, { accountId: receiveId(required(p, '--account')) });
       const replaced = new Map(rows.filter((k) => k.replaced_by_key_id).map((k) => [k.replaced_by_key_id!, k]));
       const list = rows.map((k) => keyView(k, replaced.get(k.id)));
       const prefixes = new Map(rows.map((k) => [k.id, k.display_prefix]));
@@ -274,8 +275,8 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
       const change = permissions(p);
       if (change.scopes === undefined && change.allowedCidrs === undefined) throw new UsageError('key update needs --scopes, --allow-cidr or --allow-any');
     },
-    run: async (p, m) => {
-      const { keyId, key } = await keys.updateKey(m, receiveId(positional(p, 'KEY_ID')), permissions(p));
+    run: async (p, scope) => {
+      const { keyId, key } = await keys.updateKey(scope, { keyId: receiveId(positional(p, 'KEY_ID')), ...permissions(p) });
       return {
         json: { keyId, scopes: key.scopes, allowedCidrs: key.allowed_cidrs },
         text: `key ${keyId} (${key.display_prefix}) now has scopes ${key.scopes.join(',')}; from ${key.allowed_cidrs.length === 0 ? 'anywhere' : key.allowed_cidrs.join(',')}`,
@@ -284,8 +285,8 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   },
   'key revoke': {
     check: (p) => (allowOnly(p, [], 1), positional(p, 'KEY_ID'), undefined),
-    run: async (p, m) => {
-      const result = await keys.revokeKey(m, receiveId(positional(p, 'KEY_ID')));
+    run: async (p, scope) => {
+      const result = await keys.revokeKey(scope, { keyId: receiveId(positional(p, 'KEY_ID')) });
       const revokedAt = result.revokedAt.toISOString();
       // Revoking twice changes nothing and succeeds, but says so rather than claim a revocation now.
       if (result.alreadyRevoked) {
@@ -296,8 +297,12 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   },
   'key roll': {
     check: (p) => (allowOnly(p, ['--grace', '--scopes', '--allow-cidr', '--allow-any'], 1), positional(p, 'KEY_ID'), duration(p, '--grace'), permissions(p), undefined),
-    run: async (p, m) => {
-      const result = await keys.rollKey(m, receiveId(positional(p, 'KEY_ID')), duration(p, '--grace') ?? DEFAULT_ROLL_GRACE_MS, { permissions: permissions(p) });
+    run: async (p, scope) => {
+      const result = await keys.rollKey(scope, {
+        keyId: receiveId(positional(p, 'KEY_ID')),
+        graceMs: duration(p, '--grace') ?? DEFAULT_ROLL_GRACE_MS,
+        ...permissions(p),
+      });
       const previousExpiresAt = result.previousExpiresAt.toISOString();
       return {
         json: {
@@ -318,8 +323,8 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   },
   'key events': {
     check: (p) => (allowOnly(p, ['--account'], 0), required(p, '--account'), undefined),
-    run: async (p, m) => {
-      const events = await keys.listEvents(m, receiveId(required(p, '--account')));
+    run: async (p, scope) => {
+      const events = await keys.listEvents(scope, { accountId: receiveId(required(p, '--account')) });
       const text =
         events.length === 0
           ? 'no events'
@@ -331,8 +336,8 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   },
   'owner invite': {
     check: (p) => (allowOnly(p, ['--account', '--email'], 0), required(p, '--account'), required(p, '--email'), undefined),
-    run: async (p, _m, owners) => {
-      const invited = await inviteOwner(owners, receiveId(required(p, '--account')), required(p, '--email'));
+    run: async (p, scope) => {
+      const invited = await inviteOwner(scope, { accountId: receiveId(required(p, '--account')), email: required(p, '--email') });
       return {
         json: invited,
         text: `invited owner ${invited.ownerId}; this one-time link sets their password (valid 24 hours):\n${invited.setPasswordUrl}`,
@@ -341,16 +346,16 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   },
   'owner list': {
     check: (p) => (allowOnly(p, ['--account'], 0), required(p, '--account'), undefined),
-    run: async (p, _m, owners) => {
-      const list = await listOwners(owners, receiveId(required(p, '--account')));
+    run: async (p, scope) => {
+      const list = await listOwners(scope, { accountId: receiveId(required(p, '--account')) });
       const text = list.length === 0 ? 'no owners' : list.map((o) => `${o.ownerId}  ${o.email}  created ${o.createdAt}  ${o.passwordSet ? 'password set' : 'password not set'}`).join('\n');
       return { json: { owners: list }, text };
     },
   },
   'owner reset-password': {
     check: (p) => (allowOnly(p, [], 1), positional(p, 'OWNER_ID'), undefined),
-    run: async (p, _m, owners) => {
-      const reset = await resetOwnerPassword(owners, receiveId(positional(p, 'OWNER_ID')));
+    run: async (p, scope) => {
+      const reset = await resetOwnerPassword(scope, { ownerId: receiveId(positional(p, 'OWNER_ID')) });
       return {
         json: reset,
         text: `signed owner ${reset.ownerId} out everywhere and cleared the password; this one-time link sets a new one (valid 24 hours):\n${reset.setPasswordUrl}`,
@@ -390,8 +395,7 @@ const devDatabase = databaseUrlOf(config, 'accounts') ? undefined : await ensure
 const opened = openKeyStore(devDatabase ? { ...config, databaseUrl: devDatabase.url } : config, log, { listen: false });
 let exitCode = 0;
 try {
-  const management = { db: opened.db, config, keyStore: opened.keyStore };
-  const result = await command.run(parsed, management, { db: opened.db, keys: management, consoleBaseUrl: config.consoleBaseUrl, now: Date.now });
+  const result = await command.run(parsed, keys.operatorScope(opened, config, log));
   process.stdout.write(`${parsed.json ? JSON.stringify(result.json) : result.text}\n`);
 } catch (error) {
   exitCode = 1;

@@ -1,5 +1,7 @@
 import type { Config } from '@ots/shared/config';
 import type { ReceivedId } from '@ots/shared/ids';
+import type { Logger } from '@ots/shared/logger';
+import type { Scope } from '@ots/shared/scope';
 import {
   API_KEY_SCOPES,
   displayPrefixOf,
@@ -37,39 +39,58 @@ export class KeyManagementError extends Error {
   }
 }
 
-export interface KeyManagement {
-  db: AccountsDb;
-  config: Pick<Config, 'apiKeyHmacSecret'>;
+/**
+ * The scope of a use case with no caller account: the operator's CLI and the scripts that seed
+ * accounts and keys, and the console before an owner signs in. It is the shared Scope without the
+ * account, so each request names the account, key or owner it acts on; beyond the database it holds
+ * the key store a key change invalidates and the settings new keys and links are made with.
+ */
+export interface OperatorScope extends Omit<Scope<AccountsDb>, 'accountId'> {
+  config: Pick<Config, 'apiKeyHmacSecret' | 'consoleBaseUrl'>;
   keyStore: ApiKeyStore;
 }
 
-/**
- * Who acts, and for which account: the console passes the signed-in owner and their account, so a
- * key of another account is "not found"; the CLI acts as the operator on any key.
- */
-export interface KeyChangeOptions {
-  actor?: Actor;
-  accountId?: string;
+const wallClock = () => new Date();
+
+/** The operator's scope on a key store's connections (the CLI's, a script's), with the wall clock. */
+export function operatorScope(keys: { db: AccountsDb; keyStore: ApiKeyStore }, config: OperatorScope['config'], log: Logger): OperatorScope {
+  return { db: keys.db, keyStore: keys.keyStore, config, log, now: wallClock };
 }
 
-/** The account an id names; the id as received (CLI argument, console route), quoted as sent when it names none. */
-async function existingAccount(db: AccountsDb, accountId: ReceivedId) {
-  const account = accountId.uuid && (await repository.findAccount(db, accountId.uuid));
+/**
+ * An owner signed in to the console: the shared Scope of their account, which confines every key
+ * use case (a key or account of another is "not found"), and the actor the security log records.
+ */
+export interface OwnerScope extends OperatorScope, Scope<AccountsDb> {
+  actor: Actor & { ownerId: string; ownerEmail: string };
+}
+
+/** Who manages keys: the operator, on any account; or an owner, on their own. */
+type KeysScope = OperatorScope | OwnerScope;
+
+const ownAccountOf = (scope: KeysScope) => ('actor' in scope ? scope.accountId : undefined);
+const actorOf = (scope: KeysScope) => ('actor' in scope ? scope.actor : OPERATOR);
+
+/** The account an id names (and the scope may act on); the id as received (CLI argument, console route), quoted as sent when it names none. */
+async function existingAccount(scope: KeysScope, accountId: ReceivedId) {
+  const own = ownAccountOf(scope);
+  const account = accountId.uuid && (own === undefined || own === accountId.uuid) && (await repository.findAccount(scope.db, accountId.uuid));
   if (!account) throw new KeyManagementError(`no account ${accountId.sent}`, 'not-found');
   return account;
 }
 
 export const MAX_ACCOUNT_NAME_LENGTH = 200;
 
-export async function createAccount({ db }: KeyManagement, name: string) {
+export async function createAccount({ db }: OperatorScope, { name }: { name: string }) {
   const trimmed = name.trim();
   const problem = nameProblem('account name', trimmed, MAX_ACCOUNT_NAME_LENGTH);
   if (problem) throw new KeyManagementError(problem);
   return repository.insertAccount(db, trimmed);
 }
 
-export async function setApiAccess({ db, keyStore }: KeyManagement, accountId: ReceivedId, enabled: boolean) {
-  const account = await existingAccount(db, accountId);
+export async function setApiAccess(scope: OperatorScope, { accountId, enabled }: { accountId: ReceivedId; enabled: boolean }) {
+  const { db, keyStore } = scope;
+  const account = await existingAccount(scope, accountId);
   const { hashes, generation } = await db.transaction().execute(async (trx) => {
     const keyHashes = await repository.setApiAccess(trx, account.id, enabled);
     if (!keyHashes) throw new KeyManagementError(`no account ${accountId.sent}`, 'not-found');
@@ -108,7 +129,7 @@ const FULL_ACCESS: KeyPermissions = { scopes: [...API_KEY_SCOPES], allowedCidrs:
 /** Inside a transaction: a new live key of the account, logged as created with what it may do. */
 async function issueKey(
   trx: AccountsDb,
-  config: KeyManagement['config'],
+  config: OperatorScope['config'],
   accountId: string,
   options: { name: string | null; expiresAt: Date | null } & KeyPermissions,
   actor: Actor,
@@ -136,15 +157,14 @@ async function issueKey(
 
 /** Creates a key; the full key is returned here and never again. */
 export async function createKey(
-  { db, config }: KeyManagement,
-  accountId: ReceivedId,
-  options: { name?: string | null; expiresInMs?: number | null; expiresAt?: Date | null } & KeyPermissionsInput = {},
-  actor: Actor = OPERATOR,
+  scope: KeysScope,
+  request: { accountId: ReceivedId; name?: string | null; expiresInMs?: number | null; expiresAt?: Date | null } & KeyPermissionsInput,
 ): Promise<{ key: ApiKeyRow; apiKey: string }> {
-  const permissions = checkPermissions(options, FULL_ACCESS);
-  const account = await existingAccount(db, accountId);
-  const expiresAt = options.expiresAt ?? (options.expiresInMs != null ? new Date(Date.now() + options.expiresInMs) : null);
-  return db.transaction().execute((trx) => issueKey(trx, config, account.id, { name: options.name ?? null, expiresAt, ...permissions }, actor));
+  const { db, config, now } = scope;
+  const permissions = checkPermissions(request, FULL_ACCESS);
+  const account = await existingAccount(scope, request.accountId);
+  const expiresAt = request.expiresAt ?? (request.expiresInMs != null ? new Date(now().getTime() + request.expiresInMs) : null);
+  return db.transaction().execute((trx) => issueKey(trx, config, account.id, { name: request.name ?? null, expiresAt, ...permissions }, actorOf(scope)));
 }
 
 /**
@@ -152,15 +172,14 @@ export async function createKey(
  * drops the cached record, so every gateway applies it within the second; logged with the result.
  */
 export async function updateKey(
-  { db, keyStore }: KeyManagement,
-  sentKeyId: ReceivedId,
-  input: KeyPermissionsInput,
-  options: KeyChangeOptions = {},
+  scope: KeysScope,
+  { keyId: sentKeyId, ...input }: { keyId: ReceivedId } & KeyPermissionsInput,
 ): Promise<{ keyId: string; key: ApiKeyRow }> {
+  const { db, keyStore, now } = scope;
   const { uuid: keyId, sent } = sentKeyId;
   if (!keyId) throw new KeyManagementError(`no key ${sent}`, 'not-found');
   const { key, keyHash, generation } = await db.transaction().execute(async (trx) => {
-    const current = await repository.lockApiKey(trx, keyId, options.accountId);
+    const current = await repository.lockApiKey(trx, keyId, ownAccountOf(scope));
     if (!current) throw new KeyManagementError(`no key ${sent}`, 'not-found');
     if (current.revoked_at) throw new KeyManagementError(`key ${sent} is revoked and cannot be changed`, 'not-rollable');
     const permissions = checkPermissions(input, { scopes: current.scopes, allowedCidrs: current.allowed_cidrs });
@@ -168,8 +187,8 @@ export async function updateKey(
     await repository.insertSecurityEvent(trx, {
       accountId: current.account_id,
       type: 'key.updated',
-      occurredAt: new Date(),
-      actor: options.actor ?? OPERATOR,
+      occurredAt: now(),
+      actor: actorOf(scope),
       key: { id: keyId, displayPrefix: current.display_prefix },
       detail: {
         scopes: updated.scopes,
@@ -185,13 +204,14 @@ export async function updateKey(
 }
 
 /** Every account, for the operator's `account list`. */
-export async function listAccounts({ db }: KeyManagement) {
+export async function listAccounts({ db }: OperatorScope) {
   return repository.listAccounts(db);
 }
 
 /** The account's whole security log, newest first, for the CLI's `key events`. */
-export async function listEvents({ db }: KeyManagement, accountId: ReceivedId) {
-  const { id } = await existingAccount(db, accountId);
+export async function listEvents(scope: OperatorScope, { accountId }: { accountId: ReceivedId }) {
+  const { db } = scope;
+  const { id } = await existingAccount(scope, accountId);
   const events: ReturnType<typeof securityEventView>[] = [];
   let after: { occurredAt: Date; seq: string } | undefined;
   for (;;) {
@@ -217,17 +237,18 @@ export function securityEventView(event: repository.SecurityEventRow) {
   };
 }
 
-export async function listKeys({ db }: KeyManagement, accountId: ReceivedId) {
-  const account = await existingAccount(db, accountId);
-  return repository.listApiKeys(db, account.id);
+export async function listKeys(scope: OperatorScope, { accountId }: { accountId: ReceivedId }) {
+  const account = await existingAccount(scope, accountId);
+  return repository.listApiKeys(scope.db, account.id);
 }
 
 /** Revokes once: revoking a revoked key changes nothing and keeps the first time. */
-export async function revokeKey({ db, keyStore }: KeyManagement, sentKeyId: ReceivedId, options: KeyChangeOptions = {}) {
+export async function revokeKey(scope: KeysScope, { keyId: sentKeyId }: { keyId: ReceivedId }) {
+  const { db, keyStore } = scope;
   const { uuid: keyId, sent } = sentKeyId;
   if (!keyId) throw new KeyManagementError(`no key ${sent}`, 'not-found');
   const { key, keyHash, generation, alreadyRevoked } = await db.transaction().execute(async (trx) => {
-    const current = await repository.lockApiKey(trx, keyId, options.accountId);
+    const current = await repository.lockApiKey(trx, keyId, ownAccountOf(scope));
     if (!current) throw new KeyManagementError(`no key ${sent}`, 'not-found');
     const { key_hash: hash, ...unchanged } = current;
     if (current.revoked_at) return { key: unchanged as ApiKeyRow, keyHash: hash, generation: undefined, alreadyRevoked: true };
@@ -236,7 +257,7 @@ export async function revokeKey({ db, keyStore }: KeyManagement, sentKeyId: Rece
       accountId: current.account_id,
       type: 'key.revoked',
       occurredAt: revoked.revoked_at!,
-      actor: options.actor ?? OPERATOR,
+      actor: actorOf(scope),
       key: { id: keyId, displayPrefix: current.display_prefix },
     });
     return { key: revoked, keyHash: hash, generation: await repository.bumpKeyCacheGeneration(trx), alreadyRevoked: false };
@@ -246,27 +267,22 @@ export async function revokeKey({ db, keyStore }: KeyManagement, sentKeyId: Rece
 }
 
 /** A new key of the same account; the old one works until the grace ends (0 ends it at once). */
-export async function rollKey(
-  management: KeyManagement,
-  sentKeyId: ReceivedId,
-  graceMs: number,
-  options: KeyChangeOptions & { permissions?: KeyPermissionsInput } = {},
-) {
-  const { db, config, keyStore } = management;
+export async function rollKey(scope: KeysScope, { keyId: sentKeyId, graceMs, ...change }: { keyId: ReceivedId; graceMs: number } & KeyPermissionsInput) {
+  const { db, config, keyStore } = scope;
   const { uuid: keyId, sent } = sentKeyId;
   if (!keyId) throw new KeyManagementError(`no key ${sent}`, 'not-found');
-  const actor = options.actor ?? OPERATOR;
+  const actor = actorOf(scope);
   const result = await db.transaction().execute(async (trx) => {
-    const previous = await repository.lockApiKey(trx, keyId, options.accountId);
+    const previous = await repository.lockApiKey(trx, keyId, ownAccountOf(scope));
     if (!previous) throw new KeyManagementError(`no key ${sent}`, 'not-found');
     if (previous.revoked_at) throw new KeyManagementError(`key ${sent} is revoked and cannot be rolled`, 'not-rollable');
-    const now = Date.now();
+    const now = scope.now().getTime();
     if (previous.expires_at && previous.expires_at.getTime() <= now) {
       throw new KeyManagementError(`key ${sent} has expired and cannot be rolled`, 'not-rollable');
     }
     const previousExpiresAt = new Date(expiryAfterRoll(previous.expires_at?.getTime() ?? null, now, graceMs));
     // The new key does what the old one did, unless the roll narrows or widens it.
-    const permissions = checkPermissions(options.permissions ?? {}, { scopes: previous.scopes, allowedCidrs: previous.allowed_cidrs });
+    const permissions = checkPermissions(change, { scopes: previous.scopes, allowedCidrs: previous.allowed_cidrs });
     const issued = await issueKey(trx, config, previous.account_id, { name: previous.name, expiresAt: null, ...permissions }, actor);
     const previousKey = await repository.markApiKeyRolled(trx, previous.account_id, keyId, previousExpiresAt, issued.key.id);
     await repository.insertSecurityEvent(trx, {

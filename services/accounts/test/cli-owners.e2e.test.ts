@@ -109,7 +109,7 @@ describe('owner invite, owner reset-password and key events', () => {
   });
 
   it('refuses bad calls with one line and a non-zero exit, changing nothing', async () => {
-    const { key } = await createKey(stack.management, accountId, { name: 'kept' });
+    const { key } = await createKey(stack.operator, { accountId, name: 'kept' });
     const snapshot = async () =>
       JSON.stringify((await db.query('select id, email, password_hash from accounts.owners order by id')).rows) +
       JSON.stringify((await db.query('select id, used_at from accounts.set_password_tokens order by id')).rows) +

@@ -16,7 +16,7 @@ afterAll(async () => {
 
 const cli = (...words: string[]) => runAdminCli(stack, words);
 /** Set-up through the use-cases the CLI calls: each CLI run is a process of its own, seconds on a loaded machine. */
-const newAccount = async (name: string) => (await createAccount(stack.management, name)).id;
+const newAccount = async (name: string) => (await createAccount(stack.operator, { name })).id;
 /** Each test runs several CLI processes in turn. */
 const CLI_TEST_MS = 180_000;
 

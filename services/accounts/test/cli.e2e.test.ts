@@ -170,7 +170,7 @@ describe('every command, with --json and without', () => {
   });
 
   it('key list --account ID -> {keys: [...]}, never the key or its hash', async () => {
-    const { key: secondKey, apiKey: second } = await createKey(stack.management, accountId, {});
+    const { key: secondKey, apiKey: second } = await createKey(stack.operator, { accountId });
     const [json, text] = await Promise.all([cli('key', 'list', '--account', accountId, '--json'), cli('key', 'list', '--account', humanAccountId)]);
     const out = jsonOf(json);
     expect(Object.keys(out)).toEqual(['keys']);
@@ -200,7 +200,7 @@ describe('every command, with --json and without', () => {
   });
 
   it('key revoke KEY_ID -> {keyId, revokedAt}; the gateway refuses the key within 1 s', async () => {
-    const { key, apiKey } = await createKey(stack.management, accountId, { name: 'to revoke' });
+    const { key, apiKey } = await createKey(stack.operator, { accountId, name: 'to revoke' });
     expect((await viewer(apiKey)).status).toBe(200);
     const watched = await watchWhile(apiKey, cli('key', 'revoke', key.id, '--json'), 401);
     const out = jsonOf(watched.result);
@@ -259,7 +259,7 @@ describe('the admin CLI refuses bad calls: non-zero exit, one line on stderr, no
   it('a bad command, missing or swallowed arguments, bad or out-of-range durations, an over-long label, unknown ids, and rolling a revoked key', async () => {
     const untouched = await stack.createAccountWithKey('Untouched');
     const revoked = await stack.createAccountWithKey('Already revoked');
-    await revokeKey(stack.management, revoked.apiKeyId);
+    await revokeKey(stack.operator, { keyId: revoked.apiKeyId });
     const unknown = newId();
     const calls = [
       ['account', 'frobnicate', '--json'],
@@ -303,7 +303,7 @@ describe('the admin CLI refuses bad calls: non-zero exit, one line on stderr, no
 describe('revoking a revoked key', () => {
   it('succeeds (exit 0), says it was already revoked, and changes nothing: the first time stays, no second log entry', async () => {
     const { accountId } = await stack.createAccountWithKey('Revoked twice');
-    const { key } = await createKey(stack.management, accountId, { name: 'twice' });
+    const { key } = await createKey(stack.operator, { accountId, name: 'twice' });
     const first = jsonOf(await cli('key', 'revoke', key.id, '--json'));
     const logged = await db.query('select count(*)::int as n from accounts.security_events where key_id = $1', [key.id]);
     const again = await cli('key', 'revoke', key.id, '--json');

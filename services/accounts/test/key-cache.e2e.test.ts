@@ -94,7 +94,7 @@ describe('two gateway instances sharing the database and Redis', () => {
     const { apiKeyId, apiKey } = await stack.createAccountWithKey('Revoked');
     await warm(apiKey);
     const revokedAt = Date.now();
-    await revokeKey(stack.management, apiKeyId);
+    await revokeKey(stack.operator, { keyId: apiKeyId });
     expect(await msUntilAll(stack, urls, apiKey, 401, revokedAt)).toBeLessThanOrEqual(1_000);
     await sleep(Math.max(0, revokedAt + 1_300 - Date.now()));
     expect(await statusesOf(stack, urls, apiKey)).toEqual([401, 401]);
@@ -104,13 +104,13 @@ describe('two gateway instances sharing the database and Redis', () => {
     const { accountId, apiKey } = await stack.createAccountWithKey('Disabled');
     await warm(apiKey);
     const disabledAt = Date.now();
-    await setApiAccess(stack.management, accountId, false);
+    await setApiAccess(stack.operator, { accountId, enabled: false });
     expect(await msUntilAll(stack, urls, apiKey, 403, disabledAt)).toBeLessThanOrEqual(1_000);
     await sleep(Math.max(0, disabledAt + 1_300 - Date.now()));
     expect(await statusesOf(stack, urls, apiKey)).toEqual([403, 403]);
 
     const enabledAt = Date.now();
-    await setApiAccess(stack.management, accountId, true);
+    await setApiAccess(stack.operator, { accountId, enabled: true });
     expect(await msUntilAll(stack, urls, apiKey, 200, enabledAt)).toBeLessThanOrEqual(1_000);
   });
 
@@ -118,7 +118,7 @@ describe('two gateway instances sharing the database and Redis', () => {
     const { apiKeyId, apiKey } = await stack.createAccountWithKey('Rolled');
     await warm(apiKey);
     const rolledAt = Date.now();
-    const rolled = await rollKey(stack.management, apiKeyId, 0);
+    const rolled = await rollKey(stack.operator, { keyId: apiKeyId, graceMs: 0 });
     expect(await msUntilAll(stack, urls, apiKey, 401, rolledAt)).toBeLessThanOrEqual(1_000);
     expect(await statusesOf(stack, urls, rolled.apiKey)).toEqual([200, 200]);
   });
@@ -196,14 +196,14 @@ describe('two gateway instances sharing the database and Redis', () => {
     try {
       await new Promise<void>((resolve) => (racingRedis.status === 'ready' ? resolve() : racingRedis.once('ready', () => resolve())));
       const account = await stack.createAccountWithKey('Race');
-      const { key, apiKey } = await createKey(stack.management, account.accountId, { name: 'racing' });
+      const { key, apiKey } = await createKey(stack.operator, { accountId: account.accountId, name: 'racing' });
 
       relay.holdWrites = true;
       const looked = await racing.lookup(hashApiKey(stack.config.apiKeyHmacSecret, apiKey));
       expect(looked?.revokedAt).toBeNull();
 
       const revokedAt = Date.now();
-      await revokeKey(stack.management, key.id);
+      await revokeKey(stack.operator, { keyId: key.id });
       relay.release();
 
       await sleep(Math.max(0, revokedAt + 1_050 - Date.now()));
@@ -251,7 +251,7 @@ describe('Redis stopped mid-run', () => {
   });
 
   it('a key revoked during the outage is refused at once and stays refused', async () => {
-    await revokeKey(stack.management, revoked.apiKeyId);
+    await revokeKey(stack.operator, { keyId: revoked.apiKeyId });
     expect((await stack.graphql(revoked.apiKey, VIEWER)).status).toBe(401);
     await sleep(1_100);
     expect((await stack.graphql(revoked.apiKey, VIEWER)).status).toBe(401);
@@ -300,7 +300,7 @@ describe('without Redis (REDIS_URL unset)', () => {
     expect((await stack.graphql(apiKey, VIEWER)).status).toBe(200);
     expect((await stack.graphql(apiKey, VIEWER)).status).toBe(200);
     const revokedAt = Date.now();
-    await revokeKey(stack.management, apiKeyId);
+    await revokeKey(stack.operator, { keyId: apiKeyId });
     expect(await msUntilAll(stack, [stack.gatewayUrl], apiKey, 401, revokedAt)).toBeLessThanOrEqual(1_000);
   });
 
@@ -308,7 +308,7 @@ describe('without Redis (REDIS_URL unset)', () => {
     const { accountId, apiKey } = await stack.createAccountWithKey('No Redis, disabled');
     expect((await stack.graphql(apiKey, VIEWER)).status).toBe(200);
     const disabledAt = Date.now();
-    await setApiAccess(stack.management, accountId, false);
+    await setApiAccess(stack.operator, { accountId, enabled: false });
     expect(await msUntilAll(stack, [stack.gatewayUrl], apiKey, 403, disabledAt)).toBeLessThanOrEqual(1_000);
   });
 

@@ -58,7 +58,7 @@ describe('OrderSubmission.strategy (resolved by strategies)', () => {
     // Three keys of the account share the 200 submissions, so that no key nears its rate-limit burst.
     const keys = [account];
     for (const name of ['second', 'third']) {
-      const { key, apiKey } = await createKey(t.stack.management, account.accountId, { name });
+      const { key, apiKey } = await createKey(t.stack.operator, { accountId: account.accountId, name });
       keys.push(new ApiClient(t.stack, { accountId: account.accountId, apiKeyId: key.id, apiKey }));
     }
     const strategies = await Promise.all(['North', 'South', 'East'].map((name) => account.createdStrategy(name)));

@@ -9,11 +9,12 @@ import { createDatabase } from '@ots/shared/db';
 import { receiveId } from '@ots/shared/ids';
 import { SCHEMA } from '../../migrations/index.ts';
 import type { ApiKeyStore } from '../key-store.ts';
+import type { OperatorScope } from '../operations.ts';
 import type { AccountsDatabase } from '../repository.ts';
 import { isSameOriginRequest, SESSION_ABSOLUTE_MS } from './domain.ts';
 import * as operations from './operations.ts';
 import * as webhooks from './webhooks.ts';
-import { ConsoleError, SIGN_IN_REQUIRED, type ConsoleDeps, type RequestOrigin, type Session } from './operations.ts';
+import { ConsoleError, ownerScope, SIGN_IN_REQUIRED, type RequestOrigin, type Session } from './operations.ts';
 
 /**
  * The account console on the gateway's origin: the JSON API under `/console/api/` (the root README,
@@ -104,12 +105,9 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleHttp
   if (!databaseUrl) throw new Error(`the console needs ${databaseVariablesOf('accounts')}`);
   // Its own small pool: console traffic never queues behind (or ahead of) the gateway's key look-ups.
   const db = createDatabase<AccountsDatabase>({ url: databaseUrl, schema: SCHEMA, applicationName: 'console', maxConnections: 4 });
-  const deps: ConsoleDeps = {
-    db,
-    keys: { db, config, keyStore: options.keyStore },
-    consoleBaseUrl: config.consoleBaseUrl,
-    now: options.now ?? Date.now,
-  };
+  const clock = options.now ?? Date.now;
+  // Before sign-in the console acts for no account; each request gets its own logger.
+  const scopeOf = (request: FastifyRequest): OperatorScope => ({ db, log: request.log, now: () => new Date(clock()), config, keyStore: options.keyStore });
   // Settings → Webhooks calls the events subgraph for the session's account (webhooks.ts).
   const webhooksLink: webhooks.WebhooksLink | undefined = config.assertionPrivateKey
     ? { url: config.subgraphUrls.events, timeoutMs: config.limits.subgraphTimeoutMs, assertionPrivateKey: config.assertionPrivateKey, assertionTtlSeconds: config.assertionTtlSeconds }
@@ -119,10 +117,10 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleHttp
 
   app.addHook('onClose', async () => db.destroy());
 
-  await app.register(async (scope) => {
-    await scope.register(fastifyCookie);
+  await app.register(async (site) => {
+    await site.register(fastifyCookie);
 
-    scope.addHook('onRequest', async (request, reply) => {
+    site.addHook('onRequest', async (request, reply) => {
       if (request.method === 'GET' || request.method === 'HEAD') return;
       const origin = request.headers.origin;
       const fetchSite = request.headers['sec-fetch-site'];
@@ -132,13 +130,13 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleHttp
       );
       if (!sameOrigin) return reply.code(403).send({ detail: 'Cross-origin request refused' });
     });
-    scope.addHook('onSend', async (_request, reply) => {
+    site.addHook('onSend', async (_request, reply) => {
       reply.headers(SECURITY_HEADERS);
     });
 
     // As API keys are (gateway/src/authentication.ts): in production a password travels only over HTTPS.
     const overPlainHttp = (request: FastifyRequest) => config.production && !config.tls && request.protocol !== 'https';
-    await scope.register(async (api) => apiRoutes(api, deps, cookieOptions, webhooksLink, overPlainHttp), { prefix: '/console/api' });
+    await site.register(async (api) => apiRoutes(api, scopeOf, cookieOptions, webhooksLink, overPlainHttp), { prefix: '/console/api' });
 
     const sendPage = async (reply: FastifyReply, status: number) => {
       try {
@@ -147,15 +145,15 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleHttp
         return reply.code(503).type('text/html; charset=utf-8').send(NOT_BUILT_PAGE);
       }
     };
-    for (const page of CONSOLE_PAGES) scope.get(page, async (_request, reply) => sendPage(reply, 200));
+    for (const page of CONSOLE_PAGES) site.get(page, async (_request, reply) => sendPage(reply, 200));
     // An address nobody serves: a person's browser gets the console's own "Page not found" (its router
     // shows it for any unknown path), with 404; a program gets a JSON 404 like the API's.
-    scope.setNotFoundHandler(async (request, reply) => {
+    site.setNotFoundHandler(async (request, reply) => {
       const wantsPage = (request.method === 'GET' || request.method === 'HEAD') && /\btext\/html\b/.test(request.headers.accept ?? '');
       return wantsPage ? sendPage(reply, 404) : reply.code(404).send({ detail: 'Not found' });
     });
     if (existsSync(`${distDir}/assets`)) {
-      await scope.register(fastifyStatic, {
+      await site.register(fastifyStatic, {
         root: `${distDir}/assets`,
         prefix: '/assets/',
         decorateReply: false,
@@ -171,13 +169,15 @@ type CookieOptions = { path: string; httpOnly: boolean; sameSite: 'strict'; secu
 
 async function apiRoutes(
   api: FastifyInstance,
-  deps: ConsoleDeps,
+  scopeOf: (request: FastifyRequest) => OperatorScope,
   cookieOptions: CookieOptions,
   webhooksLink: webhooks.WebhooksLink | undefined,
   overPlainHttp: (request: FastifyRequest) => boolean,
 ): Promise<void> {
   const sessions = new WeakMap<FastifyRequest, Session>();
   const sessionOf = (request: FastifyRequest) => sessions.get(request)!;
+  /** A signed-in route's scope: the owner's account, and the owner from where they are as the actor. */
+  const ownerScopeOf = (request: FastifyRequest) => ownerScope(scopeOf(request), sessionOf(request), originOf(request));
   const signedIn = { config: { signedIn: true } };
   const takesPassword = { config: { takesPassword: true } };
 
@@ -193,7 +193,7 @@ async function apiRoutes(
 
   api.addHook('preHandler', async (request, reply) => {
     if (!(request.routeOptions.config as { signedIn?: boolean }).signedIn) return;
-    const session = await operations.currentSession(deps, request.cookies[SESSION_COOKIE]);
+    const session = await operations.currentSession(scopeOf(request), { token: request.cookies[SESSION_COOKIE] });
     if (!session) return reply.code(401).clearCookie(SESSION_COOKIE, cookieOptions).send({ detail: SIGN_IN_REQUIRED });
     sessions.set(request, session);
   });
@@ -206,22 +206,22 @@ async function apiRoutes(
   api.setNotFoundHandler((_request, reply) => reply.code(404).send({ detail: 'Not found' }));
 
   api.post('/sign-in', takesPassword, async (request, reply) => {
-    const { token, view } = await operations.signIn(deps, bodyOf(request), originOf(request));
+    const { token, view } = await operations.signIn(scopeOf(request), { body: bodyOf(request), origin: originOf(request) });
     return startSession(reply, token).send(view);
   });
 
   api.post('/sign-out', async (request, reply) => {
-    await operations.signOut(deps, request.cookies[SESSION_COOKIE]);
+    await operations.signOut(scopeOf(request), { token: request.cookies[SESSION_COOKIE] });
     return reply.code(204).clearCookie(SESSION_COOKIE, cookieOptions).send();
   });
 
   api.post('/set-password/check', async (request, reply) => {
-    await operations.checkSetPasswordLink(deps, bodyOf(request));
+    await operations.checkSetPasswordLink(scopeOf(request), { body: bodyOf(request) });
     return reply.code(204).send();
   });
 
   api.post('/set-password', takesPassword, async (request, reply) => {
-    const { token, view } = await operations.setPassword(deps, bodyOf(request), originOf(request));
+    const { token, view } = await operations.setPassword(scopeOf(request), { body: bodyOf(request), origin: originOf(request) });
     return startSession(reply, token).send(view);
   });
 
@@ -230,39 +230,39 @@ async function apiRoutes(
     return { owner, account };
   });
 
-  api.get('/keys', signedIn, async (request) => operations.listKeys(deps, sessionOf(request)));
+  api.get('/keys', signedIn, async (request) => operations.listKeys(ownerScopeOf(request)));
 
-  api.post('/keys', signedIn, async (request, reply) => reply.code(201).send(await operations.createKey(deps, sessionOf(request), bodyOf(request), originOf(request))));
+  api.post('/keys', signedIn, async (request, reply) => reply.code(201).send(await operations.createKey(ownerScopeOf(request), { body: bodyOf(request) })));
 
   api.post<{ Params: { id: string } }>('/keys/:id/roll', signedIn, async (request, reply) =>
-    reply.code(201).send(await operations.rollKey(deps, sessionOf(request), receiveId(request.params.id), bodyOf(request), originOf(request))),
+    reply.code(201).send(await operations.rollKey(ownerScopeOf(request), { keyId: receiveId(request.params.id), body: bodyOf(request) })),
   );
 
   api.post<{ Params: { id: string } }>('/keys/:id/update', signedIn, async (request) =>
-    operations.updateKey(deps, sessionOf(request), receiveId(request.params.id), bodyOf(request), originOf(request)),
+    operations.updateKey(ownerScopeOf(request), { keyId: receiveId(request.params.id), body: bodyOf(request) }),
   );
 
   api.post<{ Params: { id: string } }>('/keys/:id/revoke', signedIn, async (request) =>
-    operations.revokeKey(deps, sessionOf(request), receiveId(request.params.id), originOf(request)),
+    operations.revokeKey(ownerScopeOf(request), { keyId: receiveId(request.params.id) }),
   );
 
   api.get<{ Querystring: { after?: string } }>('/security-log', signedIn, async (request) =>
-    operations.securityLog(deps.db, sessionOf(request).account.id, typeof request.query.after === 'string' ? request.query.after : undefined),
+    operations.securityLog(ownerScopeOf(request), { after: typeof request.query.after === 'string' ? request.query.after : undefined }),
   );
 
-  const webhooksOf = () => {
+  const webhooksScopeOf = (request: FastifyRequest): webhooks.WebhooksScope => {
     if (!webhooksLink) throw new ConsoleError(503, 'Webhooks are unavailable: the gateway has no ASSERTION_PRIVATE_KEY');
-    return webhooksLink;
+    return { ...ownerScopeOf(request), events: webhooksLink };
   };
 
-  api.get('/webhooks', signedIn, async (request) => webhooks.listEndpoints(webhooksOf(), sessionOf(request)));
+  api.get('/webhooks', signedIn, async (request) => webhooks.listEndpoints(webhooksScopeOf(request)));
 
-  api.post('/webhooks', signedIn, async (request, reply) => reply.code(201).send(await webhooks.createEndpoint(webhooksOf(), sessionOf(request), bodyOf(request))));
+  api.post('/webhooks', signedIn, async (request, reply) => reply.code(201).send(await webhooks.createEndpoint(webhooksScopeOf(request), { body: bodyOf(request) })));
 
   api.post<{ Params: { id: string; change: string } }>('/webhooks/:id/:change', signedIn, async (request, reply) => {
     const { id, change } = request.params;
-    if (change === 'rotate-secret') return reply.code(201).send(await webhooks.rotateSecret(webhooksOf(), sessionOf(request), id, bodyOf(request)));
+    if (change === 'rotate-secret') return reply.code(201).send(await webhooks.rotateSecret(webhooksScopeOf(request), { id, body: bodyOf(request) }));
     if (!Object.hasOwn(webhooks.ENDPOINT_CHANGES, change)) return reply.code(404).send({ detail: 'Not found' });
-    return webhooks.changeEndpoint(webhooksOf(), sessionOf(request), id, change as webhooks.EndpointChange);
+    return webhooks.changeEndpoint(webhooksScopeOf(request), { id, change: change as webhooks.EndpointChange });
   });
 }

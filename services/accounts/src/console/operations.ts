@@ -1,7 +1,6 @@
 import { receiveId, type ReceivedId } from '@ots/shared/ids';
-import type { Actor } from '../domain.ts';
 import * as keys from '../operations.ts';
-import { KeyManagementError, type KeyManagement } from '../operations.ts';
+import { KeyManagementError, type OperatorScope, type OwnerScope } from '../operations.ts';
 import * as accounts from '../repository.ts';
 import type { AccountsDb, ApiKeyRow, SecurityEventRow } from '../repository.ts';
 import {
@@ -27,13 +26,11 @@ import {
 import { hashPassword, verifyPassword } from './passwords.ts';
 import * as repository from './repository.ts';
 
-/** What the console's use cases need; `now` is the clock every session and limit rule reads. */
-export interface ConsoleDeps {
-  db: AccountsDb;
-  keys: KeyManagement;
-  consoleBaseUrl: string;
-  now: () => number;
-}
+/**
+ * The console's use cases, each `(scope, request)`: before sign-in (and for the operator's owner
+ * commands) in the `OperatorScope`, whose clock every session, link and limit rule reads; after
+ * sign-in in the owner's `OwnerScope` (`ownerScope`).
+ */
 
 /** Where a request came from, for the security log and the per-address limit. */
 export interface RequestOrigin {
@@ -109,7 +106,7 @@ function keyView(key: ApiKeyRow, now: number, replacesKeyId: string | null = nul
 
 const MAX_USER_AGENT_LENGTH = 512;
 
-function actorOf(session: Session | { owner: { id: string; email: string } }, request: RequestOrigin): Actor {
+function actorOf(session: { owner: { id: string; email: string } }, request: RequestOrigin): OwnerScope['actor'] {
   return {
     ownerId: session.owner.id,
     ownerEmail: session.owner.email,
@@ -119,11 +116,16 @@ function actorOf(session: Session | { owner: { id: string; email: string } }, re
   };
 }
 
+/** The signed-in owner's scope for one request: their account, and them (from where they are) as the actor. */
+export function ownerScope(scope: OperatorScope, session: Session, origin: RequestOrigin): OwnerScope {
+  return { ...scope, accountId: session.account.id, actor: actorOf(session, origin) };
+}
+
 // ---- Owners and their links: the operator's CLI -------------------------------------------------
 
-async function issueSetPasswordLink(deps: ConsoleDeps, db: AccountsDb, owner: { accountId: string; ownerId: string }): Promise<string> {
+async function issueSetPasswordLink(scope: OperatorScope, db: AccountsDb, owner: { accountId: string; ownerId: string }): Promise<string> {
   const token = newSecret();
-  const now = deps.now();
+  const now = scope.now().getTime();
   await repository.replaceSetPasswordToken(db, {
     accountId: owner.accountId,
     ownerId: owner.ownerId,
@@ -131,31 +133,31 @@ async function issueSetPasswordLink(deps: ConsoleDeps, db: AccountsDb, owner: { 
     createdAt: new Date(now),
     expiresAt: new Date(now + SET_PASSWORD_LINK_TTL_MS),
   });
-  return setPasswordUrl(deps.consoleBaseUrl, token);
+  return setPasswordUrl(scope.config.consoleBaseUrl, token);
 }
 
 /** `owner invite`: a new owner of the account and their one-time set-password link (24 h). */
-export async function inviteOwner(deps: ConsoleDeps, sentAccountId: ReceivedId, email: string) {
+export async function inviteOwner(scope: OperatorScope, { accountId: sentAccountId, email }: { accountId: ReceivedId; email: string }) {
   const address = normalizeEmail(email);
   if (!isValidEmail(address)) throw new KeyManagementError(`"${email}" is not an email address`);
-  const account = sentAccountId.uuid && (await accounts.findAccount(deps.db, sentAccountId.uuid));
+  const account = sentAccountId.uuid && (await accounts.findAccount(scope.db, sentAccountId.uuid));
   if (!account) throw new KeyManagementError(`no account ${sentAccountId.sent}`, 'not-found');
   const accountId = account.id;
-  return deps.db.transaction().execute(async (trx) => {
+  return scope.db.transaction().execute(async (trx) => {
     const existing = await repository.findOwnerByEmail(trx, address);
     if (existing) {
       throw new KeyManagementError(`${address} is already owner ${existing.id}; to send a new link use owner reset-password ${existing.id}`);
     }
-    const owner = await repository.insertOwner(trx, { accountId, email: address, createdAt: new Date(deps.now()) });
-    return { ownerId: owner.id, setPasswordUrl: await issueSetPasswordLink(deps, trx, { accountId, ownerId: owner.id }) };
+    const owner = await repository.insertOwner(trx, { accountId, email: address, createdAt: scope.now() });
+    return { ownerId: owner.id, setPasswordUrl: await issueSetPasswordLink(scope, trx, { accountId, ownerId: owner.id }) };
   });
 }
 
 /** The account's owners as the operator's `owner list` shows them: never a password or its hash. */
-export async function listOwners(deps: ConsoleDeps, sentAccountId: ReceivedId) {
-  const account = sentAccountId.uuid && (await accounts.findAccount(deps.db, sentAccountId.uuid));
+export async function listOwners({ db }: OperatorScope, { accountId: sentAccountId }: { accountId: ReceivedId }) {
+  const account = sentAccountId.uuid && (await accounts.findAccount(db, sentAccountId.uuid));
   if (!account) throw new KeyManagementError(`no account ${sentAccountId.sent}`, 'not-found');
-  return (await repository.listOwners(deps.db, account.id)).map((owner) => ({
+  return (await repository.listOwners(db, account.id)).map((owner) => ({
     ownerId: owner.id,
     email: owner.email,
     passwordSet: owner.password_hash !== null,
@@ -167,13 +169,13 @@ export async function listOwners(deps: ConsoleDeps, sentAccountId: ReceivedId) {
  * `owner reset-password`: a new link, the owner's sessions ended and the old password cleared, so
  * whoever knew it (the reason for most resets) is out at once.
  */
-export async function resetOwnerPassword(deps: ConsoleDeps, ownerId: ReceivedId) {
-  const owner = ownerId.uuid && (await repository.findOwner(deps.db, ownerId.uuid));
+export async function resetOwnerPassword(scope: OperatorScope, { ownerId }: { ownerId: ReceivedId }) {
+  const owner = ownerId.uuid && (await repository.findOwner(scope.db, ownerId.uuid));
   if (!owner) throw new KeyManagementError(`no owner ${ownerId.sent}`, 'not-found');
-  return deps.db.transaction().execute(async (trx) => {
+  return scope.db.transaction().execute(async (trx) => {
     await repository.setOwnerPassword(trx, owner.account_id, owner.id, null, null);
     await repository.deleteOwnerSessions(trx, owner.account_id, owner.id);
-    return { ownerId: owner.id, setPasswordUrl: await issueSetPasswordLink(deps, trx, { accountId: owner.account_id, ownerId: owner.id }) };
+    return { ownerId: owner.id, setPasswordUrl: await issueSetPasswordLink(scope, trx, { accountId: owner.account_id, ownerId: owner.id }) };
   });
 }
 
@@ -181,23 +183,23 @@ export async function resetOwnerPassword(deps: ConsoleDeps, ownerId: ReceivedId)
  * `npm start`'s demo owner: invited with the demo account when `newAccountId` is given, and given a
  * fresh link on later runs while no password was set (a link is stored hashed, so it cannot be shown again).
  */
-export async function demoOwnerLink(deps: ConsoleDeps, email: string, newAccountId?: ReceivedId): Promise<string | undefined> {
-  const owner = await repository.findOwnerByEmail(deps.db, normalizeEmail(email));
-  if (!owner) return newAccountId ? (await inviteOwner(deps, newAccountId, email)).setPasswordUrl : undefined;
+export async function demoOwnerLink(scope: OperatorScope, { email, newAccountId }: { email: string; newAccountId?: ReceivedId | undefined }): Promise<string | undefined> {
+  const owner = await repository.findOwnerByEmail(scope.db, normalizeEmail(email));
+  if (!owner) return newAccountId ? (await inviteOwner(scope, { accountId: newAccountId, email })).setPasswordUrl : undefined;
   if (owner.password_hash !== null) return undefined;
-  return issueSetPasswordLink(deps, deps.db, { accountId: owner.account_id, ownerId: owner.id });
+  return issueSetPasswordLink(scope, scope.db, { accountId: owner.account_id, ownerId: owner.id });
 }
 
 // ---- Sessions ---------------------------------------------------------------------------------
 
-async function startSession(deps: ConsoleDeps, db: AccountsDb, owner: { accountId: string; ownerId: string }): Promise<string> {
+async function startSession(scope: OperatorScope, db: AccountsDb, owner: { accountId: string; ownerId: string }): Promise<string> {
   const token = newSecret();
-  await repository.insertSession(db, { accountId: owner.accountId, ownerId: owner.ownerId, tokenHash: hashSecret(token), now: new Date(deps.now()) });
+  await repository.insertSession(db, { accountId: owner.accountId, ownerId: owner.ownerId, tokenHash: hashSecret(token), now: scope.now() });
   return token;
 }
 
-async function sessionViewOf(deps: ConsoleDeps, token: string): Promise<SessionView> {
-  const session = await currentSession(deps, token);
+async function sessionViewOf(scope: OperatorScope, token: string): Promise<SessionView> {
+  const session = await currentSession(scope, { token });
   if (!session) throw new Error('a session just started is not found');
   return { owner: session.owner, account: session.account };
 }
@@ -207,33 +209,34 @@ async function sessionViewOf(deps: ConsoleDeps, token: string): Promise<SessionV
  * yet, wrong password), in about the same time. The attempt is recorded as a failure before the
  * password is checked and cleared on success, so parallel guesses cannot slip past the limits.
  */
-export async function signIn(deps: ConsoleDeps, body: { email?: unknown; password?: unknown }, request: RequestOrigin) {
+export async function signIn(scope: OperatorScope, { body, origin: request }: { body: { email?: unknown; password?: unknown }; origin: RequestOrigin }) {
+  const { db } = scope;
   const email = typeof body.email === 'string' ? normalizeEmail(body.email) : '';
   const password = typeof body.password === 'string' ? body.password : '';
-  const now = deps.now();
+  const now = scope.now().getTime();
   const attempt = { emailHash: hashSecret(email), clientAddress: request.clientAddress, failedAt: new Date(now) };
-  const pendingId = await repository.insertSignInFailure(deps.db, attempt);
-  const failures = await repository.recentSignInFailures(deps.db, attempt.emailHash, request.clientAddress, new Date(now - SIGN_IN_WINDOW_MS), pendingId);
+  const pendingId = await repository.insertSignInFailure(db, attempt);
+  const failures = await repository.recentSignInFailures(db, attempt.emailHash, request.clientAddress, new Date(now - SIGN_IN_WINDOW_MS), pendingId);
   const allowance = signInAllowance(failures, now);
   if (!allowance.allowed) {
-    await repository.deleteSignInFailure(deps.db, pendingId);
+    await repository.deleteSignInFailure(db, pendingId);
     throw new ConsoleError(429, 'Too many failed sign-ins; try again later', undefined, allowance.retryAfterSeconds);
   }
-  const owner = email === '' ? undefined : await repository.findOwnerByEmail(deps.db, email);
+  const owner = email === '' ? undefined : await repository.findOwnerByEmail(db, email);
   const valid = await verifyPassword(owner?.password_hash ?? null, password);
   if (!owner || !valid) {
     if (owner) {
-      await accounts.insertSecurityEvent(deps.db, {
+      await accounts.insertSecurityEvent(db, {
         accountId: owner.account_id,
         type: 'sign_in.failed',
         occurredAt: new Date(now),
         actor: actorOf({ owner: { id: owner.id, email: owner.email } }, request),
       });
     }
-    await repository.deleteSignInFailuresBefore(deps.db, new Date(now - SIGN_IN_WINDOW_MS));
+    await repository.deleteSignInFailuresBefore(db, new Date(now - SIGN_IN_WINDOW_MS));
     throw new ConsoleError(401, SIGN_IN_FAILED);
   }
-  const token = await deps.db.transaction().execute(async (trx) => {
+  const token = await db.transaction().execute(async (trx) => {
     await repository.deleteSignInFailure(trx, pendingId);
     await repository.deleteEndedSessions(trx, owner.account_id, owner.id, new Date(now - SESSION_IDLE_MS), new Date(now - SESSION_ABSOLUTE_MS));
     await accounts.insertSecurityEvent(trx, {
@@ -242,22 +245,22 @@ export async function signIn(deps: ConsoleDeps, body: { email?: unknown; passwor
       occurredAt: new Date(now),
       actor: actorOf({ owner: { id: owner.id, email: owner.email } }, request),
     });
-    return startSession(deps, trx, { accountId: owner.account_id, ownerId: owner.id });
+    return startSession(scope, trx, { accountId: owner.account_id, ownerId: owner.id });
   });
-  return { token, view: await sessionViewOf(deps, token) };
+  return { token, view: await sessionViewOf(scope, token) };
 }
 
 /** The session a cookie names, if it is live; using it restarts the idle timeout. */
-export async function currentSession(deps: ConsoleDeps, token: string | undefined): Promise<Session | undefined> {
+export async function currentSession({ db, now: clock }: OperatorScope, { token }: { token: string | undefined }): Promise<Session | undefined> {
   if (!token) return undefined;
-  const row = await repository.findSession(deps.db, hashSecret(token));
+  const row = await repository.findSession(db, hashSecret(token));
   if (!row) return undefined;
-  const now = deps.now();
+  const now = clock().getTime();
   if (!isSessionLive({ createdAt: row.createdAt.getTime(), lastSeenAt: row.lastSeenAt.getTime() }, now)) {
-    await repository.deleteSession(deps.db, row.accountId, row.sessionId);
+    await repository.deleteSession(db, row.accountId, row.sessionId);
     return undefined;
   }
-  await repository.touchSession(deps.db, row.accountId, row.sessionId, new Date(now));
+  await repository.touchSession(db, row.accountId, row.sessionId, new Date(now));
   return {
     sessionId: row.sessionId,
     owner: { id: row.ownerId, email: row.email },
@@ -265,16 +268,16 @@ export async function currentSession(deps: ConsoleDeps, token: string | undefine
   };
 }
 
-export async function signOut(deps: ConsoleDeps, token: string | undefined): Promise<void> {
+export async function signOut({ db }: OperatorScope, { token }: { token: string | undefined }): Promise<void> {
   if (!token) return;
-  const row = await repository.findSession(deps.db, hashSecret(token));
-  if (row) await repository.deleteSession(deps.db, row.accountId, row.sessionId);
+  const row = await repository.findSession(db, hashSecret(token));
+  if (row) await repository.deleteSession(db, row.accountId, row.sessionId);
 }
 
 /** Whether a set-password link can still be used, without using it: the page says so before asking for a password. */
-export async function checkSetPasswordLink(deps: ConsoleDeps, body: { token?: unknown }): Promise<void> {
+export async function checkSetPasswordLink({ db, now }: OperatorScope, { body }: { body: { token?: unknown } }): Promise<void> {
   const link = typeof body.token === 'string' && body.token.length <= 100 ? body.token : '';
-  const found = link === '' ? undefined : await repository.findUsableSetPasswordToken(deps.db, hashSecret(link), new Date(deps.now()));
+  const found = link === '' ? undefined : await repository.findUsableSetPasswordToken(db, hashSecret(link), now());
   if (!found) throw new ConsoleError(400, LINK_INVALID);
 }
 
@@ -282,16 +285,17 @@ export async function checkSetPasswordLink(deps: ConsoleDeps, body: { token?: un
  * Through a one-time link: sets the password, ends every session of the owner and signs in anew.
  * The link is checked before the password so that a short password does not use it up.
  */
-export async function setPassword(deps: ConsoleDeps, body: { token?: unknown; password?: unknown }, request: RequestOrigin) {
+export async function setPassword(scope: OperatorScope, { body, origin: request }: { body: { token?: unknown; password?: unknown }; origin: RequestOrigin }) {
+  const { db } = scope;
   const link = typeof body.token === 'string' && body.token.length <= 100 ? body.token : '';
   const password = typeof body.password === 'string' ? body.password : '';
-  const now = new Date(deps.now());
-  const found = link === '' ? undefined : await repository.findUsableSetPasswordToken(deps.db, hashSecret(link), now);
+  const now = scope.now();
+  const found = link === '' ? undefined : await repository.findUsableSetPasswordToken(db, hashSecret(link), now);
   if (!found) throw new ConsoleError(400, LINK_INVALID);
   const problem = passwordProblem(password);
   if (problem) throw new ConsoleError(400, problem, 'password');
   const passwordHash = await hashPassword(password);
-  const token = await deps.db.transaction().execute(async (trx) => {
+  const token = await db.transaction().execute(async (trx) => {
     if (!(await repository.useSetPasswordToken(trx, found.accountId, found.tokenId, now))) throw new ConsoleError(400, LINK_INVALID);
     await repository.setOwnerPassword(trx, found.accountId, found.ownerId, passwordHash, now);
     await repository.deleteOwnerSessions(trx, found.accountId, found.ownerId);
@@ -301,9 +305,9 @@ export async function setPassword(deps: ConsoleDeps, body: { token?: unknown; pa
       occurredAt: now,
       actor: actorOf({ owner: { id: found.ownerId, email: found.email } }, request),
     });
-    return startSession(deps, trx, { accountId: found.accountId, ownerId: found.ownerId });
+    return startSession(scope, trx, { accountId: found.accountId, ownerId: found.ownerId });
   });
-  return { token, view: await sessionViewOf(deps, token) };
+  return { token, view: await sessionViewOf(scope, token) };
 }
 
 // ---- Keys: through the key operations the CLI uses (../operations.ts) ----------------------------
@@ -317,9 +321,9 @@ function keyProblem(error: unknown): never {
   throw error;
 }
 
-export async function listKeys(deps: ConsoleDeps, session: Session) {
-  const rows = await accounts.listApiKeys(deps.db, session.account.id, 'desc');
-  const now = deps.now();
+export async function listKeys({ db, accountId, now: clock }: OwnerScope) {
+  const rows = await accounts.listApiKeys(db, accountId, 'desc');
+  const now = clock().getTime();
   const replaced = new Map(rows.filter((row) => row.replaced_by_key_id).map((row) => [row.replaced_by_key_id!, row.id]));
   return { keys: rows.map((row) => keyView(row, now, replaced.get(row.id) ?? null)) };
 }
@@ -341,17 +345,15 @@ function permissionsOf(body: { scopes?: unknown; allowedCidrs?: unknown }): keys
 }
 
 /** "Edit" → "Save": what the key may do and from where, through the CLI's `key update` use-case. */
-export async function updateKey(deps: ConsoleDeps, session: Session, keyId: ReceivedId, body: { scopes?: unknown; allowedCidrs?: unknown }, request: RequestOrigin) {
-  const updated = await keys.updateKey(deps.keys, keyId, permissionsOf(body), { accountId: session.account.id, actor: actorOf(session, request) }).catch(keyProblem);
-  const replaces = await accounts.findReplacedApiKey(deps.db, session.account.id, updated.key.id);
-  return { key: keyView(updated.key, deps.now(), replaces?.id ?? null) };
+export async function updateKey(scope: OwnerScope, { keyId, body }: { keyId: ReceivedId; body: { scopes?: unknown; allowedCidrs?: unknown } }) {
+  const updated = await keys.updateKey(scope, { keyId, ...permissionsOf(body) }).catch(keyProblem);
+  const replaces = await accounts.findReplacedApiKey(scope.db, scope.accountId, updated.key.id);
+  return { key: keyView(updated.key, scope.now().getTime(), replaces?.id ?? null) };
 }
 
 export async function createKey(
-  deps: ConsoleDeps,
-  session: Session,
-  body: { label?: unknown; environment?: unknown; expires?: unknown; expiresOn?: unknown; scopes?: unknown; allowedCidrs?: unknown },
-  request: RequestOrigin,
+  scope: OwnerScope,
+  { body }: { body: { label?: unknown; environment?: unknown; expires?: unknown; expiresOn?: unknown; scopes?: unknown; allowedCidrs?: unknown } },
 ) {
   if (typeof body.label !== 'string') throw new ConsoleError(400, 'Give the key a label', 'label');
   const label = body.label.trim();
@@ -360,32 +362,30 @@ export async function createKey(
   if (body.environment !== undefined && body.environment !== 'LIVE') throw new ConsoleError(400, 'Sandbox keys are coming soon', 'environment');
   const choice = body.expires ?? 'never';
   if (typeof choice !== 'string' || !['never', '30d', '90d', 'date'].includes(choice)) throw new ConsoleError(400, 'Choose never, 30 days, 90 days or a date', 'expires');
-  const expiry = expiryOf(choice as ExpiryChoice, typeof body.expiresOn === 'string' ? body.expiresOn : undefined, deps.now());
+  const expiry = expiryOf(choice as ExpiryChoice, typeof body.expiresOn === 'string' ? body.expiresOn : undefined, scope.now().getTime());
   if ('problem' in expiry) throw new ConsoleError(400, expiry.problem, 'expiresOn');
   const { key, apiKey } = await keys
-    .createKey(
-      deps.keys,
-      receiveId(session.account.id),
-      { name: label, expiresAt: expiry.expiresAt === null ? null : new Date(expiry.expiresAt), ...permissionsOf(body) },
-      actorOf(session, request),
-    )
+    .createKey(scope, {
+      accountId: receiveId(scope.accountId),
+      name: label,
+      expiresAt: expiry.expiresAt === null ? null : new Date(expiry.expiresAt),
+      ...permissionsOf(body),
+    })
     .catch(keyProblem);
-  return { key: keyView(key, deps.now()), apiKey };
+  return { key: keyView(key, scope.now().getTime()), apiKey };
 }
 
-export async function rollKey(deps: ConsoleDeps, session: Session, keyId: ReceivedId, body: { grace?: unknown }, request: RequestOrigin) {
+export async function rollKey(scope: OwnerScope, { keyId, body }: { keyId: ReceivedId; body: { grace?: unknown } }) {
   const graceMs = graceMsOf(body.grace);
   if (graceMs === undefined) throw new ConsoleError(400, GRACE_PROBLEM, 'grace');
-  const rolled = await keys
-    .rollKey(deps.keys, keyId, graceMs, { accountId: session.account.id, actor: actorOf(session, request) })
-    .catch(keyProblem);
-  const now = deps.now();
+  const rolled = await keys.rollKey(scope, { keyId, graceMs }).catch(keyProblem);
+  const now = scope.now().getTime();
   return { key: keyView(rolled.key, now, rolled.previousKey.id), apiKey: rolled.apiKey, previousKey: keyView(rolled.previousKey, now) };
 }
 
-export async function revokeKey(deps: ConsoleDeps, session: Session, keyId: ReceivedId, request: RequestOrigin) {
-  const revoked = await keys.revokeKey(deps.keys, keyId, { accountId: session.account.id, actor: actorOf(session, request) }).catch(keyProblem);
-  return { key: keyView(revoked.key, deps.now()) };
+export async function revokeKey(scope: OwnerScope, { keyId }: { keyId: ReceivedId }) {
+  const revoked = await keys.revokeKey(scope, { keyId }).catch(keyProblem);
+  return { key: keyView(revoked.key, scope.now().getTime()) };
 }
 
 // ---- The security log ---------------------------------------------------------------------------
@@ -407,10 +407,10 @@ function decodeLogCursor(cursor: string): { occurredAt: Date; seq: string } | un
 }
 
 /** Newest first, 50 a page; a cursor only positions within the caller's own account's log. */
-export async function securityLog(db: AccountsDb, accountId: string, after: string | undefined, pageSize = LOG_PAGE_SIZE) {
+export async function securityLog({ db, accountId }: OwnerScope, { after }: { after: string | undefined }) {
   const position = after === undefined || after === '' ? undefined : decodeLogCursor(after);
   if (after && !position) throw new ConsoleError(400, 'This cursor is not one the security log gave', 'after');
-  const rows = await accounts.listSecurityEvents(db, accountId, { limit: pageSize + 1, after: position });
-  const page = rows.slice(0, pageSize);
-  return { events: page.map(keys.securityEventView), nextCursor: rows.length > pageSize ? encodeLogCursor(page.at(-1)!) : null };
+  const rows = await accounts.listSecurityEvents(db, accountId, { limit: LOG_PAGE_SIZE + 1, after: position });
+  const page = rows.slice(0, LOG_PAGE_SIZE);
+  return { events: page.map(keys.securityEventView), nextCursor: rows.length > LOG_PAGE_SIZE ? encodeLogCursor(page.at(-1)!) : null };
 }

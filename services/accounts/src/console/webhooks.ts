@@ -13,7 +13,8 @@ import {
   type ConsoleEndpointFragment,
 } from '../generated/events-calls.ts';
 import { GRACE_PROBLEM, graceMsOf } from './domain.ts';
-import { ConsoleError, NOT_FOUND, type Session } from './operations.ts';
+import type { OwnerScope } from '../operations.ts';
+import { ConsoleError, NOT_FOUND } from './operations.ts';
 
 /**
  * Settings → Webhooks: the console's calls to the events subgraph, which alone owns endpoints and
@@ -27,6 +28,11 @@ export interface WebhooksLink {
   timeoutMs: number;
   assertionPrivateKey: KeyObject;
   assertionTtlSeconds: number;
+}
+
+/** A signed-in owner's scope with the link to the events subgraph, which every webhook use case calls. */
+export interface WebhooksScope extends OwnerScope {
+  events: WebhooksLink;
 }
 
 interface WebhookDeliveryView {
@@ -69,15 +75,16 @@ function endpointView(node: ConsoleEndpointFragment): WebhookEndpointView {
  * never name one (nor be taken for one by a subgraph that looks a key up); it also tells a log
  * reader which owner acted.
  */
-function consoleApiKeyId(session: Session): string {
-  return `console:${session.owner.id}`;
+function consoleApiKeyId(scope: WebhooksScope): string {
+  return `console:${scope.actor.ownerId}`;
 }
 
 /** An owner signed in to the console manages the account's webhook endpoints and reads their deliveries. */
 const CONSOLE_SCOPES = ['read', 'webhooks:write'];
 
-async function call<Result, Variables>(link: WebhooksLink, session: Session, document: TypedDocumentNode<Result, Variables>, variables: Variables): Promise<Result> {
-  const assertion = signAssertion(link.assertionPrivateKey, { accountId: session.account.id, apiKeyId: consoleApiKeyId(session), scopes: CONSOLE_SCOPES }, link.assertionTtlSeconds);
+async function call<Result, Variables>(scope: WebhooksScope, document: TypedDocumentNode<Result, Variables>, variables: Variables): Promise<Result> {
+  const link = scope.events;
+  const assertion = signAssertion(link.assertionPrivateKey, { accountId: scope.accountId, apiKeyId: consoleApiKeyId(scope), scopes: CONSOLE_SCOPES }, link.assertionTtlSeconds);
   try {
     const response = await callSubgraph({
       caller: 'console',
@@ -110,8 +117,8 @@ function settled(payload: Payload): WebhookEndpointView {
   return endpointView(payload.webhookEndpoint!);
 }
 
-export async function listEndpoints(link: WebhooksLink, session: Session) {
-  const data = await call(link, session, ConsoleWebhooksDocument, {});
+export async function listEndpoints(scope: WebhooksScope) {
+  const data = await call(scope, ConsoleWebhooksDocument, {});
   return { endpoints: data.listWebhookEndpoints.map(endpointView), eventTypes: [...EVENT_TYPES] };
 }
 
@@ -121,13 +128,13 @@ function optionalString(value: unknown, field: string): string | undefined {
   return value;
 }
 
-export async function createEndpoint(link: WebhooksLink, session: Session, body: Record<string, unknown>) {
+export async function createEndpoint(scope: WebhooksScope, { body }: { body: Record<string, unknown> }) {
   const url = optionalString(body.url, 'url');
   if (!url) throw new ConsoleError(400, 'Enter the URL that will receive the webhooks', 'url');
   const eventTypes = body.eventTypes ?? [];
   if (!Array.isArray(eventTypes) || !eventTypes.every((type) => typeof type === 'string')) throw new ConsoleError(400, 'eventTypes must be a list of event types', 'eventTypes');
   const input = { url, eventTypes, description: optionalString(body.description, 'description')?.trim() || undefined };
-  const data = await call(link, session, ConsoleCreateWebhookDocument, { input });
+  const data = await call(scope, ConsoleCreateWebhookDocument, { input });
   const endpoint = settled(data.createWebhookEndpoint);
   return { endpoint, signingSecret: data.createWebhookEndpoint.signingSecret! };
 }
@@ -141,17 +148,17 @@ export const ENDPOINT_CHANGES = {
 export type EndpointChange = keyof typeof ENDPOINT_CHANGES;
 
 /** Disables, enables or deletes one of the account's endpoints; another account's id is not found. */
-export async function changeEndpoint(link: WebhooksLink, session: Session, id: string, change: EndpointChange) {
-  const data = await call(link, session, ENDPOINT_CHANGES[change], { id });
+export async function changeEndpoint(scope: WebhooksScope, { id, change }: { id: string; change: EndpointChange }) {
+  const data = await call(scope, ENDPOINT_CHANGES[change], { id });
   return { endpoint: settled(data.change) };
 }
 
 /** A new signing secret, shown once; the old one keeps signing for the grace period. */
-export async function rotateSecret(link: WebhooksLink, session: Session, id: string, body: { grace?: unknown }) {
+export async function rotateSecret(scope: WebhooksScope, { id, body }: { id: string; body: { grace?: unknown } }) {
   const graceMs = graceMsOf(body.grace);
   if (graceMs === undefined) throw new ConsoleError(400, GRACE_PROBLEM, 'grace');
   const graceSeconds = graceMs / 1000;
-  const data = await call(link, session, ConsoleRotateWebhookSecretDocument, { id, graceSeconds });
+  const data = await call(scope, ConsoleRotateWebhookSecretDocument, { id, graceSeconds });
   const endpoint = settled(data.rotateWebhookSigningSecret);
   return { endpoint, signingSecret: data.rotateWebhookSigningSecret.signingSecret! };
 }

@@ -72,7 +72,7 @@ describe('API keys in the console', () => {
 
   it('refuses bad input with the field named', async () => {
     const owner = await accountWithOwner(t.stack, t.base, 'Bad input');
-    const { key } = await createKey(t.stack.management, owner.accountId, { name: 'k' });
+    const { key } = await createKey(t.stack.operator, { accountId: owner.accountId, name: 'k' });
     const cases: [string, unknown, string][] = [
       ['/console/api/keys', {}, 'label'],
       ['/console/api/keys', { label: '   ' }, 'label'],
@@ -117,7 +117,7 @@ describe('API keys in the console', () => {
 describe('keys revoked elsewhere', () => {
   it('a key the CLI module revokes shows as Revoked in the console, logged without an owner', async () => {
     const owner = await accountWithOwner(t.stack, t.base, 'CLI revoke');
-    await revokeKey(t.stack.management, owner.apiKeyId);
+    await revokeKey(t.stack.operator, { keyId: owner.apiKeyId });
     const keys = await owner.client.get('/console/api/keys');
     expect(keys.body.keys[0]).toMatchObject({ id: owner.apiKeyId, status: 'Revoked' });
     const log = await owner.client.get('/console/api/security-log');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createKey, inviteOwner } from '../../src/index.ts';
-import { accountWithOwner, ConsoleClient, consoleDeps, tokenOf } from '../support/console-client.ts';
+import { accountWithOwner, ConsoleClient, consoleOperator, tokenOf } from '../support/console-client.ts';
 import { useConsoleStack } from '../support/console-stack.ts';
 
 /** What the console refuses from another origin, and the headers of its pages and answers (and none on /graphql). */
@@ -14,8 +14,8 @@ const t = useConsoleStack();
 describe('state-changing requests from another origin', () => {
   it('are refused with 403 on every POST endpoint, before anything changes', async () => {
     const owner = await accountWithOwner(t.stack, t.base, 'Cross origin');
-    const { key } = await createKey(t.stack.management, owner.accountId, { name: 'target' });
-    const invited = await inviteOwner(consoleDeps(t.stack), owner.accountId, `cross.${Date.now()}@example.com`);
+    const { key } = await createKey(t.stack.operator, { accountId: owner.accountId, name: 'target' });
+    const invited = await inviteOwner(consoleOperator(t.stack), { accountId: owner.accountId, email: `cross.${Date.now()}@example.com` });
     const before = (await t.db.query('select count(*) from accounts.security_events where account_id = $1', [owner.accountId])).rows[0].count;
     const posts: [string, unknown][] = [
       ['/console/api/sign-in', { email: owner.email, password: owner.password }],

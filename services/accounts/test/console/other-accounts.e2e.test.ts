@@ -16,7 +16,7 @@ describe("an owner of account A and account B's keys and log", () => {
     const a = await accountWithOwner(t.stack, t.base, 'Account A');
     const b = await accountWithOwner(t.stack, t.base, 'Account B');
     const bKey = await b.client.post('/console/api/keys', { label: 'B only' });
-    for (let i = 0; i < 55; i += 1) await createKey(t.stack.management, b.accountId, { name: `b${i}` });
+    for (let i = 0; i < 55; i += 1) await createKey(t.stack.operator, { accountId: b.accountId, name: `b${i}` });
     const bLog = await b.client.get('/console/api/security-log');
     expect(bLog.body.nextCursor).toEqual(expect.any(String));
     const bState = async () => JSON.stringify((await t.db.query('select * from accounts.api_keys where account_id = $1 order by id', [b.accountId])).rows);
@@ -59,7 +59,7 @@ describe("an owner of account A and account B's keys and log", () => {
 
   it("pages B's own log newest first, 50 a page, none skipped or repeated", async () => {
     const b = await accountWithOwner(t.stack, t.base, 'Paged log');
-    for (let i = 0; i < 60; i += 1) await createKey(t.stack.management, b.accountId, { name: `p${i}` });
+    for (let i = 0; i < 60; i += 1) await createKey(t.stack.operator, { accountId: b.accountId, name: `p${i}` });
     const first = await b.client.get('/console/api/security-log');
     expect(first.body.events).toHaveLength(50);
     const second = await b.client.get(`/console/api/security-log?after=${encodeURIComponent(first.body.nextCursor)}`);
@@ -78,7 +78,7 @@ describe("an owner of account A and account B's keys and log", () => {
     for (const path of ['/console/api/session', '/console/api/keys', '/console/api/security-log']) {
       expect((await anonymous.get(path)).body).toEqual(SIGN_IN_REQUIRED);
     }
-    for (const path of ['/console/api/keys', `/console/api/keys/${t.stack.management ? '00000000-0000-7000-8000-000000000000' : ''}/roll`, '/console/api/keys/00000000-0000-7000-8000-000000000000/revoke']) {
+    for (const path of ['/console/api/keys', `/console/api/keys/${t.stack.operator ? '00000000-0000-7000-8000-000000000000' : ''}/roll`, '/console/api/keys/00000000-0000-7000-8000-000000000000/revoke']) {
       const result = await anonymous.post(path, { label: 'x', grace: 'now' });
       expect(result.status).toBe(401);
       expect(result.body).toEqual(SIGN_IN_REQUIRED);

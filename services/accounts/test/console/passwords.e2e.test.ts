@@ -3,7 +3,7 @@ import { createLogger } from '@ots/shared/logger';
 import { startGateway } from '@ots/gateway/server';
 import { inviteOwner, resetOwnerPassword } from '../../src/index.ts';
 import { SET_PASSWORD_LINK_TTL_MS } from '../../src/console/domain.ts';
-import { accountWithOwner, baseOf, ConsoleClient, consoleDeps, tokenOf } from '../support/console-client.ts';
+import { accountWithOwner, baseOf, ConsoleClient, consoleOperator, tokenOf } from '../support/console-client.ts';
 import { useConsoleStack } from '../support/console-stack.ts';
 
 /** The console's passwords: the set-password link (one-time, checked before use, expiring, voided by a newer one), the stored hash, and passwords refused over plain HTTP in production. */
@@ -22,7 +22,7 @@ describe('passwords and the set-password link', () => {
 
   it('set-password signs in; the link is one-time, and a password under 12 characters is refused without using it up', async () => {
     const account = await t.stack.createAccountWithKey('Link');
-    const invited = await inviteOwner(consoleDeps(t.stack), account.accountId, 'Link.Owner@Example.com');
+    const invited = await inviteOwner(consoleOperator(t.stack), { accountId: account.accountId, email: 'Link.Owner@Example.com' });
     expect(invited.setPasswordUrl).toMatch(new RegExp(`^${t.base}/set-password#token=[A-Za-z0-9_-]{43}$`));
     const token = tokenOf(invited.setPasswordUrl);
     const client = new ConsoleClient(t.base);
@@ -54,7 +54,7 @@ describe('passwords and the set-password link', () => {
 
   it('a link can be checked before a password is chosen: usable, then used or expired, and checking never uses it', async () => {
     const account = await t.stack.createAccountWithKey('Checked link');
-    const invited = await inviteOwner(consoleDeps(t.stack, t.clock), account.accountId, `checked-link.${Date.now()}@example.com`);
+    const invited = await inviteOwner(consoleOperator(t.stack, t.clock), { accountId: account.accountId, email: `checked-link.${Date.now()}@example.com` });
     const token = tokenOf(invited.setPasswordUrl);
     const check = (at: string) => new ConsoleClient(at).post('/console/api/set-password/check', { token });
     expect((await check(t.base)).status).toBe(204);
@@ -77,7 +77,7 @@ describe('passwords and the set-password link', () => {
 
   it('a link is refused after 24 hours; a newer link voids an older one', async () => {
     const account = await t.stack.createAccountWithKey('Old link');
-    const invited = await inviteOwner(consoleDeps(t.stack, t.clock), account.accountId, `old-link.${Date.now()}@example.com`);
+    const invited = await inviteOwner(consoleOperator(t.stack, t.clock), { accountId: account.accountId, email: `old-link.${Date.now()}@example.com` });
     t.offsetMs = SET_PASSWORD_LINK_TTL_MS + 1_000;
     try {
       const late = await new ConsoleClient(t.clockedBase).post('/console/api/set-password', { token: tokenOf(invited.setPasswordUrl), password: 'a good long password' });
@@ -85,7 +85,7 @@ describe('passwords and the set-password link', () => {
     } finally {
       t.offsetMs = 0;
     }
-    const newer = await resetOwnerPassword(consoleDeps(t.stack), invited.ownerId);
+    const newer = await resetOwnerPassword(consoleOperator(t.stack), { ownerId: invited.ownerId });
     const older = await new ConsoleClient(t.base).post('/console/api/set-password', { token: tokenOf(invited.setPasswordUrl), password: 'a good long password' });
     expect(older.body).toEqual(LINK_INVALID);
     expect((await new ConsoleClient(t.base).post('/console/api/set-password', { token: tokenOf(newer.setPasswordUrl), password: 'a good long password' })).status).toBe(200);
@@ -113,7 +113,7 @@ describe('passwords over plain HTTP in production', () => {
       const wrong = await client.request('POST', '/console/api/sign-in', { email: owner.email, password: 'not the password' }, { origin: '' });
       expect({ status: wrong.status, body: wrong.body }).toEqual(refused);
       expect(await securityLog()).toEqual(logged);
-      const reset = await resetOwnerPassword(consoleDeps(t.stack), owner.ownerId);
+      const reset = await resetOwnerPassword(consoleOperator(t.stack), { ownerId: owner.ownerId });
       const setPassword = await client.request('POST', '/console/api/set-password', { token: tokenOf(reset.setPasswordUrl), password: 'a new long password' }, { origin: '' });
       expect({ status: setPassword.status, body: setPassword.body }).toEqual(refused);
       // The link was not spent: it still sets the password where passwords are accepted (the non-production gateway).

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { REDACTED_PATHS } from '@ots/shared/logger';
 import { startGateway } from '@ots/gateway/server';
 import { inviteOwner } from '../../src/index.ts';
-import { baseOf, ConsoleClient, consoleDeps, tokenOf } from '../support/console-client.ts';
+import { baseOf, ConsoleClient, consoleOperator, tokenOf } from '../support/console-client.ts';
 import { useConsoleStack } from '../support/console-stack.ts';
 
 /** No password, session id, set-password token or full key reaches the database or the log. */
@@ -26,7 +26,7 @@ describe('secrets', () => {
     try {
       const here = baseOf(gateway.url);
       const account = await t.stack.createAccountWithKey('Secrets');
-      const invited = await inviteOwner(consoleDeps(t.stack), account.accountId, `secrets.${Date.now()}@example.com`);
+      const invited = await inviteOwner(consoleOperator(t.stack), { accountId: account.accountId, email: `secrets.${Date.now()}@example.com` });
       const password = 'Sup3r secret passphrase';
       const client = new ConsoleClient(here);
       secrets.push(tokenOf(invited.setPasswordUrl), password);

@@ -3,7 +3,7 @@ import { createLogger } from '@ots/shared/logger';
 import { startGateway } from '@ots/gateway/server';
 import { resetOwnerPassword } from '../../src/index.ts';
 import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS } from '../../src/console/domain.ts';
-import { accountWithOwner, baseOf, ConsoleClient, consoleDeps, tokenOf } from '../support/console-client.ts';
+import { accountWithOwner, baseOf, ConsoleClient, consoleOperator, tokenOf } from '../support/console-client.ts';
 import { useConsoleStack } from '../support/console-stack.ts';
 
 /** The console's session: its cookie, and how it ends (idle, at its absolute limit, at sign-out, at a password reset or a new password). */
@@ -109,7 +109,7 @@ describe('session expiry', () => {
     const owner = await accountWithOwner(t.stack, t.base, 'Reset');
     const second = new ConsoleClient(t.base);
     expect((await second.post('/console/api/sign-in', { email: owner.email, password: owner.password })).status).toBe(200);
-    const link = await resetOwnerPassword(consoleDeps(t.stack), owner.ownerId);
+    const link = await resetOwnerPassword(consoleOperator(t.stack), { ownerId: owner.ownerId });
     expect((await owner.client.get('/console/api/session')).status).toBe(401);
     expect((await second.get('/console/api/session')).status).toBe(401);
     expect((await new ConsoleClient(t.base).post('/console/api/sign-in', { email: owner.email, password: owner.password })).body).toEqual(SIGN_IN_FAILED);
@@ -123,7 +123,7 @@ describe('session expiry', () => {
 
   it('setting a password through a link ends every session the owner still had', async () => {
     const owner = await accountWithOwner(t.stack, t.base, 'Set ends');
-    const link = await resetOwnerPassword(consoleDeps(t.stack), owner.ownerId);
+    const link = await resetOwnerPassword(consoleOperator(t.stack), { ownerId: owner.ownerId });
     // A session that outlived the reset (say, one started by a gateway that had not yet seen it): set-password must end it too.
     await t.db.query(
       "insert into accounts.sessions (id, account_id, owner_id, token_hash, created_at, last_seen_at) values (gen_random_uuid(), $1, $2, sha256('left over'), now(), now())",

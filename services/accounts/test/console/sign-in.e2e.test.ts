@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { inviteOwner } from '../../src/index.ts';
 import { SIGN_IN_WINDOW_MS } from '../../src/console/domain.ts';
-import { accountWithOwner, ConsoleClient, consoleDeps } from '../support/console-client.ts';
+import { accountWithOwner, ConsoleClient, consoleOperator } from '../support/console-client.ts';
 import { useConsoleStack } from '../support/console-stack.ts';
 
 /** Signing in to the console: one message for every failure, and the limits per email and per client address. */
@@ -13,7 +13,7 @@ const t = useConsoleStack();
 describe('sign-in', () => {
   it('answers one message for every failure: unknown email, wrong password, no password yet, empty fields', async () => {
     const owner = await accountWithOwner(t.stack, t.base, 'One message');
-    const pending = await inviteOwner(consoleDeps(t.stack), owner.accountId, `pending.${Date.now()}@example.com`);
+    const pending = await inviteOwner(consoleOperator(t.stack), { accountId: owner.accountId, email: `pending.${Date.now()}@example.com` });
     const pendingEmail = (await t.db.query('select email from accounts.owners where id = $1', [pending.ownerId])).rows[0].email;
     const attempts = [
       { email: 'nobody@example.com', password: owner.password },

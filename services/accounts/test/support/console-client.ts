@@ -1,5 +1,5 @@
 import type { TestStack } from '../../../../testing/stack.ts';
-import { inviteOwner, type ConsoleDeps } from '../../src/index.ts';
+import { inviteOwner, type OperatorScope } from '../../src/index.ts';
 
 export interface ConsoleResponse {
   status: number;
@@ -63,8 +63,9 @@ export function baseOf(graphqlUrl: string): string {
   return new URL(graphqlUrl).origin;
 }
 
-export function consoleDeps(stack: TestStack, now: () => number = Date.now): ConsoleDeps {
-  return { db: stack.management.db, keys: stack.management, consoleBaseUrl: baseOf(stack.gatewayUrl), now };
+/** The operator's scope for owner commands: links addressed to this stack's gateway, on the given clock. */
+export function consoleOperator(stack: TestStack, now: () => number = Date.now): OperatorScope {
+  return { ...stack.operator, config: { ...stack.operator.config, consoleBaseUrl: baseOf(stack.gatewayUrl) }, now: () => new Date(now()) };
 }
 
 export function tokenOf(setPasswordUrl: string): string {
@@ -78,7 +79,7 @@ export async function accountWithOwner(stack: TestStack, base: string, name: str
   const account = await stack.createAccountWithKey(name);
   owners += 1;
   const email = `owner${owners}.${Date.now()}@example.com`;
-  const invited = await inviteOwner(consoleDeps(stack), account.accountId, email);
+  const invited = await inviteOwner(consoleOperator(stack), { accountId: account.accountId, email });
   const client = new ConsoleClient(base);
   const set = await client.post('/console/api/set-password', { token: tokenOf(invited.setPasswordUrl), password });
   if (set.status !== 200) throw new Error(`set-password answered ${set.status}: ${JSON.stringify(set.body)}`);
