@@ -16,7 +16,8 @@ export interface Scope<Db> {
   now(): Date;
 }
 
-const wallClock = () => new Date();
+/** The clock every use case reads outside tests. */
+export const wallClock = () => new Date();
 
 /** The scope of a GraphQL request: its caller's account on the subgraph's database. */
 export function callerScope<Db>(db: Db, base: BaseContext, now: () => Date = wallClock): Scope<Db> {

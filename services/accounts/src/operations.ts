@@ -1,7 +1,7 @@
 import type { Config } from '@ots/shared/config';
 import type { ReceivedId } from '@ots/shared/ids';
 import type { Logger } from '@ots/shared/logger';
-import type { Scope } from '@ots/shared/scope';
+import { wallClock, type Scope } from '@ots/shared/scope';
 import {
   API_KEY_SCOPES,
   displayPrefixOf,
@@ -49,8 +49,6 @@ export interface OperatorScope extends Omit<Scope<AccountsDb>, 'accountId'> {
   config: Pick<Config, 'apiKeyHmacSecret' | 'consoleBaseUrl'>;
   keyStore: ApiKeyStore;
 }
-
-const wallClock = () => new Date();
 
 /** The operator's scope on a key store's connections (the CLI's, a script's), with the wall clock. */
 export function operatorScope(keys: { db: AccountsDb; keyStore: ApiKeyStore }, config: OperatorScope['config'], log: Logger): OperatorScope {
