@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
-import { describe, expect, it } from 'vitest';
-import { openSession, shown, snapshot } from './support/browser.ts';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { openProfile, saveScreenshotsOnFailure, shown, snapshot, type Session } from './support/browser.ts';
 import { startBrowserStack } from './support/browser-stack.ts';
 import { newAccountWithOwner, PASSWORD, readNewKey, USER_AGENT, viewer } from './support/owner.ts';
 
@@ -34,20 +34,43 @@ async function keptOutsideMemory(page: Page): Promise<string> {
   return [...inPage, ...cookies.map((cookie) => cookie.value)].join('\n');
 }
 
-describe('the console, in Chromium', () => {
-  it('an invited owner sets a password, signs in, creates, rolls and revokes a key, reads the security log, uses the explorer and signs out', async () => {
-    const { account, email, setPasswordUrl } = await newAccountWithOwner(t, 'Northwind Capital');
-    expect(setPasswordUrl).toMatch(new RegExp(`^${t.origin}/set-password#token=[^&]+$`));
-    const { page, consoleErrors } = await openSession(t.browser, { userAgent: USER_AGENT });
+/**
+ * One owner's journey, a step per test, in order: each step starts where the one before left the
+ * page, so a failing step fails those after it too.
+ */
+describe('an invited owner, in Chromium', () => {
+  let session: Session;
+  let page: Page;
+  let account: { id: string };
+  let email: string;
+  let setPasswordUrl: string;
+  let firstKey: string;
+  let firstPrefix: string;
+  let secondKey: string;
+  let secondPrefix: string;
 
-    // The page is served with a strict policy, which the console's build keeps without complaint.
+  beforeAll(async () => {
+    ({ account, email, setPasswordUrl } = await newAccountWithOwner(t, 'Northwind Capital'));
+    session = await openProfile(t.browser, { userAgent: USER_AGENT });
+    page = session.page;
+  });
+
+  beforeEach(() => saveScreenshotsOnFailure(session.context));
+
+  afterAll(async () => {
+    await page?.context().close();
+  });
+
+  it("the page is served with a strict policy, which the console's build keeps without complaint", async () => {
+    expect(setPasswordUrl).toMatch(new RegExp(`^${t.origin}/set-password#token=[^&]+$`));
     const response = await page.goto(`${t.origin}/sign-in`);
     const policy = response!.headers()['content-security-policy'] ?? '';
     expect(policy).toMatch(/script-src 'self'/);
     expect(policy).not.toMatch(/unsafe-inline|unsafe-eval/);
     expect(policy).toMatch(/frame-ancestors 'none'/);
+  });
 
-    // Set password: too short first, then a good one, which signs the owner in.
+  it('set password: too short first, then a good one, which signs the owner in', async () => {
     await page.goto(setPasswordUrl);
     await (await shown(page.getByLabel('New password'))).fill('short');
     await page.getByRole('button', { name: 'Set password' }).click();
@@ -59,8 +82,9 @@ describe('the console, in Chromium', () => {
     await shown(page.getByText('Enabled', { exact: true }));
     expect(page.url()).toBe(`${t.origin}/`);
     await snapshot(page, 'overview');
+  });
 
-    // Sign out, then a wrong password gets the one message, and the right one gets in.
+  it('sign out, then a wrong password gets the one message, and the right one gets in', async () => {
     await page.getByRole('link', { name: 'Sign out' }).click();
     await page.waitForURL(`${t.origin}/sign-in`);
     await signIn(page, email, 'not the password at all');
@@ -69,8 +93,9 @@ describe('the console, in Chromium', () => {
     await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await shown(page.getByRole('heading', { level: 1, name: 'Northwind Capital' }));
+  });
 
-    // Create a key with a label and an expiry; the sandbox is offered, disabled.
+  it('create a key with a label and an expiry; the sandbox is offered, disabled', async () => {
     await page.getByRole('link', { name: 'API Keys', exact: true }).click();
     await shown(page.getByRole('heading', { level: 1, name: 'API Keys' }));
     await page.getByRole('button', { name: 'Create API key' }).click();
@@ -81,7 +106,7 @@ describe('the console, in Chromium', () => {
     await create.getByLabel('Expires').selectOption({ label: 'In 90 days' });
     await snapshot(page, 'create-key');
     await create.getByRole('button', { name: 'Create', exact: true }).click();
-    const firstKey = await readNewKey(page);
+    firstKey = await readNewKey(page);
     await snapshot(page, 'new-key');
     await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: t.origin });
     await page.getByRole('button', { name: 'Copy', exact: true }).click();
@@ -91,9 +116,10 @@ describe('the console, in Chromium', () => {
     const first = await viewer(t, firstKey);
     expect(first.status).toBe(200);
     expect(first.body.data.viewer.account).toEqual({ id: account.id, name: 'Northwind Capital' });
-    const firstPrefix: string = first.body.data.viewer.apiKey.displayPrefix;
+    firstPrefix = first.body.data.viewer.apiKey.displayPrefix;
+  });
 
-    // The key is shown once: gone after the dialog and after a reload, and never stored by the page.
+  it('the key is shown once: gone after the dialog and after a reload, and never stored by the page', async () => {
     await page.getByRole('button', { name: 'Done' }).click();
     const firstRow = await shown(keyRow(page, firstPrefix));
     expect(await firstRow.textContent()).toContain('ci-bot');
@@ -103,26 +129,28 @@ describe('the console, in Chromium', () => {
     expect(await page.getByRole('textbox', { name: 'New API key' }).count()).toBe(0);
     expect(await page.content()).not.toContain(firstKey);
     expect(await keptOutsideMemory(page)).not.toContain(firstKey);
+  });
 
-    // Roll with a grace of 1 hour: the new key is shown once the same way, and both keys work.
+  it('roll with a grace of 1 hour: the new key is shown once the same way, and both keys work', async () => {
     await keyRow(page, firstPrefix).getByRole('button', { name: 'Roll', exact: true }).click();
     const roll = await shown(page.getByRole('dialog'));
     await roll.getByLabel('Grace period').selectOption({ label: '1 hour' });
     await snapshot(page, 'roll-key');
     await roll.getByRole('button', { name: 'Roll key' }).click();
-    const secondKey = await readNewKey(page);
+    secondKey = await readNewKey(page);
     expect(secondKey).not.toBe(firstKey);
     const second = await viewer(t, secondKey);
     expect(second.status).toBe(200);
     expect(second.body.data.viewer.account.id).toBe(account.id);
     expect((await viewer(t, firstKey)).status).toBe(200);
-    const secondPrefix: string = second.body.data.viewer.apiKey.displayPrefix;
+    secondPrefix = second.body.data.viewer.apiKey.displayPrefix;
     await page.getByRole('button', { name: 'Done' }).click();
     await expect.poll(() => keyRow(page, firstPrefix).textContent()).toContain('Expiring');
     await shown(keyRow(page, secondPrefix));
     await snapshot(page, 'api-keys');
+  });
 
-    // Revoke the new key: it is refused within a second, the old one keeps its grace.
+  it('revoke the new key: it is refused within a second, the old one keeps its grace', async () => {
     await keyRow(page, secondPrefix).getByRole('button', { name: 'Revoke', exact: true }).click();
     const revoke = await shown(page.getByRole('dialog', { name: 'Revoke this key?' }));
     await snapshot(page, 'revoke-key');
@@ -135,8 +163,9 @@ describe('the console, in Chromium', () => {
     expect(Date.now() - revokedAt).toBeLessThan(1_000);
     expect((await viewer(t, firstKey)).status).toBe(200);
     await expect.poll(() => keyRow(page, secondPrefix).textContent()).toContain('Revoked');
+  });
 
-    // The security log shows each step, newest first, with owner, address and t.browser.
+  it('the security log shows each step, newest first, with owner, address and browser', async () => {
     await page.getByRole('link', { name: 'Security log' }).click();
     await shown(page.getByRole('heading', { level: 1, name: 'Security log' }));
     const rows = page.getByRole('table').getByRole('row');
@@ -158,8 +187,9 @@ describe('the console, in Chromium', () => {
     expect(revokedRow).toContain(email);
     expect(revokedRow).toContain('127.0.0.1');
     expect(revokedRow).toContain(USER_AGENT);
+  });
 
-    // The API explorer runs a query with a pasted key, which stays in the page's memory only.
+  it("the API explorer runs a query with a pasted key, which stays in the page's memory only", async () => {
     await page.getByRole('link', { name: 'API explorer' }).click();
     await (await shown(page.getByLabel('API key'))).fill(firstKey);
     const editor = await shown(page.locator('.graphiql-query-editor .CodeMirror'));
@@ -171,8 +201,9 @@ describe('the console, in Chromium', () => {
     await expect.poll(() => result.textContent(), { timeout: 10_000 }).toContain('"Northwind Capital"');
     await snapshot(page, 'explorer');
     expect(await keptOutsideMemory(page)).not.toContain(firstKey);
+  });
 
-    // Signing out in another tab ends this tab's session too: its next request lands on the sign-in page.
+  it("signing out in another tab ends this tab's session too: its next request lands on the sign-in page", async () => {
     const otherTab = await page.context().newPage();
     await otherTab.goto(`${t.origin}/`);
     await otherTab.getByRole('link', { name: 'Sign out' }).click();
@@ -186,14 +217,14 @@ describe('the console, in Chromium', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     // Back where the owner was when the session ended.
     await shown(page.getByRole('heading', { level: 1, name: 'API Keys' }));
+  });
 
-    // Sign out ends the session: the console is behind the sign-in page again.
+  it('sign out ends the session: the console is behind the sign-in page again', async () => {
     await page.getByRole('link', { name: 'Sign out' }).click();
     await page.waitForURL(`${t.origin}/sign-in`);
     await page.goto(`${t.origin}/settings/api-keys`);
     await page.waitForURL(`${t.origin}/sign-in`);
     expect(await page.evaluate(async () => (await fetch('/console/api/session')).status)).toBe(401);
-    expect(consoleErrors).toEqual([]);
-    await page.context().close();
+    expect(session.consoleErrors).toEqual([]);
   });
 });

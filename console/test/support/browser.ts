@@ -34,6 +34,13 @@ export interface Session {
  * saved as a screenshot under test-results/console/, named after the test.
  */
 export async function openSession(browser: Browser, options: BrowserContextOptions = {}): Promise<Session> {
+  const session = await openProfile(browser, options);
+  saveScreenshotsOnFailure(session.context);
+  return session;
+}
+
+/** A fresh browser profile with one page, for a journey whose steps are tests of their own (each step then calls saveScreenshotsOnFailure). */
+export async function openProfile(browser: Browser, options: BrowserContextOptions = {}): Promise<Session> {
   const context = await browser.newContext({ viewport: LAPTOP, ...options });
   const page = await context.newPage();
   const consoleErrors: string[] = [];
@@ -42,6 +49,11 @@ export async function openSession(browser: Browser, options: BrowserContextOptio
     if (message.type() === 'error' && !/status of 401/.test(message.text())) consoleErrors.push(message.text());
   });
   context.on('weberror', (error) => consoleErrors.push(error.error().message));
+  return { context, page, consoleErrors };
+}
+
+/** If the running test fails, every page of the profile is saved as a screenshot under test-results/console/, named after the test. */
+export function saveScreenshotsOnFailure(context: BrowserContext): void {
   onTestFailed(async ({ task }) => {
     mkdirSync(SCREENSHOT_DIR, { recursive: true });
     const name = task.name.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 80);
@@ -49,7 +61,6 @@ export async function openSession(browser: Browser, options: BrowserContextOptio
       await open.screenshot({ path: join(SCREENSHOT_DIR, `${name}-${index + 1}.png`), fullPage: true }).catch(() => {});
     }
   });
-  return { context, page, consoleErrors };
 }
 
 /** Waits for the element to show, as a person waits for a page, and returns it. */
