@@ -1,8 +1,7 @@
-import { Writable } from 'node:stream';
 import { getIntrospectionQuery } from 'graphql';
-import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { createLogger, REDACTED_PATHS } from '@ots/shared/logger';
+import { createLogger } from '@ots/shared/logger';
+import { recordingLogger } from '@ots/shared/testing/recording-logger';
 import { useStack } from '../../testing/fixture.ts';
 import type { HttpResult } from '../../testing/stack.ts';
 import { displayPrefixOf, generateApiKey, LIVE_PREFIX, createAccount, createKey, revokeKey, rollKey, setApiAccess } from '@ots/accounts';
@@ -342,14 +341,7 @@ describe('a second gateway over the same key store', () => {
   });
 
   it('never writes an API key or an assertion to its log, even at trace level', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    });
-    const logger = pino({ level: 'trace', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, sink);
+    const { logger, written } = recordingLogger('gateway');
     const gateway = await startGateway({ config: t.stack.config, keyStore: t.stack.running.keys.keyStore, logger, port: 0, isReady: async () => true });
     const frank = await t.stack.createAccountWithKey('Frank');
     const unknown = generateApiKey();
@@ -367,7 +359,7 @@ describe('a second gateway over the same key store', () => {
     } finally {
       await gateway.close();
     }
-    const log = lines.join('');
+    const log = written();
     expect(log.length).toBeGreaterThan(0);
     for (const secret of [frank.apiKey, unknown]) expect(log).not.toContain(secret.slice(LIVE_PREFIX.length, LIVE_PREFIX.length + 12));
     expect(log).not.toMatch(/v1\.[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}/);
