@@ -1,21 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '@ots/shared/config';
 import { SERVICE_NAMES } from '@ots/shared/config';
+import { freePort } from '@ots/shared/testing/ports';
 
 export interface ServerProcess {
   gatewayUrl: string;
   child: ChildProcess;
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /**
