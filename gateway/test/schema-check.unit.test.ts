@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCommand, type Finished } from '@ots/shared/testing/run-command';
+import { runCommand, type Finished } from '@ots/shared/testing/processes';
 import { checkSubgraph, publishedSubgraphs } from '../src/schema-check.ts';
 import { composeSupergraph, PUBLISHED_API_FILE } from '../src/compose.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runCommand } from '@ots/shared/testing/run-command';
+import { runCommand } from '@ots/shared/testing/processes';
 
 /** Configuration mistakes as an operator meets them: through the real entry points, in their own process. */
 

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '@ots/shared/testing/database';
 import { freePort } from '@ots/shared/testing/ports';
-import { runCommand, type Finished } from '@ots/shared/testing/run-command';
+import { runCommand, type Finished } from '@ots/shared/testing/processes';
 import { ApiClient } from '../../testing/client.ts';
 import { NO_RATE_LIMIT_ENV } from '../../testing/requests.ts';
 import { startStack, type TestStack } from '../../testing/stack.ts';

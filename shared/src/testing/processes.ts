@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -28,4 +28,28 @@ export async function runCommand(command: string, args: readonly string[], optio
   const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
   clearTimeout(timer);
   return { code, stdout, stderr };
+}
+
+/** A process left running: what it has printed so far, stdout and stderr as they came. */
+export class StartedProcess {
+  output = '';
+
+  constructor(readonly child: ChildProcess) {
+    child.stdout!.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
+  }
+
+  /** Waits until the output matches `ready`; throws with the output when the process ends first or `timeoutMs` pass. */
+  async started(ready: RegExp, what: string, timeoutMs: number): Promise<void> {
+    const since = Date.now();
+    while (!ready.test(this.output)) {
+      if (this.child.exitCode !== null || Date.now() - since > timeoutMs) throw new Error(`${what} did not start:\n${this.output}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+/** Starts a node entry point in the repository's root, with exactly `env`, and leaves it running. */
+export function startNodeProcess(args: readonly string[], env: NodeJS.ProcessEnv): StartedProcess {
+  return new StartedProcess(spawn(process.execPath, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
 }
