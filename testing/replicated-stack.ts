@@ -7,8 +7,9 @@ import { loadConfig, SERVICE_NAMES, type Config, type ServiceName } from '@ots/s
 import { createLogger } from '@ots/shared/logger';
 import { createTestDatabase, type TestDatabase } from '@ots/shared/testing/database';
 import { RoundRobinProxy } from '@ots/shared/testing/round-robin-proxy';
-import { createAccount, createKey, openKeyStore, type KeyManagement, type OpenedKeyStore } from '@ots/accounts';
+import { openKeyStore, type KeyManagement, type OpenedKeyStore } from '@ots/accounts';
 import { migrateAll } from '../scripts/stack.ts';
+import { createAccountWithKey } from './stack.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
@@ -163,11 +164,7 @@ export async function startReplicatedStack(options: { env?: Record<string, strin
     databaseUrl: database.url,
     config,
     management,
-    createAccountWithKey: async (name = 'Replicated') => {
-      const account = await createAccount(management, name);
-      const { key, apiKey } = await createKey(management, account.id, { name: 'test' });
-      return { accountId: account.id, apiKeyId: key.id, apiKey };
-    },
+    createAccountWithKey: (name = 'Replicated') => createAccountWithKey(management, name),
     kill: (part, index) => {
       replicas.get(part)![index]!.process!.kill('SIGKILL');
     },

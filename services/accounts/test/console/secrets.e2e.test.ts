@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { recordingLogger } from '@ots/shared/testing/recording-logger';
-import { startGateway } from '@ots/gateway/server';
 import { inviteOwner } from '../../src/index.ts';
 import { baseOf, ConsoleClient, consoleDeps, tokenOf } from '../support/console-client.ts';
 import { useConsoleStack } from '../support/console-stack.ts';
@@ -12,7 +11,7 @@ const t = useConsoleStack();
 describe('secrets', () => {
   it('no password, session id, set-password token or full key reaches the database or the log, even at trace level', async () => {
     const { logger, written } = recordingLogger('gateway');
-    const gateway = await startGateway({ config: t.stack.config, keyStore: t.stack.running.keys.keyStore, logger, port: 0, isReady: async () => true });
+    const gateway = await t.stack.anotherGateway({ logger });
     const secrets: string[] = [];
     try {
       const here = baseOf(gateway.url);
