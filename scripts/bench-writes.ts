@@ -10,6 +10,7 @@ import { freePort } from '@ots/shared/testing/ports';
 import { createAccount, createKey, openKeyStore } from '@ots/accounts';
 import { composeAndWrite } from '@ots/gateway/compose';
 import { createBenchDatabase } from './bench-database.ts';
+import { benchServerEnv, waitReady } from './bench-process.ts';
 import { percentile } from './percentile.ts';
 import { CANCEL, ORDER_INPUT, RECORD_FILL, SUBMIT, VIEWER, type Operation } from './write-requests.ts';
 
@@ -69,18 +70,7 @@ interface RunningLayout {
 }
 
 async function startLayout(layout: Layout, config: Config): Promise<RunningLayout> {
-  const ports: Record<string, number> = {};
-  for (const name of [...SERVICES, 'gateway']) ports[name] = await freePort();
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    DATABASE_URL: config.databaseUrl,
-    REDIS_KEY_PREFIX: config.redisKeyPrefix,
-    LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_SECOND: '1000000',
-    RATE_LIMIT_BURST: '1000000',
-    GATEWAY_PORT: String(ports.gateway),
-    ...Object.fromEntries(SERVICES.map((service) => [`${service.toUpperCase()}_PORT`, String(ports[service])])),
-  };
+  const { ports, env } = await benchServerEnv(config);
   const processes: RunningLayout['processes'] = [];
   for (const { label, script } of layout.processes) {
     const child = spawn(process.execPath, ['--import', 'tsx', '--import', './shared/src/tracing-preload.ts', script], {
@@ -105,21 +95,6 @@ async function startLayout(layout: Layout, config: Config): Promise<RunningLayou
     throw error;
   }
   return { gatewayUrl: `http://127.0.0.1:${ports.gateway}/graphql`, processes, stop };
-}
-
-async function waitReady(url: string, child: ChildProcess): Promise<void> {
-  for (let attempt = 0; attempt < 600; attempt += 1) {
-    if (child.exitCode !== null) throw new Error(`a bench server exited with ${child.exitCode}`);
-    try {
-      const response = await request(url);
-      await response.body.dump();
-      if (response.statusCode === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await sleep(100);
-  }
-  throw new Error(`${url} was not ready within 60 s`);
 }
 
 interface Client {
