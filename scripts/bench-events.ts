@@ -10,6 +10,7 @@ import { Receiver } from '../testing/webhook-receiver.ts';
 import { createBenchDatabase } from './bench-database.ts';
 import { startServerProcess } from './bench-process.ts';
 import { openBenchStack } from './bench-stack.ts';
+import { percentile } from './percentile.ts';
 
 /**
  * The events part of `npm run bench` (after scripts/bench.ts): how long from a committed change to
@@ -91,8 +92,6 @@ async function keyAccount(): Promise<string> {
   const { viewer } = await graphql<{ viewer: { account: { id: string } } }>('{ viewer { account { id } } }');
   return viewer.account.id;
 }
-
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 console.log(
   `\nbench events (server ${process.env.BENCH_EVENTS_LAYOUT === 'in-process' ? 'in this process' : 'in a process of its own'}): relay polls every ${config.outboxRelayIntervalMs} ms, dispatcher every ${config.webhookDispatchIntervalMs} ms (woken by each ingest that queues a delivery)\n`,

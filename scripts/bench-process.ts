@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '@ots/shared/config';
 import { SERVICE_NAMES } from '@ots/shared/config';
+import { freePort } from '@ots/shared/testing/ports';
 
 export interface ServerProcess {
   gatewayUrl: string;
@@ -10,12 +10,25 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
+/**
+ * Ports of their own for the gateway and each subgraph, and the environment that puts a bench's
+ * server processes on them and on the bench's database, with the rate limit out of the way.
+ */
+export async function benchServerEnv(config: Config): Promise<{ ports: Record<string, number>; env: NodeJS.ProcessEnv }> {
+  const ports: Record<string, number> = {};
+  for (const name of [...SERVICE_NAMES, 'gateway']) ports[name] = await freePort();
+  return {
+    ports,
+    env: {
+      ...process.env,
+      DATABASE_URL: config.databaseUrl,
+      REDIS_KEY_PREFIX: config.redisKeyPrefix,
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_PER_SECOND: '1000000',
+      RATE_LIMIT_BURST: '1000000',
+      ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [`${name.toUpperCase()}_PORT`, String(port)])),
+    },
+  };
 }
 
 /**
@@ -25,19 +38,9 @@ async function freePort(): Promise<number> {
  * loop.
  */
 export async function startServerProcess(config: Config): Promise<ServerProcess> {
-  const ports: Record<string, number> = {};
-  for (const name of [...SERVICE_NAMES, 'gateway']) ports[name] = await freePort();
+  const { ports, env } = await benchServerEnv(config);
   const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench-server.ts'], {
-    env: {
-      ...process.env,
-      DATABASE_URL: config.databaseUrl,
-      REDIS_KEY_PREFIX: config.redisKeyPrefix,
-      LOG_LEVEL: 'warn',
-      RATE_LIMIT_PER_SECOND: '1000000',
-      RATE_LIMIT_BURST: '1000000',
-      METRICS_PORT: String(await freePort()),
-      ...Object.fromEntries(Object.entries(ports).map(([name, port]) => [`${name.toUpperCase()}_PORT`, String(port)])),
-    },
+    env: { ...env, METRICS_PORT: String(await freePort()) },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const stop = async () => {
@@ -46,16 +49,25 @@ export async function startServerProcess(config: Config): Promise<ServerProcess>
     child.kill('SIGTERM');
     await exited;
   };
-  const readyUrl = `http://127.0.0.1:${ports.gateway}/readyz`;
+  try {
+    await waitReady(`http://127.0.0.1:${ports.gateway}/readyz`, child);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { gatewayUrl: `http://127.0.0.1:${ports.gateway}/graphql`, child, stop };
+}
+
+/** Waits until a bench server's `/readyz` answers 200; throws when the process exits first, or after 60 s. */
+export async function waitReady(url: string, child: ChildProcess): Promise<void> {
   for (let attempt = 0; attempt < 600; attempt += 1) {
-    if (child.exitCode !== null) throw new Error(`the bench server exited with ${child.exitCode}`);
-    const ready = await fetch(readyUrl).then(
+    if (child.exitCode !== null) throw new Error(`a bench server exited with ${child.exitCode}`);
+    const ready = await fetch(url).then(
       (response) => response.status === 200,
       () => false,
     );
-    if (ready) return { gatewayUrl: `http://127.0.0.1:${ports.gateway}/graphql`, child, stop };
+    if (ready) return;
     await sleep(100);
   }
-  await stop();
-  throw new Error(`${readyUrl} was not ready within 60 s`);
+  throw new Error(`${url} was not ready within 60 s`);
 }

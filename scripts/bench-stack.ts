@@ -1,10 +1,8 @@
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { loadConfig, type Config } from '@ots/shared/config';
-import { ensureDevDatabase } from '@ots/shared/dev-database';
 import { createLogger } from '@ots/shared/logger';
 import { createAccount, createKey, operatorScope, type OperatorScope } from '@ots/accounts';
-import { launchStack, migrateAll, type RunningStack } from './stack.ts';
+import { createBenchDatabase } from './bench-database.ts';
+import { launchStack, type RunningStack } from './stack.ts';
 
 export interface BenchStack {
   config: Config;
@@ -24,17 +22,8 @@ export interface BenchStack {
 export async function openBenchStack(name: string): Promise<BenchStack> {
   const logger = createLogger(name, 'warn');
   const base = loadConfig({ ...process.env, LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '1000000', RATE_LIMIT_BURST: '1000000' });
-  const dev = base.databaseUrl ? undefined : await ensureDevDatabase(logger);
-  const serverUrl = base.databaseUrl ?? dev!.url;
-  const databaseName = `ots_${name.replace(/-/g, '_')}_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`create database ${databaseName}`);
-  const databaseUrl = Object.assign(new URL(serverUrl), { pathname: `/${databaseName}` }).toString();
-  // Every service on the throwaway database, whatever <SERVICE>_DATABASE_URL says.
-  const config = { ...base, databaseUrl, serviceDatabaseUrls: {}, redisKeyPrefix: `bench:${databaseName}:` };
-
-  await migrateAll(config);
+  const database = await createBenchDatabase(base, logger, name.replace(/-/g, '_'));
+  const { config } = database;
   const stack = await launchStack(config, { freePorts: true, logger });
   const operator = operatorScope(stack.keys, config, logger);
   const account = await createAccount(operator, { name: `Bench account (${name})` });
@@ -46,9 +35,7 @@ export async function openBenchStack(name: string): Promise<BenchStack> {
     apiKey,
     close: async () => {
       await stack.close();
-      await admin.query(`drop database ${databaseName} with (force)`);
-      await admin.end();
-      await dev?.stop();
+      await database.drop();
     },
   };
 }

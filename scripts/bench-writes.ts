@@ -1,15 +1,18 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { Agent, request } from 'undici';
 import { loadConfig, type Config } from '@ots/shared/config';
 import { createLogger } from '@ots/shared/logger';
+import { freePort } from '@ots/shared/testing/ports';
 import { createAccount, createKey, openKeyStore, operatorScope } from '@ots/accounts';
 import { composeAndWrite } from '@ots/gateway/compose';
 import { createBenchDatabase } from './bench-database.ts';
+import { benchServerEnv, waitReady } from './bench-process.ts';
+import { percentile } from './percentile.ts';
+import { CANCEL, ORDER_INPUT, RECORD_FILL, SUBMIT, VIEWER, type Operation } from './write-requests.ts';
 
 /**
  * The write section of `npm run bench`, measured as a client measures it (contract section 8): the
@@ -30,14 +33,6 @@ const PER_CLIENT = Number(process.env.BENCH_REQUESTS_PER_CLIENT ?? 20);
 /** The pause before each batch: the outbox relays empty what the batch before left them. */
 const SETTLE_MS = 150;
 
-const SUBMIT = 'mutation ($input: SubmitOrderInput!) { submitOrder(input: $input) { orderSubmission { id } error { code } } }';
-const CANCEL = 'mutation ($id: ID!) { cancelOrderSubmission(id: $id) { orderSubmission { id status } error { code } } }';
-const RECORD_FILL =
-  'mutation ($input: RecordFillInput!) { recordFill(input: $input) { fill { id } orderSubmission { status filledQuantity } error { code } } }';
-const VIEWER = '{ viewer { account { id name } apiKey { id displayPrefix } } }';
-const ORDER_INPUT = { symbol: 'AAPL', side: 'BUY', type: 'LIMIT', quantity: '10', limitPrice: '187.25' };
-
-type Operation = 'viewer' | 'submitOrder' | 'cancelOrderSubmission' | 'recordFill';
 const WRITES: readonly Operation[] = ['submitOrder', 'cancelOrderSubmission', 'recordFill'];
 const SERVICES = ['accounts', 'events', 'strategies', 'orders', 'fills'] as const;
 
@@ -58,14 +53,6 @@ const LAYOUTS: Layout[] = [
   },
 ];
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 /** User plus system CPU of a process so far, in ms (0 once it is gone). */
 function cpuMs(pid: number): number {
   try {
@@ -83,18 +70,7 @@ interface RunningLayout {
 }
 
 async function startLayout(layout: Layout, config: Config): Promise<RunningLayout> {
-  const ports: Record<string, number> = {};
-  for (const name of [...SERVICES, 'gateway']) ports[name] = await freePort();
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    DATABASE_URL: config.databaseUrl,
-    REDIS_KEY_PREFIX: config.redisKeyPrefix,
-    LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_SECOND: '1000000',
-    RATE_LIMIT_BURST: '1000000',
-    GATEWAY_PORT: String(ports.gateway),
-    ...Object.fromEntries(SERVICES.map((service) => [`${service.toUpperCase()}_PORT`, String(ports[service])])),
-  };
+  const { ports, env } = await benchServerEnv(config);
   const processes: RunningLayout['processes'] = [];
   for (const { label, script } of layout.processes) {
     const child = spawn(process.execPath, ['--import', 'tsx', '--import', './shared/src/tracing-preload.ts', script], {
@@ -119,21 +95,6 @@ async function startLayout(layout: Layout, config: Config): Promise<RunningLayou
     throw error;
   }
   return { gatewayUrl: `http://127.0.0.1:${ports.gateway}/graphql`, processes, stop };
-}
-
-async function waitReady(url: string, child: ChildProcess): Promise<void> {
-  for (let attempt = 0; attempt < 600; attempt += 1) {
-    if (child.exitCode !== null) throw new Error(`a bench server exited with ${child.exitCode}`);
-    try {
-      const response = await request(url);
-      await response.body.dump();
-      if (response.statusCode === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await sleep(100);
-  }
-  throw new Error(`${url} was not ready within 60 s`);
 }
 
 interface Client {
@@ -193,11 +154,6 @@ interface Figure {
   /** Requests that failed (not in the samples). */
   failed: number;
 }
-
-const percentile = (samples: readonly number[], p: number) => {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-};
 
 async function benchLayout(layout: Layout, config: Config, apiKeys: string[], pool: pg.Pool, databaseName: string): Promise<void> {
   const running = await startLayout(layout, config);

@@ -1,5 +1,6 @@
 import { hashApiKey, isWellFormedApiKey, readKeyCacheGeneration } from '@ots/accounts';
 import { openBenchStack } from './bench-stack.ts';
+import { percentile } from './percentile.ts';
 import { runPerRequestCosts } from './write-latency.ts';
 
 /**
@@ -20,7 +21,6 @@ async function timeEach(count: number, run: () => Promise<unknown>): Promise<num
   return samples.sort((a, b) => a - b);
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 const report = (label: string, sorted: number[]) =>
   console.log(`${label.padEnd(52)} p50 ${percentile(sorted, 50).toFixed(3)} ms   p99 ${percentile(sorted, 99).toFixed(3)} ms`);
 

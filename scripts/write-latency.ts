@@ -1,5 +1,7 @@
 import diagnostics from 'node:diagnostics_channel';
 import pg from 'pg';
+import { percentile } from './percentile.ts';
+import { CANCEL, ORDER_INPUT, RECORD_FILL, SUBMIT, VIEWER, type Operation } from './write-requests.ts';
 
 /**
  * What each write costs, one request at a time in the in-process stack of `npm run bench`: SQL
@@ -15,14 +17,6 @@ export interface PerRequestOptions {
   serviceOfPort: Map<string, string>;
 }
 
-const SUBMIT = 'mutation ($input: SubmitOrderInput!) { submitOrder(input: $input) { orderSubmission { id } error { code } } }';
-const CANCEL = 'mutation ($id: ID!) { cancelOrderSubmission(id: $id) { orderSubmission { id status } error { code } } }';
-const RECORD_FILL =
-  'mutation ($input: RecordFillInput!) { recordFill(input: $input) { fill { id } orderSubmission { status filledQuantity } error { code } } }';
-const VIEWER = '{ viewer { account { id name } apiKey { id displayPrefix } } }';
-
-const ORDER_INPUT = { symbol: 'AAPL', side: 'BUY', type: 'LIMIT', quantity: '10', limitPrice: '187.25' };
-
 function errorOf(body: unknown, root: string): string | undefined {
   const payload = (body as { data?: Record<string, { error?: { code: string } | null }> }).data?.[root];
   return payload?.error?.code;
@@ -37,8 +31,6 @@ interface Client {
   submitted: string[];
   fillOrder: string;
 }
-
-type Operation = 'viewer' | 'submitOrder' | 'cancelOrderSubmission' | 'recordFill';
 
 async function submit(send: Send, apiKey: string, input: Record<string, unknown> = ORDER_INPUT): Promise<string> {
   const body = (await send(apiKey, SUBMIT, { input })) as { data: { submitOrder: { orderSubmission: { id: string } | null } } };
@@ -87,11 +79,6 @@ async function concurrently(clients: readonly Client[], count: number, request: 
   );
   return { samples, seconds: Number(process.hrtime.bigint() - started) / 1e9 };
 }
-
-const percentile = (samples: readonly number[], p: number) => {
-  const sorted = [...samples].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-};
 
 interface Counters {
   statements: Map<string, number>;

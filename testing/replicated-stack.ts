@@ -7,8 +7,9 @@ import { loadConfig, SERVICE_NAMES, type Config, type ServiceName } from '@ots/s
 import { createLogger } from '@ots/shared/logger';
 import { createTestDatabase, type TestDatabase } from '@ots/shared/testing/database';
 import { RoundRobinProxy } from '@ots/shared/testing/round-robin-proxy';
-import { createAccount, createKey, openKeyStore, operatorScope, type OperatorScope, type OpenedKeyStore } from '@ots/accounts';
+import { openKeyStore, operatorScope, type OperatorScope, type OpenedKeyStore } from '@ots/accounts';
 import { migrateAll } from '../scripts/stack.ts';
+import { createAccountWithKey } from './stack.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
@@ -164,11 +165,7 @@ export async function startReplicatedStack(options: { env?: Record<string, strin
     databaseUrl: database.url,
     config,
     operator,
-    createAccountWithKey: async (name = 'Replicated') => {
-      const account = await createAccount(operator, { name });
-      const { key, apiKey } = await createKey(operator, { accountId: account.id, name: 'test' });
-      return { accountId: account.id, apiKeyId: key.id, apiKey };
-    },
+    createAccountWithKey: (name = 'Replicated') => createAccountWithKey(operator, name),
     kill: (part, index) => {
       replicas.get(part)![index]!.process!.kill('SIGKILL');
     },

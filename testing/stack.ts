@@ -1,10 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
 import { loadConfig, type Config, type ServiceName } from '@ots/shared/config';
-import { createLogger } from '@ots/shared/logger';
 import { launchStack, migrateAll, type RunningStack } from '../scripts/stack.ts';
 import { createAccount, createKey, operatorScope, type OperatorScope } from '@ots/accounts';
+import { createLogger, type Logger } from '@ots/shared/logger';
+import type { RunningServer } from '@ots/shared/subgraph-server';
 import { createTestDatabase } from '@ots/shared/testing/database';
+import { startGateway } from '@ots/gateway/server';
 import { TcpProxy } from '@ots/shared/testing/tcp-proxy';
 
 export interface StackOptions {
@@ -35,6 +37,12 @@ export interface TestStack {
   operator: OperatorScope;
   redisProxy: TcpProxy | undefined;
   createAccountWithKey(name?: string): Promise<{ accountId: string; apiKeyId: string; apiKey: string }>;
+  /**
+   * Another gateway over this stack's subgraphs and key store, on a port of its own: the stack's
+   * configuration with `config` over it, silent unless given a logger, the console on `consoleClock`
+   * if given. The caller closes it.
+   */
+  anotherGateway(options?: { config?: Partial<Config>; logger?: Logger; consoleClock?: () => number }): Promise<RunningServer>;
   /** POST a GraphQL request to the gateway with X-API-Key (omitted when apiKey is undefined). */
   graphql(apiKey: string | undefined, query: string, variables?: Record<string, unknown>): Promise<HttpResult>;
   /** POST any body with any headers to a URL (default the gateway). */
@@ -42,6 +50,13 @@ export interface TestStack {
   stopService(name: ServiceName): Promise<void>;
   startService(name: ServiceName): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A new account with one key, made through the admin operations as the CLI makes them. */
+export async function createAccountWithKey(operator: OperatorScope, name: string) {
+  const account = await createAccount(operator, { name });
+  const { key, apiKey } = await createKey(operator, { accountId: account.id, name: 'test' });
+  return { accountId: account.id, apiKeyId: key.id, apiKey };
 }
 
 /** A fresh database, migrated, with the five subgraphs and the gateway running in this process on free ports. */
@@ -101,11 +116,16 @@ export async function startStack(options: StackOptions = {}): Promise<TestStack>
     running,
     operator,
     redisProxy,
-    createAccountWithKey: async (name = 'Test account') => {
-      const account = await createAccount(operator, { name });
-      const { key, apiKey } = await createKey(operator, { accountId: account.id, name: 'test' });
-      return { accountId: account.id, apiKeyId: key.id, apiKey };
-    },
+    createAccountWithKey: (name = 'Test account') => createAccountWithKey(operator, name),
+    anotherGateway: (options = {}) =>
+      startGateway({
+        config: { ...running.config, ...options.config },
+        keyStore: running.keys.keyStore,
+        logger: options.logger ?? createLogger('another-gateway', 'silent'),
+        port: 0,
+        isReady: async () => true,
+        consoleClock: options.consoleClock,
+      }),
     graphql: (apiKey, query, variables) =>
       post(JSON.stringify({ query, variables }), {
         'content-type': 'application/json',

@@ -1,12 +1,9 @@
-import { Writable } from 'node:stream';
 import { getIntrospectionQuery } from 'graphql';
-import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { createLogger, REDACTED_PATHS } from '@ots/shared/logger';
+import { recordingLogger } from '@ots/shared/testing/recording-logger';
 import { useStack } from '../../testing/fixture.ts';
 import type { HttpResult } from '../../testing/stack.ts';
 import { displayPrefixOf, generateApiKey, LIVE_PREFIX, createAccount, createKey, revokeKey, rollKey, setApiAccess } from '@ots/accounts';
-import { startGateway } from '../src/server.ts';
 
 // The failed-authentication limit per address has its own test (limits.e2e); here many refusals come from one address.
 const t = useStack({ env: { FAILED_AUTH_BURST: '10000' }, accounts: ['alice'] });
@@ -317,13 +314,7 @@ describe('the key never reaches a response body', () => {
 
 describe('a second gateway over the same key store', () => {
   it('in production, a key sent over plain HTTP is refused; through a TLS-terminating proxy it is served', async () => {
-    const gateway = await startGateway({
-      config: { ...t.stack.config, production: true, trustProxy: ['loopback'] },
-      keyStore: t.stack.running.keys.keyStore,
-      logger: createLogger('production-gateway', 'silent'),
-      port: 0,
-      isReady: async () => true,
-    });
+    const gateway = await t.stack.anotherGateway({ config: { production: true, trustProxy: ['loopback'] } });
     try {
       const plain = await t.stack.post(JSON.stringify({ query: VIEWER }), { 'content-type': 'application/json', 'x-api-key': t.alice.apiKey }, gateway.url);
       expect(plain.status).toBeGreaterThanOrEqual(400);
@@ -342,15 +333,8 @@ describe('a second gateway over the same key store', () => {
   });
 
   it('never writes an API key or an assertion to its log, even at trace level', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    });
-    const logger = pino({ level: 'trace', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, sink);
-    const gateway = await startGateway({ config: t.stack.config, keyStore: t.stack.running.keys.keyStore, logger, port: 0, isReady: async () => true });
+    const { logger, written } = recordingLogger('gateway');
+    const gateway = await t.stack.anotherGateway({ logger });
     const frank = await t.stack.createAccountWithKey('Frank');
     const unknown = generateApiKey();
     try {
@@ -367,7 +351,7 @@ describe('a second gateway over the same key store', () => {
     } finally {
       await gateway.close();
     }
-    const log = lines.join('');
+    const log = written();
     expect(log.length).toBeGreaterThan(0);
     for (const secret of [frank.apiKey, unknown]) expect(log).not.toContain(secret.slice(LIVE_PREFIX.length, LIVE_PREFIX.length + 12));
     expect(log).not.toMatch(/v1\.[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}/);

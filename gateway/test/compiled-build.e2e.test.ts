@@ -1,8 +1,9 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scrape } from '@ots/shared/testing/metrics';
 import { freePort } from '@ots/shared/testing/ports';
+import { startNodeProcess, type StartedProcess } from '@ots/shared/testing/processes';
 import { startStack, type TestStack } from '../../testing/stack.ts';
 
 /**
@@ -13,8 +14,7 @@ import { startStack, type TestStack } from '../../testing/stack.ts';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 let stack: TestStack;
-let gateway: ChildProcess;
-let output = '';
+let gateway: StartedProcess;
 let gatewayUrl: string;
 let metricsUrl: string;
 
@@ -26,34 +26,24 @@ beforeAll(async () => {
   gatewayUrl = `http://127.0.0.1:${port}/graphql`;
   metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
   const { NODE_ENV: _testMode, ...environment } = process.env;
-  gateway = spawn(process.execPath, ['--conditions=compiled', '--import', './shared/src/tracing-preload.js', 'gateway/src/main.js'], {
-    cwd: ROOT,
-    env: {
-      ...environment,
-      DATABASE_URL: stack.databaseUrl,
-      REDIS_URL: stack.config.redisUrl ?? '',
-      REDIS_KEY_PREFIX: stack.config.redisKeyPrefix,
-      ACCOUNTS_URL: stack.urls.accounts,
-      ORDERS_URL: stack.urls.orders,
-      STRATEGIES_URL: stack.urls.strategies,
-      FILLS_URL: stack.urls.fills,
-      GATEWAY_PORT: String(port),
-      METRICS_PORT: String(metricsPort),
-      LOG_LEVEL: 'info',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  gateway = startNodeProcess(['--conditions=compiled', '--import', './shared/src/tracing-preload.js', 'gateway/src/main.js'], {
+    ...environment,
+    DATABASE_URL: stack.databaseUrl,
+    REDIS_URL: stack.config.redisUrl ?? '',
+    REDIS_KEY_PREFIX: stack.config.redisKeyPrefix,
+    ACCOUNTS_URL: stack.urls.accounts,
+    ORDERS_URL: stack.urls.orders,
+    STRATEGIES_URL: stack.urls.strategies,
+    FILLS_URL: stack.urls.fills,
+    GATEWAY_PORT: String(port),
+    METRICS_PORT: String(metricsPort),
+    LOG_LEVEL: 'info',
   });
-  gateway.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  gateway.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const started = Date.now();
-  while (!output.includes('gateway listening')) {
-    if (gateway.exitCode !== null || Date.now() - started > 30_000) throw new Error(`the compiled gateway did not start:\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await gateway.started(/gateway listening/, 'the compiled gateway', 30_000);
 }, 60_000);
 
 afterAll(async () => {
-  if (gateway && gateway.exitCode === null) gateway.kill('SIGKILL');
+  if (gateway && gateway.child.exitCode === null) gateway.child.kill('SIGKILL');
   await stack?.close();
 });
 
@@ -70,10 +60,10 @@ describe('the compiled gateway under plain node', () => {
   });
 
   it('stops on SIGTERM with exit code 0, its last line saying so', async () => {
-    const exited = new Promise<number | null>((resolve) => gateway.once('exit', (code) => resolve(code)));
-    gateway.kill('SIGTERM');
+    const exited = new Promise<number | null>((resolve) => gateway.child.once('exit', (code) => resolve(code)));
+    gateway.child.kill('SIGTERM');
     expect(await exited).toBe(0);
-    const lines = output.split('\n').filter((line) => line.startsWith('{'));
+    const lines = gateway.output.split('\n').filter((line) => line.startsWith('{'));
     expect(JSON.parse(lines.at(-1)!).msg).toMatch(/^stopped/);
   });
 });

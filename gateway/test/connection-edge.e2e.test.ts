@@ -3,17 +3,14 @@ import net from 'node:net';
 import { promisify } from 'node:util';
 import { describe, expect, it, vi } from 'vitest';
 import type { Limits } from '@ots/shared/config';
-import { createLogger } from '@ots/shared/logger';
 import type { RunningServer } from '@ots/shared/subgraph-server';
 import { useStack } from '../../testing/fixture.ts';
-import { startGateway } from '../src/server.ts';
 
 const t = useStack({ accounts: ['edge'] });
 
 /** A gateway of the test stack's with other connection limits, on a port of its own. */
 async function gatewayWith(limits: Partial<Limits>): Promise<RunningServer> {
-  const config = { ...t.stack.config, limits: { ...t.stack.config.limits, ...limits } };
-  return startGateway({ config, keyStore: t.stack.running.keys.keyStore, logger: createLogger('edge', 'silent'), port: 0, isReady: async () => true });
+  return t.stack.anotherGateway({ config: { limits: { ...t.stack.config.limits, ...limits } } });
 }
 
 interface RawClient {
@@ -46,6 +43,14 @@ async function openTrickling(port: number, head: string, drip = 'x'): Promise<Ra
 }
 
 const slowHeaders = (port: number) => openTrickling(port, 'POST /graphql HTTP/1.1\r\nHost: gateway\r\nX-Slow: ', 'a');
+
+/** Five requests whose bodies come a byte at a time, once the gateway has closed each of them. */
+async function trickledBodies(port: number): Promise<RawClient[]> {
+  const head = `POST /graphql HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\nX-API-Key: ${t.edge.apiKey}\r\nContent-Length: 10000\r\n\r\n{"query":"`;
+  const clients = await Promise.all(Array.from({ length: 5 }, () => openTrickling(port, head)));
+  await Promise.all(clients.map((client) => client.closed));
+  return clients;
+}
 
 async function healthOf(gateway: RunningServer): Promise<number> {
   const response = await fetch(new URL('/healthz', gateway.url));
@@ -102,9 +107,7 @@ describe('the connection edge', () => {
   it('a body trickled a byte at a time gets the 504 at the gateway timeout and its connection closed', async () => {
     const gateway = await gatewayWith({ gatewayTimeoutMs: 1_000, headersTimeoutMs: 1_000, bodyTimeoutMs: 20_000 });
     try {
-      const head = `POST /graphql HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\nX-API-Key: ${t.edge.apiKey}\r\nContent-Length: 10000\r\n\r\n{"query":"`;
-      const clients = await Promise.all(Array.from({ length: 5 }, () => openTrickling(gateway.port, head)));
-      await Promise.all(clients.map((client) => client.closed));
+      const clients = await trickledBodies(gateway.port);
       for (const client of clients) expect(client.received()).toMatch(/^HTTP\/1\.1 504/);
       expect(await healthOf(gateway)).toBe(200);
     } finally {
@@ -115,9 +118,7 @@ describe('the connection edge', () => {
   it('a body not in within the body timeout closes the connection, even where the gateway timeout is longer', async () => {
     const gateway = await gatewayWith({ gatewayTimeoutMs: 60_000, headersTimeoutMs: 1_000, bodyTimeoutMs: 2_000 });
     try {
-      const head = `POST /graphql HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\nX-API-Key: ${t.edge.apiKey}\r\nContent-Length: 10000\r\n\r\n{"query":"`;
-      const clients = await Promise.all(Array.from({ length: 5 }, () => openTrickling(gateway.port, head)));
-      await Promise.all(clients.map((client) => client.closed));
+      const clients = await trickledBodies(gateway.port);
       for (const client of clients) expect(client.received()).toMatch(/^HTTP\/1\.1 408/);
     } finally {
       await gateway.close();

@@ -75,8 +75,7 @@ describe('Variant A corners', () => {
   });
 
   it('in production over plain HTTP, a request without a key still gets Variant A', async () => {
-    const config = { ...t.stack.config, production: true };
-    const gateway = await startGateway({ config, keyStore: t.stack.running.keys.keyStore, logger: createLogger('production', 'silent'), port: 0, isReady: async () => true });
+    const gateway = await t.stack.anotherGateway({ config: { production: true } });
     try {
       const result = await t.stack.post(JSON.stringify({ query: VIEWER }), json, gateway.url);
       expect(result.status).toBe(200);
@@ -87,8 +86,7 @@ describe('Variant A corners', () => {
   });
 
   it('in production, introspection works with a valid key', async () => {
-    const config = { ...t.stack.config, production: true, trustProxy: ['loopback'] };
-    const gateway = await startGateway({ config, keyStore: t.stack.running.keys.keyStore, logger: createLogger('production', 'silent'), port: 0, isReady: async () => true });
+    const gateway = await t.stack.anotherGateway({ config: { production: true, trustProxy: ['loopback'] } });
     try {
       const headers = { ...json, 'x-api-key': t.alice.apiKey, 'x-forwarded-proto': 'https' };
       const result = await t.stack.post(JSON.stringify({ query: getIntrospectionQuery() }), headers, gateway.url);

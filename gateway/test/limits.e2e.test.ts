@@ -2,11 +2,9 @@ import net from 'node:net';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { SERVICE_NAMES, type Config } from '@ots/shared/config';
-import { createLogger } from '@ots/shared/logger';
 import { useStack } from '../../testing/fixture.ts';
 import type { HttpResult } from '../../testing/stack.ts';
 import { generateApiKey } from '@ots/accounts';
-import { startGateway } from '../src/server.ts';
 
 const ORDER_FIELDS =
   'id clientOrderId symbol side type timeInForce quantity limitPrice stopPrice status filledQuantity remainingQuantity averageFillPrice submittedAt updatedAt cancelledAt';
@@ -259,12 +257,9 @@ describe('with the default limits', () => {
     }
 
     async function gatewayWith(hungUrl: string, limits: Partial<Config['limits']>) {
-      const config: Config = {
-        ...t.stack.config,
-        subgraphUrls: { ...t.stack.config.subgraphUrls, strategies: hungUrl },
-        limits: { ...t.stack.config.limits, ...limits },
-      };
-      return startGateway({ config, keyStore: t.stack.running.keys.keyStore, logger: createLogger('hung-test', 'silent'), port: 0, isReady: async () => true });
+      return t.stack.anotherGateway({
+        config: { subgraphUrls: { ...t.stack.config.subgraphUrls, strategies: hungUrl }, limits: { ...t.stack.config.limits, ...limits } },
+      });
     }
 
     const QUERY = JSON.stringify({ query: '{ viewer { account { id } } strategy(id: "01a2002f-5e6c-707d-8b35-116f38247cd4") { id name } }' });

@@ -7,7 +7,6 @@ import { TcpProxy } from '@ots/shared/testing/tcp-proxy';
 import { strategiesService } from '@ots/strategies/service';
 import { useStack } from '../../testing/fixture.ts';
 import type { HttpResult } from '../../testing/stack.ts';
-import { startGateway } from '../src/server.ts';
 
 const t = useStack({ accounts: ['errs'] });
 const json = { 'content-type': 'application/json' };
@@ -67,8 +66,7 @@ describe('a database outage says retry', () => {
     const strategies = await runService(strategiesService, { config: { ...t.stack.config, databaseUrl: database.toString() }, port: 0, logger });
     let gateway: RunningServer | undefined;
     try {
-      const config = { ...t.stack.config, subgraphUrls: { ...t.stack.config.subgraphUrls, strategies: strategies.url } };
-      gateway = await startGateway({ config, keyStore: t.stack.running.keys.keyStore, logger, port: 0, isReady: async () => true });
+      gateway = await t.stack.anotherGateway({ config: { subgraphUrls: { ...t.stack.config.subgraphUrls, strategies: strategies.url } }, logger });
       const ask = (query: string) => t.stack.post(JSON.stringify({ query }), { ...json, 'x-api-key': t.errs.apiKey }, gateway!.url);
       expect((await ask('{ listStrategies { nodes { id } } }')).body.errors).toBeUndefined();
 
@@ -95,11 +93,9 @@ describe('a frozen subgraph', () => {
     const held: net.Socket[] = [];
     const frozen = net.createServer((socket) => held.push(socket.on('error', () => {})));
     await new Promise<void>((resolve) => frozen.listen(0, '127.0.0.1', resolve));
-    const config = {
-      ...t.stack.config,
-      subgraphUrls: { ...t.stack.config.subgraphUrls, strategies: `http://127.0.0.1:${(frozen.address() as net.AddressInfo).port}/graphql` },
-    };
-    const gateway = await startGateway({ config, keyStore: t.stack.running.keys.keyStore, logger: createLogger('frozen', 'silent'), port: 0, isReady: async () => true });
+    const gateway = await t.stack.anotherGateway({
+      config: { subgraphUrls: { ...t.stack.config.subgraphUrls, strategies: `http://127.0.0.1:${(frozen.address() as net.AddressInfo).port}/graphql` } },
+    });
     try {
       const ask = (query: string) => t.stack.post(JSON.stringify({ query }), { ...json, 'x-api-key': t.errs.apiKey }, gateway.url);
       const read = await ask('{ viewer { account { id } } listStrategies { nodes { id } } listOrderSubmissions { nodes { id } } }');

@@ -1,5 +1,6 @@
 import { buildSchema, GraphQLError, Kind, parse, type OperationDefinitionNode } from 'graphql';
 import { describe, expect, it } from 'vitest';
+import { refusal } from '@ots/shared/testing/refusal';
 import { checkScalarInputs } from '../src/scalar-check.ts';
 
 // As in the supergraph, the gateway knows the custom scalars by name only.
@@ -18,18 +19,8 @@ function check(query: string, variables?: Record<string, unknown>): void {
   checkScalarInputs(schema, document, operation, variables);
 }
 
-function refusalOf(run: () => void): GraphQLError {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(GraphQLError);
-    return error as GraphQLError;
-  }
-  throw new Error('expected the value to be refused');
-}
-
-function refusal(query: string, variables?: Record<string, unknown>): GraphQLError {
-  return refusalOf(() => check(query, variables));
+function queryRefusal(query: string, variables?: Record<string, unknown>): GraphQLError {
+  return refusal(() => check(query, variables));
 }
 
 describe('checkScalarInputs: Decimal and DateTime values checked at the gateway', () => {
@@ -41,32 +32,32 @@ describe('checkScalarInputs: Decimal and DateTime values checked at the gateway'
   });
 
   it('refuses a Decimal number literal, naming the input field', () => {
-    const error = refusal('mutation { submit(input: { symbol: "A", quantity: 10 }) }');
+    const error = queryRefusal('mutation { submit(input: { symbol: "A", quantity: 10 }) }');
     expect(error.extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: 'input.quantity' });
   });
 
   it('refuses a Decimal sent as a JSON number in a variable, naming the variable path', () => {
-    const error = refusal('mutation ($i: OrderInput!) { submit(input: $i) }', { i: { symbol: 'A', quantity: 10 } });
+    const error = queryRefusal('mutation ($i: OrderInput!) { submit(input: $i) }', { i: { symbol: 'A', quantity: 10 } });
     expect(error.extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: '$i.quantity' });
   });
 
   it('refuses a bad value inside a list of input objects', () => {
-    const inline = refusal('mutation { submitMany(inputs: [{ symbol: "A", quantity: "1" }, { symbol: "B", quantity: "-1" }]) }');
+    const inline = queryRefusal('mutation { submitMany(inputs: [{ symbol: "A", quantity: "1" }, { symbol: "B", quantity: "-1" }]) }');
     expect(inline.extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: 'inputs[1].quantity' });
-    const variable = refusal('mutation ($l: [OrderInput!]!) { submitMany(inputs: $l) }', {
+    const variable = queryRefusal('mutation ($l: [OrderInput!]!) { submitMany(inputs: $l) }', {
       l: [{ symbol: 'A', quantity: '1' }, { symbol: 'B', quantity: '1e5' }],
     });
     expect(variable.extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: '$l[1].quantity' });
   });
 
   it('refuses a malformed DateTime, inline, in a list, and as a variable', () => {
-    expect(refusal('{ at(when: "2026-02-30T00:00:00Z") }').extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: 'when' });
-    expect(refusal('{ list(filter: { window: ["2026-11-21T14:03:07Z", "yesterday"] }) }').extensions).toMatchObject({ argumentName: 'filter.window[1]' });
-    expect(refusal('query ($w: DateTime!) { at(when: $w) }', { w: '2026-11-21T14:03:07' }).extensions).toMatchObject({ argumentName: '$w' });
+    expect(queryRefusal('{ at(when: "2026-02-30T00:00:00Z") }').extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: 'when' });
+    expect(queryRefusal('{ list(filter: { window: ["2026-11-21T14:03:07Z", "yesterday"] }) }').extensions).toMatchObject({ argumentName: 'filter.window[1]' });
+    expect(queryRefusal('query ($w: DateTime!) { at(when: $w) }', { w: '2026-11-21T14:03:07' }).extensions).toMatchObject({ argumentName: '$w' });
   });
 
   it('the message says what is wrong without echoing anything but the value', () => {
-    const error = refusal('mutation { submit(input: { symbol: "A", quantity: "12.345678901234" }) }');
+    const error = queryRefusal('mutation { submit(input: { symbol: "A", quantity: "12.345678901234" }) }');
     expect(error.message).toMatch(/input\.quantity/);
     expect(error.message).toMatch(/fraction digits/);
   });
@@ -80,8 +71,8 @@ describe('checkScalarInputs: Decimal and DateTime values checked at the gateway'
 
     const bad = parse('mutation { submit(input: { symbol: "A", quantity: "-1" }) }');
     const badOperation = bad.definitions[0] as OperationDefinitionNode;
-    const first = refusalOf(() => checkScalarInputs(schema, bad, badOperation, undefined));
-    const second = refusalOf(() => checkScalarInputs(schema, bad, badOperation, undefined));
+    const first = refusal(() => checkScalarInputs(schema, bad, badOperation, undefined));
+    const second = refusal(() => checkScalarInputs(schema, bad, badOperation, undefined));
     expect(second).not.toBe(first);
     expect([first.message, first.extensions]).toEqual([second.message, second.extensions]);
     expect(second.extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: 'input.quantity' });

@@ -1,14 +1,12 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runCommand, type Finished } from '@ots/shared/testing/processes';
 import { checkSubgraph, publishedSubgraphs } from '../src/schema-check.ts';
 import { composeSupergraph, PUBLISHED_API_FILE } from '../src/compose.ts';
 
 /** The check a subgraph's team runs before deploying it alone (`npm run schema:check -- --service orders`). */
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const publishedApi = readFileSync(PUBLISHED_API_FILE, 'utf8');
 const ordersSdl = readFileSync(new URL('../../services/orders/schema.graphql', import.meta.url), 'utf8');
 
@@ -56,14 +54,8 @@ describe('npm run schema:check', () => {
   const directory = mkdtempSync(join(tmpdir(), 'schema-check-'));
   afterAll(() => rmSync(directory, { recursive: true, force: true }));
 
-  async function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'gateway/src/schema-check.ts', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-    return { code, stdout, stderr };
+  async function run(args: string[]): Promise<Finished> {
+    return runCommand(process.execPath, ['--import', 'tsx', 'gateway/src/schema-check.ts', ...args]);
   }
 
   it('exits 0 for a compatible SDL and 1, naming the change, for a breaking one', async () => {

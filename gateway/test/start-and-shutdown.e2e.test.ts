@@ -1,24 +1,21 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '@ots/shared/testing/database';
 import { scrape } from '@ots/shared/testing/metrics';
 import { freePort } from '@ots/shared/testing/ports';
+import { startNodeProcess, type StartedProcess } from '@ots/shared/testing/processes';
 
 /** `npm start`'s program as a user runs it: its own process, configured only through the environment. */
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 let database: TestDatabase;
-let child: ChildProcess;
-let output = '';
+let service: StartedProcess;
 let gatewayUrl: string;
 let demoKey: string;
 let metricsUrl: string;
 
 /** The process's log lines (JSON, since its stdout is not a terminal). */
 const logLines = (): Record<string, unknown>[] =>
-  output
+  service.output
     .split('\n')
     .filter((line) => line.startsWith('{'))
     .map((line) => JSON.parse(line) as Record<string, unknown>);
@@ -29,36 +26,26 @@ beforeAll(async () => {
   metricsUrl = `http://127.0.0.1:${metrics}/metrics`;
   // Without vitest's NODE_ENV=test, as a user runs it: libraries that install their own signal handlers outside tests do so here too.
   const { NODE_ENV: _testMode, ...environment } = process.env;
-  child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
-    cwd: ROOT,
-    env: {
-      ...environment,
-      DATABASE_URL: database.url,
-      REDIS_URL: inject('redisUrl'),
-      REDIS_KEY_PREFIX: `test:${randomBytes(4).toString('hex')}:`,
-      GATEWAY_PORT: String(gateway),
-      ACCOUNTS_PORT: String(accounts),
-      ORDERS_PORT: String(orders),
-      STRATEGIES_PORT: String(strategies),
-      FILLS_PORT: String(fills),
-      METRICS_PORT: String(metrics),
-      LOG_LEVEL: 'info',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  service = startNodeProcess(['--import', 'tsx', 'scripts/start.ts'], {
+    ...environment,
+    DATABASE_URL: database.url,
+    REDIS_URL: inject('redisUrl'),
+    REDIS_KEY_PREFIX: `test:${randomBytes(4).toString('hex')}:`,
+    GATEWAY_PORT: String(gateway),
+    ACCOUNTS_PORT: String(accounts),
+    ORDERS_PORT: String(orders),
+    STRATEGIES_PORT: String(strategies),
+    FILLS_PORT: String(fills),
+    METRICS_PORT: String(metrics),
+    LOG_LEVEL: 'info',
   });
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const started = Date.now();
-  while (!/Demo API key: (svc_live_\w+)/.test(output)) {
-    if (child.exitCode !== null || Date.now() - started > 45_000) throw new Error(`the service did not start:\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  demoKey = /Demo API key: (svc_live_\w+)/.exec(output)![1]!;
-  gatewayUrl = /running at (http:\/\/\S+)/.exec(output)![1]!;
+  await service.started(/Demo API key: (svc_live_\w+)/, 'the service', 45_000);
+  demoKey = /Demo API key: (svc_live_\w+)/.exec(service.output)![1]!;
+  gatewayUrl = /running at (http:\/\/\S+)/.exec(service.output)![1]!;
 }, 60_000);
 
 afterAll(async () => {
-  if (child.exitCode === null) child.kill('SIGKILL');
+  if (service.child.exitCode === null) service.child.kill('SIGKILL');
   await database.drop();
 });
 
@@ -72,7 +59,7 @@ const viewer = () =>
 describe('the service started as npm start starts it', () => {
   it('creates a demo account on the first run, prints its key with a curl line, and serves it', async () => {
     expect(gatewayUrl).toMatch(/\/graphql$/);
-    expect(output).toContain(`curl -s ${gatewayUrl}`);
+    expect(service.output).toContain(`curl -s ${gatewayUrl}`);
     const response = await viewer();
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ data: { viewer: { account: { name: 'Demo account' } } } });
@@ -80,10 +67,10 @@ describe('the service started as npm start starts it', () => {
 
   it('invites a demo owner on the first run and prints the console address and a set-password link that signs in', async () => {
     const started = Date.now();
-    while (!/set-password#token=/.test(output) && Date.now() - started < 10_000) await new Promise((resolve) => setTimeout(resolve, 100));
+    while (!/set-password#token=/.test(service.output) && Date.now() - started < 10_000) await new Promise((resolve) => setTimeout(resolve, 100));
     const origin = new URL(gatewayUrl).origin;
-    expect(output).toContain(`Console: ${origin}/`);
-    const link = new RegExp(`(${origin}/set-password#token=([A-Za-z0-9_-]+))`).exec(output);
+    expect(service.output).toContain(`Console: ${origin}/`);
+    const link = new RegExp(`(${origin}/set-password#token=([A-Za-z0-9_-]+))`).exec(service.output);
     expect(link).not.toBeNull();
     const response = await fetch(`${origin}/console/api/set-password`, {
       method: 'POST',
@@ -106,7 +93,7 @@ describe('the service started as npm start starts it', () => {
     const line = logLines().find((entry) => entry.reqId === requestId && entry.msg === 'request completed')!;
     expect(line).toMatchObject({ level: 30, operation: 'Whoami', status: 200, outcome: 'ok', accountId: body.data.viewer.account.id, apiKeyId: expect.any(String) });
     expect(line.durationMs).toEqual(expect.any(Number));
-    const logged = output.split('\n').filter((entry) => entry.startsWith('{')).join('\n');
+    const logged = service.output.split('\n').filter((entry) => entry.startsWith('{')).join('\n');
     expect(logged).not.toContain(demoKey);
     expect(logged).not.toContain('secret-in-a-variable');
   });
@@ -130,9 +117,9 @@ describe('the service started as npm start starts it', () => {
       }
     });
     await new Promise((resolve) => setTimeout(resolve, 50));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const exited = new Promise<number | null>((resolve) => service.child.once('exit', (code) => resolve(code)));
     const stopAt = Date.now();
-    child.kill('SIGTERM');
+    service.child.kill('SIGTERM');
     const results = await Promise.all(outcomes);
     expect(await exited).toBe(0);
     // Clients' idle keep-alive connections do not hold the stop up until their timeout.

@@ -1,5 +1,6 @@
 import { GraphQLError } from 'graphql';
 import { describe, expect, it } from 'vitest';
+import { refusal } from '@ots/shared/testing/refusal';
 import { AUTHENTICATION_REQUIRED, variantABody } from '../src/unauthenticated.ts';
 
 const paths = (body: ReturnType<typeof variantABody>) => body.errors.map((error) => error.path);
@@ -70,13 +71,7 @@ describe('variantABody (contract section 5, Variant A)', () => {
   it('throws BAD_REQUEST when the operation to run cannot be chosen', () => {
     const two = 'query A { viewer { account { id } } } query B { viewer { apiKey { id } } }';
     for (const run of [() => variantABody(two, undefined, 2000), () => variantABody(two, 'Z', 2000), () => variantABody('fragment F on Query { viewer { account { id } } }', undefined, 2000)]) {
-      try {
-        run();
-        expect.unreachable('expected a refusal');
-      } catch (error) {
-        expect(error).toBeInstanceOf(GraphQLError);
-        expect((error as GraphQLError).extensions.code).toBe('BAD_REQUEST');
-      }
+      expect(refusal(run).extensions.code).toBe('BAD_REQUEST');
     }
   });
 });

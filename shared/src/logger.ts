@@ -7,7 +7,7 @@ import type PinoPretty from 'pino-pretty';
 export type Logger = FastifyBaseLogger;
 
 /** Header values that must never reach a log line. */
-export const REDACTED_PATHS = [
+const REDACTED_PATHS = [
   'req.headers["x-api-key"]',
   'req.headers.authorization',
   'req.headers["x-api-token"]',
@@ -34,8 +34,12 @@ function destination(fd: 1 | 2): DestinationStream {
   return pretty({ destination: fd, sync: true, colorize: true, singleLine: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
 }
 
+/** What every logger of the project is built with, a test's included: the paths above redacted. */
+export function loggerOptions(name: string, level: string) {
+  return { name, level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } };
+}
+
 /** `toStderr` keeps stdout for a command's own output (the admin CLI's JSON). */
 export function createLogger(name: string, level: string = process.env.LOG_LEVEL ?? 'info', toStderr = false): Logger {
-  const options = { name, level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } };
-  return pino(options, destination(toStderr ? 2 : 1));
+  return pino(loggerOptions(name, level), destination(toStderr ? 2 : 1));
 }

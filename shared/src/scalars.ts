@@ -21,14 +21,19 @@ function decimalFrom(value: unknown): Decimal {
   }
 }
 
+/** How both decimal scalars answer: a Decimal or a decimal string, formatted. */
+function decimalOutput(typeName: string): (value: unknown) => string {
+  return (value) => {
+    if (typeof value === 'string' || value instanceof Decimal) return formatDecimal(value);
+    throw new GraphQLError(`${typeName} cannot represent a non-decimal value`);
+  };
+}
+
 /** Non-negative decimal carried as a string; parsed to an exact `Decimal`, never a float. */
 export const DecimalScalar = new GraphQLScalarType<Decimal, string>({
   name: 'Decimal',
   description: 'A non-negative decimal number as a string, e.g. "187.25": at most 20 integer and 10 fraction digits.',
-  serialize(value) {
-    if (typeof value === 'string' || value instanceof Decimal) return formatDecimal(value as string | Decimal);
-    throw new GraphQLError('Decimal cannot represent a non-decimal value');
-  },
+  serialize: decimalOutput('Decimal'),
   parseValue: decimalFrom,
   parseLiteral: (ast) => decimalFrom(literalString(ast, 'Decimal')),
 });
@@ -37,10 +42,7 @@ export const DecimalScalar = new GraphQLScalarType<Decimal, string>({
 export const SignedDecimalScalar = new GraphQLScalarType<string, string>({
   name: 'SignedDecimal',
   description: 'A decimal number as a string that may be negative, e.g. "-4.5". Output only.',
-  serialize(value) {
-    if (typeof value === 'string' || value instanceof Decimal) return formatDecimal(value as string | Decimal);
-    throw new GraphQLError('SignedDecimal cannot represent a non-decimal value');
-  },
+  serialize: decimalOutput('SignedDecimal'),
   parseValue: () => refuse('SignedDecimal is an output type'),
   parseLiteral: () => refuse('SignedDecimal is an output type'),
 });

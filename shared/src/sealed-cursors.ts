@@ -75,3 +75,19 @@ export class SealedFeedCursors {
     return Buffer.from(`${this.feed}:${accountId}`, 'utf8');
   }
 }
+
+/**
+ * A feed's cursors for each running service, made when it first asks: the key is derived once per
+ * service (from the secret its configuration holds), not per request.
+ */
+export function sealedCursorsPerRuntime<Runtime extends object>(
+  secretOf: (runtime: Runtime) => Buffer,
+  options: SealedFeedCursorsOptions,
+): (runtime: Runtime) => SealedFeedCursors {
+  const made = new WeakMap<Runtime, SealedFeedCursors>();
+  return (runtime) => {
+    let cursors = made.get(runtime);
+    if (!cursors) made.set(runtime, (cursors = new SealedFeedCursors(secretOf(runtime), options)));
+    return cursors;
+  };
+}

@@ -1,4 +1,3 @@
-import { GraphQLError } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import {
   DEFAULT_PAGE_SIZE,
@@ -11,16 +10,7 @@ import {
   pageSize,
   toConnection,
 } from '../src/pagination.ts';
-
-function refusal(run: () => unknown): GraphQLError {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(GraphQLError);
-    return error as GraphQLError;
-  }
-  throw new Error('expected a refusal');
-}
+import { refusal } from '../src/testing/refusal.ts';
 
 describe('pageSize: `first` of every connection', () => {
   it('defaults to 50 when absent', () => {

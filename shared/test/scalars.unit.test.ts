@@ -1,16 +1,11 @@
-import { GraphQLError, Kind, type ValueNode } from 'graphql';
+import { Kind, type ValueNode } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { DateTimeScalar, DecimalScalar, SignedDecimalScalar, parseDateTime } from '../src/scalars.ts';
 import { Decimal } from '../src/decimal.ts';
+import { refusal } from '../src/testing/refusal.ts';
 
 function codeOf(run: () => unknown): unknown {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(GraphQLError);
-    return (error as GraphQLError).extensions.code;
-  }
-  throw new Error('expected the value to be refused');
+  return refusal(run).extensions.code;
 }
 
 describe('DateTime input', () => {

@@ -1,23 +1,13 @@
-import { GraphQLError } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { newId } from '../src/ids.ts';
 import { SealedFeedCursors } from '../src/sealed-cursors.ts';
+import { refusal } from '../src/testing/refusal.ts';
 
 const secret = Buffer.from('a secret every replica holds, long enough', 'utf8');
 const feed = { feed: 'items', keyInfo: 'item cursors v1' };
 const cursors = new SealedFeedCursors(secret, feed);
 const accountId = newId();
 const position = { xid: '9007199254740993', id: newId() };
-
-function refusal(run: () => unknown): GraphQLError {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(GraphQLError);
-    return error as GraphQLError;
-  }
-  throw new Error('expected the cursor to be refused');
-}
 
 describe('sealed feed cursors', () => {
   it('round-trip a position for the account they were issued to, on every replica holding the secret', () => {

@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '@ots/shared/testing/database';
+import { freePort } from '@ots/shared/testing/ports';
+import { runCommand, type Finished } from '@ots/shared/testing/processes';
 import { ApiClient } from '../../testing/client.ts';
 import { NO_RATE_LIMIT_ENV } from '../../testing/requests.ts';
 import { startStack, type TestStack } from '../../testing/stack.ts';
@@ -72,22 +73,8 @@ describe('the orders service on a database of its own', () => {
   });
 });
 
-async function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-  return { code, stdout, stderr };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
+async function run(args: string[], env: Record<string, string>): Promise<Finished> {
+  return runCommand(process.execPath, args, { env });
 }
 
 describe("a subgraph team's one-shot migration and start command", () => {

@@ -1,14 +1,6 @@
 export { OtsClient, type Event, type Fill, type ListOptions, type Order, type OtsClientOptions, type Position, type Strategy, type WebhookEndpoint } from './client.js';
-export {
-  OtsApiError,
-  OtsAuthenticationError,
-  OtsConnectionError,
-  OtsError,
-  OtsPayloadError,
-  OtsPermissionError,
-  OtsRateLimitError,
-  OtsRequestError,
-} from './errors.js';
+// Every error class is public: callers tell failures apart by class.
+export * from './errors.js';
 export { Paginated } from './paging.js';
 export { EventStream, type EventStreamOptions } from './stream.js';
 export { verifyWebhook, type WebhookEvent } from './webhooks.js';

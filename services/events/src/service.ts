@@ -8,7 +8,7 @@ import { startDispatcher, startRetentionCleanup, systemClock, type Clock } from 
 import { registerIngestRoute } from './ingest.ts';
 import type { EventsDatabase } from './repository.ts';
 import { createEventsContext, type EventsContext } from './context.ts';
-import { SealedFeedCursors } from '@ots/shared/sealed-cursors';
+import { sealedCursorsPerRuntime } from '@ots/shared/sealed-cursors';
 import { resolvers } from './resolvers.ts';
 import { streamFeed } from './feed.ts';
 import { eventFeedRoute } from '@ots/shared/event-feed';
@@ -28,12 +28,7 @@ function createEventsService(options: EventsServiceOptions = {}): ServiceDefinit
   const random = options.random ?? Math.random;
   // The ingest route wakes the dispatcher of the same running service.
   const dispatchers = new WeakMap<ServiceRuntime<EventsDatabase, 'events'>, BackgroundLoop>();
-  const cursors = new WeakMap<ServiceRuntime<EventsDatabase, 'events'>, SealedFeedCursors>();
-  const cursorsOf = (runtime: ServiceRuntime<EventsDatabase, 'events'>) => {
-    let known = cursors.get(runtime);
-    if (!known) cursors.set(runtime, (known = new SealedFeedCursors(requireSecretKey(runtime.config), EVENT_FEED_CURSORS)));
-    return known;
-  };
+  const cursorsOf = sealedCursorsPerRuntime((runtime: ServiceRuntime<EventsDatabase, 'events'>) => requireSecretKey(runtime.config), EVENT_FEED_CURSORS);
   return {
     name: 'events',
     schema: SCHEMA,

@@ -1,29 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { Uuid } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
 import { testScope } from '@ots/shared/testing/scope';
 import { DELIVERY_WINDOW_MS, RETRY_DELAYS_MS } from '../src/domain.ts';
 import { CLAIM_LEASE_MS, dispatchDueMessages, ENDPOINT_CONCURRENCY, startDispatcher, type DispatcherDeps } from '../src/dispatcher.ts';
 import { createEndpoint, type EventsScope } from '../src/operations.ts';
-import { claimDueMessages, type EventsDatabase, type EventsDb } from '../src/repository.ts';
-import { openSchemaDatabase } from '@ots/shared/testing/database';
-import { migrations, SCHEMA } from '../migrations/index.ts';
-import { ingest, ManualClock, strategyEvent, secretKey } from './support/fixtures.ts';
+import { claimDueMessages } from '../src/repository.ts';
+import { ingest, ManualClock, strategyEvent, secretKey, useEventsDatabase } from './support/fixtures.ts';
 import { Receiver } from '../../../testing/webhook-receiver.ts';
 
-let db: EventsDb;
-let close: () => Promise<void>;
+const { db } = await useEventsDatabase();
 let receiver: Receiver;
 const log = createLogger('events-test', 'silent');
 
-beforeAll(async () => {
-  ({ db, close } = await openSchemaDatabase<EventsDatabase>({ schema: SCHEMA, migrations }, { applicationName: 'events-test', maxConnections: 20 }));
-});
-afterAll(async () => {
-  await close();
-});
 afterEach(async () => {
   await receiver?.close();
   // The dispatcher claims across accounts: no test may leave due messages for the next one.

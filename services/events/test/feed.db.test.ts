@@ -1,24 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { deleteExpiredEvents } from '../src/dispatcher.ts';
 import { RETENTION_MS } from '../src/domain.ts';
 import { createEndpoint } from '../src/operations.ts';
-import { findEventsByIds, ingestEvents, listEvents, type EventsDatabase, type EventsDb } from '../src/repository.ts';
-import { openSchemaDatabase } from '@ots/shared/testing/database';
-import { migrations, SCHEMA } from '../migrations/index.ts';
-import { ingest, strategyEvent, secretKey } from './support/fixtures.ts';
+import { findEventsByIds, ingestEvents, listEvents } from '../src/repository.ts';
+import { ingest, strategyEvent, secretKey, useEventsDatabase } from './support/fixtures.ts';
 import { positionOf, type FeedPosition } from '@ots/shared/commit-order';
 import { testScope } from '@ots/shared/testing/scope';
 
-let db: EventsDb;
-let close: () => Promise<void>;
-
-beforeAll(async () => {
-  ({ db, close } = await openSchemaDatabase<EventsDatabase>({ schema: SCHEMA, migrations }, { applicationName: 'events-test', maxConnections: 20 }));
-});
-afterAll(async () => {
-  await close();
-});
+const { db } = await useEventsDatabase();
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

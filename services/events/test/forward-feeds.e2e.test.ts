@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { ApiClient } from '../../../testing/client.ts';
 import { useStack } from '../../../testing/fixture.ts';
 
 const t = useStack({ redis: 'none', env: { OUTBOX_RELAY_INTERVAL_MS: '50' }, accounts: ['alice', 'bob'] });
@@ -8,18 +9,24 @@ const SYNC = `query ($after: String) {
   listOrderSubmissions(orderBy: UPDATED_AT_ASC, first: 3, after: $after) { nodes { id status } pageInfo { hasNextPage endCursor } }
 }`;
 
+/** The naive polling loop on one list: each poll sends the endCursor of the one before and keeps what it read. */
+function naivePoller(client: ApiClient, query: string, list: string, keyOf: (node: { id: string; status?: string }) => string) {
+  let after: string | null = null;
+  const seen: string[] = [];
+  const poll = async (): Promise<number> => {
+    const page = (await client.data(query, { after }))[list];
+    expect(page.pageInfo.endCursor, 'a forward feed never answers a null endCursor').toEqual(expect.any(String));
+    after = page.pageInfo.endCursor;
+    seen.push(...page.nodes.map(keyOf));
+    return page.nodes.length;
+  };
+  return { poll, seen };
+}
+
 describe('the naive polling loop (after = pageInfo.endCursor, always)', () => {
   it('on listEvents reads every event once, and an empty poll keeps its place instead of going back to the start', async () => {
     const client = await t.newAccount('Poller');
-    let after: string | null = null;
-    const seen: string[] = [];
-    const poll = async () => {
-      const { listEvents } = await client.data(EVENTS, { after });
-      expect(listEvents.pageInfo.endCursor, 'a forward feed never answers a null endCursor').toEqual(expect.any(String));
-      after = listEvents.pageInfo.endCursor;
-      seen.push(...listEvents.nodes.map((node: { id: string }) => node.id));
-      return listEvents.nodes.length;
-    };
+    const { poll, seen } = naivePoller(client, EVENTS, 'listEvents', (node) => node.id);
 
     // An account with no events at all: the first poll already names a place.
     expect(await poll()).toBe(0);
@@ -36,15 +43,7 @@ describe('the naive polling loop (after = pageInfo.endCursor, always)', () => {
 
   it('on the UPDATED_AT_ASC sync reads every change once, and an empty poll keeps its place', async () => {
     const client = await t.newAccount('Syncer');
-    let after: string | null = null;
-    const seen: string[] = [];
-    const poll = async () => {
-      const { listOrderSubmissions } = await client.data(SYNC, { after });
-      expect(listOrderSubmissions.pageInfo.endCursor).toEqual(expect.any(String));
-      after = listOrderSubmissions.pageInfo.endCursor;
-      seen.push(...listOrderSubmissions.nodes.map((node: { id: string; status: string }) => `${node.id}:${node.status}`));
-      return listOrderSubmissions.nodes.length;
-    };
+    const { poll, seen } = naivePoller(client, SYNC, 'listOrderSubmissions', (node) => `${node.id}:${node.status}`);
     expect(await poll()).toBe(0);
     const orders = [await client.submittedOrder(), await client.submittedOrder(), await client.submittedOrder(), await client.submittedOrder()];
     await expect.poll(async () => (await poll(), seen.length)).toBe(4);

@@ -16,11 +16,9 @@ import {
   type OutboxRelayOptions,
 } from '@ots/shared/outbox';
 import { registerIngestRoute } from '../src/ingest.ts';
-import type { EventsDatabase, EventsDb } from '../src/repository.ts';
-import { openSchemaDatabase } from '@ots/shared/testing/database';
-import { migrations, SCHEMA } from '../migrations/index.ts';
+import { useEventsDatabase } from './support/fixtures.ts';
 
-let events: EventsDb;
+const { db: events, url } = await useEventsDatabase();
 let producer: Kysely<OutboxDatabase>;
 let close: () => Promise<void>;
 let app: FastifyInstance;
@@ -30,9 +28,7 @@ const log = createLogger('relay-test', 'silent');
 const accountId = '01936f0e-0000-7000-8000-00000000000a';
 
 beforeAll(async () => {
-  const opened = await openSchemaDatabase<EventsDatabase>({ schema: SCHEMA, migrations }, { applicationName: 'events-test', maxConnections: 20 });
-  events = opened.db;
-  producer = createDatabase<OutboxDatabase>({ url: opened.url, schema: 'producer', applicationName: 'producer-test' });
+  producer = createDatabase<OutboxDatabase>({ url, schema: 'producer', applicationName: 'producer-test' });
   await producer.schema.createSchema('producer').ifNotExists().execute();
   await createOutboxTable(producer as unknown as Kysely<unknown>);
   app = Fastify();
@@ -42,7 +38,6 @@ beforeAll(async () => {
   close = async () => {
     await app.close();
     await producer.destroy();
-    await opened.close();
   };
 });
 afterAll(async () => {

@@ -7,23 +7,17 @@ import { dispatchDueMessages } from '../src/dispatcher.ts';
 import { createEndpoint, updateEndpointSettings, type EventsScope } from '../src/operations.ts';
 import { nonPublicRange } from '../src/url-policy.ts';
 import { postWebhook } from '../src/webhook-sender.ts';
-import { openSchemaDatabase } from '@ots/shared/testing/database';
-import { migrations, SCHEMA } from '../migrations/index.ts';
-import { ingest, ManualClock, strategyEvent, secretKey } from './support/fixtures.ts';
+import { ingest, ManualClock, strategyEvent, secretKey, useEventsDatabase } from './support/fixtures.ts';
 import { Receiver } from '../../../testing/webhook-receiver.ts';
-import type { EventsDatabase, EventsDb } from '../src/repository.ts';
 
-let db: EventsDb;
-let close: () => Promise<void>;
+const { db } = await useEventsDatabase();
 let receiver: Receiver;
 
 beforeAll(async () => {
-  ({ db, close } = await openSchemaDatabase<EventsDatabase>({ schema: SCHEMA, migrations }, { applicationName: 'events-test', maxConnections: 20 }));
   receiver = await new Receiver().start();
 });
 afterAll(async () => {
   await receiver.close();
-  await close();
 });
 
 describe('address ranges', () => {

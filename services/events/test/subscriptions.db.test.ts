@@ -1,20 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { newId } from '@ots/shared/ids';
 import type { EventType } from '@ots/shared/contracts/events';
-import { ingestEvents, insertEndpoint, updateEndpoint, type EndpointStatus, type EventsDatabase, type EventsDb } from '../src/repository.ts';
-import { openSchemaDatabase } from '@ots/shared/testing/database';
-import { migrations, SCHEMA } from '../migrations/index.ts';
+import { ingestEvents, insertEndpoint, updateEndpoint, type EndpointStatus } from '../src/repository.ts';
+import { useEventsDatabase } from './support/fixtures.ts';
 
-let db: EventsDb;
-let close: () => Promise<void>;
-
-beforeAll(async () => {
-  ({ db, close } = await openSchemaDatabase<EventsDatabase>({ schema: SCHEMA, migrations }, { applicationName: 'events-test', maxConnections: 20 }));
-});
-afterAll(async () => {
-  await close();
-});
+const { db } = await useEventsDatabase();
 
 interface Case {
   endpoint: { eventTypes: string[]; status: EndpointStatus; sameAccount: boolean };

@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { HttpCallError } from '@ots/shared/http-client';
 import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
 import type { ApiClient } from '../../../testing/client.ts';
-import { eventually, interceptApplyFill, recorded, submitOrder } from './support/fixtures.ts';
+import { answerLost, eventually, interceptApplyFill, recorded, submitOrder } from './support/fixtures.ts';
 
 vi.mock('@ots/shared/http-client', { spy: true });
 
@@ -76,10 +75,7 @@ describe('recordFill interrupted between the two commits', () => {
   it("orders records the fill but its answer is lost: the order counts it at once, fills keeps it from orders' outbox, once", async () => {
     const order = await submitOrder(t.alice, { quantity: '5' });
     const input = { orderSubmissionId: order.id, executionId: `exec-${randomUUID()}`, quantity: '1.5', price: '12' };
-    applyFill.once(async (forward) => {
-      await forward();
-      throw new HttpCallError('other side closed', false);
-    });
+    applyFill.once(answerLost);
 
     const interrupted = await t.alice.recordFill(input);
     expect(interrupted.error?.code).toBe('TEMPORARILY_UNAVAILABLE');

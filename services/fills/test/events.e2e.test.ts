@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
-import { HttpCallError } from '@ots/shared/http-client';
-import { eventually, interceptApplyFill, submitOrder } from './support/fixtures.ts';
+import { answerLost, eventually, interceptApplyFill, submitOrder } from './support/fixtures.ts';
 
 vi.mock('@ots/shared/http-client', { spy: true });
 
@@ -34,10 +33,7 @@ describe('fill.recorded of a fill whose answer was lost', () => {
   it('is written once when orders recorded a fill whose answer was lost and the recovery path kept it, and a retry adds none', async () => {
     const order = await submitOrder(t.alice, { quantity: '5' });
     const input = { orderSubmissionId: order.id, executionId: `exec-${randomUUID()}`, quantity: '1.5', price: '12' };
-    applyFill.once(async (forward) => {
-      await forward();
-      throw new HttpCallError('other side closed', false);
-    });
+    applyFill.once(answerLost);
     expect((await t.alice.recordFill(input)).error?.code).toBe('TEMPORARILY_UNAVAILABLE');
     await eventually(async () => {
       expect((await t.alice.orderWithFills(order.id))?.fills).toHaveLength(1);

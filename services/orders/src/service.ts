@@ -1,6 +1,6 @@
 import { RECORDED_FILLS_PATH } from '@ots/shared/contracts/internal-routes';
 import { outboxRelay, requireIngestSecret } from '@ots/shared/outbox';
-import { SealedFeedCursors } from '@ots/shared/sealed-cursors';
+import { sealedCursorsPerRuntime } from '@ots/shared/sealed-cursors';
 import type { ServiceDefinition, ServiceRuntime } from '@ots/shared/service';
 import { loadTypeDefs } from '@ots/shared/subgraph-server';
 import { migrations, SCHEMA } from '../migrations/index.ts';
@@ -16,12 +16,10 @@ import { resolvers } from './resolvers.ts';
 const SYNC_CURSORS = { feed: 'orders:UPDATED_AT_ASC', keyInfo: 'order sync cursors v1' };
 
 function createOrdersService(): ServiceDefinition<OrdersDatabase, OrdersContext, 'orders'> {
-  const syncCursors = new WeakMap<ServiceRuntime<OrdersDatabase, 'orders'>, SealedFeedCursors>();
-  const syncCursorsOf = (runtime: ServiceRuntime<OrdersDatabase, 'orders'>) => {
-    let known = syncCursors.get(runtime);
-    if (!known) syncCursors.set(runtime, (known = new SealedFeedCursors(Buffer.from(requireIngestSecret(runtime.config), 'utf8'), SYNC_CURSORS)));
-    return known;
-  };
+  const syncCursorsOf = sealedCursorsPerRuntime(
+    (runtime: ServiceRuntime<OrdersDatabase, 'orders'>) => Buffer.from(requireIngestSecret(runtime.config), 'utf8'),
+    SYNC_CURSORS,
+  );
   return {
     name: 'orders',
     schema: SCHEMA,

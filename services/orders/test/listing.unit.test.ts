@@ -3,6 +3,7 @@ import { GraphQLError } from 'graphql';
 import { parseUuid, receiveId } from '@ots/shared/ids';
 import { encodeCursor } from '@ots/shared/pagination';
 import { SealedFeedCursors } from '@ots/shared/sealed-cursors';
+import { refusal } from '@ots/shared/testing/refusal';
 import { cursorOf, normaliseFilter, positionAfter } from '../src/domain.ts';
 
 const row = {
@@ -14,14 +15,9 @@ const cursorSeal = new SealedFeedCursors(Buffer.from('the test secret, long enou
 const sync = cursorSeal.forAccount('0190f5a2-0000-7000-8000-0000000000aa');
 
 function badInput(run: () => unknown): GraphQLError {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(GraphQLError);
-    expect((error as GraphQLError).extensions.code).toBe('BAD_USER_INPUT');
-    return error as GraphQLError;
-  }
-  throw new Error('expected BAD_USER_INPUT');
+  const error = refusal(run);
+  expect(error.extensions.code).toBe('BAD_USER_INPUT');
+  return error;
 }
 
 describe('cursors', () => {

@@ -1,5 +1,5 @@
-import { fail, ok, type Result } from '@ots/shared/errors';
-import type { ReceivedId } from '@ots/shared/ids';
+import { fail, ok, type PayloadError, type Result } from '@ots/shared/errors';
+import type { ReceivedId, Uuid } from '@ots/shared/ids';
 import type { KeysetPosition } from '@ots/shared/pagination';
 import type { Scope } from '@ots/shared/scope';
 import { notFoundInAccount } from '@ots/shared/messages';
@@ -43,6 +43,37 @@ const STATUS_EVENT: Record<StatusAction, EventType> = { pause: 'strategy.paused'
 
 const notFound = (id: string): Result<never> => fail('NOT_FOUND', notFoundInAccount('strategy', id), 'id');
 
+/** What the domain decides on a change to a strategy: `Change` holds what a change writes. */
+type Decision<Change> = { kind: 'refused'; error: PayloadError } | { kind: 'unchanged' } | ({ kind: 'change' } & Change);
+
+/**
+ * A change to one strategy as one unit: its row locked for the transaction, the domain's decision
+ * taken on it, and a change written with its event.
+ */
+async function changeStrategy<Change>(
+  { db, accountId }: StrategiesScope,
+  id: ReceivedId,
+  decide: (current: StrategyRow) => Decision<Change>,
+  write: (trx: StrategiesDb, strategyId: Uuid, change: Change) => Promise<StrategyRow>,
+  event: EventType,
+): Promise<Result<StrategyRow>> {
+  const strategyId = id.uuid;
+  if (!strategyId) return notFound(id.sent);
+  return db.transaction().execute(async (trx) => {
+    const current = await lockStrategy(trx, accountId, strategyId);
+    if (!current) return notFound(id.sent);
+    const decision = decide(current);
+    switch (decision.kind) {
+      case 'refused':
+        return { ok: false, error: decision.error };
+      case 'unchanged':
+        return ok(current);
+      case 'change':
+        return ok(await recordStrategyEvent(trx, event, await write(trx, strategyId, decision)));
+    }
+  });
+}
+
 export async function createStrategy(
   { db, accountId }: StrategiesScope,
   input: { name: string; description?: string | null },
@@ -62,27 +93,19 @@ export async function createStrategy(
 }
 
 export async function updateStrategy(
-  { db, accountId }: StrategiesScope,
+  scope: StrategiesScope,
   { id, ...input }: { id: ReceivedId; name?: string | null; description?: string | null },
 ): Promise<Result<StrategyRow>> {
   const changes = validateChanges(input);
   if (!changes.ok) return changes;
-  const strategyId = id.uuid;
-  if (!strategyId) return notFound(id.sent);
   try {
-    return await db.transaction().execute(async (trx) => {
-      const current = await lockStrategy(trx, accountId, strategyId);
-      if (!current) return notFound(id.sent);
-      const decision = decideEdit(current, changes.value);
-      switch (decision.kind) {
-        case 'refused':
-          return { ok: false, error: decision.error };
-        case 'unchanged':
-          return ok(current);
-        case 'change':
-          return ok(await recordStrategyEvent(trx, 'strategy.updated', await updateStrategyFields(trx, accountId, strategyId, decision.changes)));
-      }
-    });
+    return await changeStrategy(
+      scope,
+      id,
+      (current) => decideEdit(current, changes.value),
+      (trx, strategyId, edit) => updateStrategyFields(trx, scope.accountId, strategyId, edit.changes),
+      'strategy.updated',
+    );
   } catch (error) {
     // The violation aborted the transaction, so it is mapped here, after the rollback.
     if (isNameTaken(error) && changes.value.name !== undefined) {
@@ -92,25 +115,14 @@ export async function updateStrategy(
   }
 }
 
-export async function changeStrategyStatus(
-  { db, accountId }: StrategiesScope,
-  { id, action }: { id: ReceivedId; action: StatusAction },
-): Promise<Result<StrategyRow>> {
-  const strategyId = id.uuid;
-  if (!strategyId) return notFound(id.sent);
-  return db.transaction().execute(async (trx) => {
-    const current = await lockStrategy(trx, accountId, strategyId);
-    if (!current) return notFound(id.sent);
-    const decision = decideTransition(current.status, action, current.id);
-    switch (decision.kind) {
-      case 'refused':
-        return { ok: false, error: decision.error };
-      case 'unchanged':
-        return ok(current);
-      case 'change':
-        return ok(await recordStrategyEvent(trx, STATUS_EVENT[action], await setStrategyStatus(trx, accountId, strategyId, decision.to)));
-    }
-  });
+export async function changeStrategyStatus(scope: StrategiesScope, { id, action }: { id: ReceivedId; action: StatusAction }): Promise<Result<StrategyRow>> {
+  return changeStrategy(
+    scope,
+    id,
+    (current) => decideTransition(current.status, action, current.id),
+    (trx, strategyId, { to }) => setStrategyStatus(trx, scope.accountId, strategyId, to),
+    STATUS_EVENT[action],
+  );
 }
 
 /** A listStrategies page's arguments once the resolver has parsed them. */

@@ -1,11 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { createKey, revokeKey } from '../../src/index.ts';
-import { accountWithOwner } from '../support/console-client.ts';
+import { accountWithOwner, VIEWER } from '../support/console-client.ts';
 import { useConsoleStack } from '../support/console-stack.ts';
 
 /** API keys in the console: create, list, roll, revoke, bad input, and keys revoked elsewhere. */
-
-const VIEWER = '{ viewer { account { id } apiKey { id } } }';
 
 const t = useConsoleStack();
 

@@ -1,13 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { createKey, inviteOwner } from '../../src/index.ts';
-import { accountWithOwner, ConsoleClient, consoleOperator, tokenOf } from '../support/console-client.ts';
+import { accountWithOwner, ConsoleClient, consoleOperator, NOT_FOUND, tokenOf, VIEWER } from '../support/console-client.ts';
 import { useConsoleStack } from '../support/console-stack.ts';
 
 /** What the console refuses from another origin, and the headers of its pages and answers (and none on /graphql). */
 
-const NOT_FOUND = { detail: 'Not found' };
 const CROSS_ORIGIN = { detail: 'Cross-origin request refused' };
-const VIEWER = '{ viewer { account { id } apiKey { id } } }';
 
 const t = useConsoleStack();
 

@@ -1,13 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { createKey } from '../../src/index.ts';
-import { accountWithOwner, ConsoleClient } from '../support/console-client.ts';
+import { accountWithOwner, ConsoleClient, NOT_FOUND, SIGN_IN_REQUIRED, VIEWER } from '../support/console-client.ts';
 import { useConsoleStack } from '../support/console-stack.ts';
 
 /** An owner sees and touches nothing of another account through the console. */
-
-const SIGN_IN_REQUIRED = { detail: 'Sign in required' };
-const NOT_FOUND = { detail: 'Not found' };
-const VIEWER = '{ viewer { account { id } apiKey { id } } }';
 
 const t = useConsoleStack();
 

@@ -1,6 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '@ots/shared/logger';
-import { startGateway } from '@ots/gateway/server';
 import { inviteOwner, resetOwnerPassword } from '../../src/index.ts';
 import { SET_PASSWORD_LINK_TTL_MS } from '../../src/console/domain.ts';
 import { accountWithOwner, baseOf, ConsoleClient, consoleOperator, tokenOf } from '../support/console-client.ts';
@@ -97,13 +95,7 @@ describe('passwords over plain HTTP in production', () => {
     const owner = await accountWithOwner(t.stack, t.base, 'Plain HTTP');
     const securityLog = async () => (await t.db.query('select type from accounts.security_events where account_id = $1 order by seq', [owner.accountId])).rows;
     const logged = await securityLog();
-    const gateway = await startGateway({
-      config: { ...t.stack.config, production: true },
-      keyStore: t.stack.running.keys.keyStore,
-      logger: createLogger('production', 'silent'),
-      port: 0,
-      isReady: async () => true,
-    });
+    const gateway = await t.stack.anotherGateway({ config: { production: true } });
     try {
       const client = new ConsoleClient(baseOf(gateway.url), { 'sec-fetch-site': 'same-origin' });
       const refused = { status: 400, body: { detail: 'Passwords are accepted over HTTPS only' } };

@@ -1,8 +1,5 @@
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { REDACTED_PATHS } from '@ots/shared/logger';
-import { startGateway } from '@ots/gateway/server';
+import { recordingLogger } from '@ots/shared/testing/recording-logger';
 import { inviteOwner } from '../../src/index.ts';
 import { baseOf, ConsoleClient, consoleOperator, tokenOf } from '../support/console-client.ts';
 import { useConsoleStack } from '../support/console-stack.ts';
@@ -13,15 +10,8 @@ const t = useConsoleStack();
 
 describe('secrets', () => {
   it('no password, session id, set-password token or full key reaches the database or the log, even at trace level', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    });
-    const logger = pino({ level: 'trace', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } }, sink);
-    const gateway = await startGateway({ config: t.stack.config, keyStore: t.stack.running.keys.keyStore, logger, port: 0, isReady: async () => true });
+    const { logger, written } = recordingLogger('gateway');
+    const gateway = await t.stack.anotherGateway({ logger });
     const secrets: string[] = [];
     try {
       const here = baseOf(gateway.url);
@@ -57,7 +47,7 @@ describe('secrets', () => {
       const rows = await t.db.query(`select row_to_json(t)::text as row from accounts.${table} t`);
       dump += rows.rows.map((row) => row.row).join('\n');
     }
-    const log = lines.join('');
+    const log = written();
     expect(log.length).toBeGreaterThan(0);
     for (const secret of secrets) {
       // A key's random part, a password, a token or session id: any 12 characters of it would be a leak.

@@ -1,15 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '@ots/shared/logger';
-import { startGateway } from '@ots/gateway/server';
 import { resetOwnerPassword } from '../../src/index.ts';
 import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS } from '../../src/console/domain.ts';
-import { accountWithOwner, baseOf, ConsoleClient, consoleOperator, tokenOf } from '../support/console-client.ts';
+import { accountWithOwner, baseOf, ConsoleClient, consoleOperator, SIGN_IN_FAILED, SIGN_IN_REQUIRED, tokenOf } from '../support/console-client.ts';
 import { useConsoleStack } from '../support/console-stack.ts';
 
 /** The console's session: its cookie, and how it ends (idle, at its absolute limit, at sign-out, at a password reset or a new password). */
-
-const SIGN_IN_FAILED = { detail: 'Email or password is incorrect' };
-const SIGN_IN_REQUIRED = { detail: 'Sign in required' };
 
 const t = useConsoleStack();
 
@@ -30,13 +25,7 @@ describe('the session cookie', () => {
 
   it('is Secure in production', async () => {
     const owner = await accountWithOwner(t.stack, t.base, 'Production cookie');
-    const gateway = await startGateway({
-      config: { ...t.stack.config, production: true, trustProxy: ['loopback'] },
-      keyStore: t.stack.running.keys.keyStore,
-      logger: createLogger('production', 'silent'),
-      port: 0,
-      isReady: async () => true,
-    });
+    const gateway = await t.stack.anotherGateway({ config: { production: true, trustProxy: ['loopback'] } });
     try {
       // The configured console address is another port here, so the browser's Sec-Fetch-Site vouches instead;
       // the TLS-terminating proxy in front says the request came over HTTPS.

@@ -1,12 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { inviteOwner } from '../../src/index.ts';
 import { SIGN_IN_WINDOW_MS } from '../../src/console/domain.ts';
-import { accountWithOwner, ConsoleClient, consoleOperator } from '../support/console-client.ts';
+import { accountWithOwner, ConsoleClient, consoleOperator, SIGN_IN_FAILED } from '../support/console-client.ts';
 import { useConsoleStack } from '../support/console-stack.ts';
 
 /** Signing in to the console: one message for every failure, and the limits per email and per client address. */
-
-const SIGN_IN_FAILED = { detail: 'Email or password is incorrect' };
 
 const t = useConsoleStack();
 

@@ -1,6 +1,14 @@
 import type { TestStack } from '../../../../testing/stack.ts';
 import { inviteOwner, type OperatorScope } from '../../src/index.ts';
 
+/** The console's refusals, as their bodies read. */
+export const SIGN_IN_REQUIRED = { detail: 'Sign in required' };
+export const SIGN_IN_FAILED = { detail: 'Email or password is incorrect' };
+export const NOT_FOUND = { detail: 'Not found' };
+
+/** What a key made in the console is checked with through the API. */
+export const VIEWER = '{ viewer { account { id } apiKey { id } } }';
+
 export interface ConsoleResponse {
   status: number;
   headers: Headers;

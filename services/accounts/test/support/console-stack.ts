@@ -1,8 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
-import { createLogger } from '@ots/shared/logger';
 import type { RunningServer } from '@ots/shared/subgraph-server';
-import { startGateway } from '@ots/gateway/server';
 import { startStack, type TestStack } from '../../../../testing/stack.ts';
 import { baseOf } from './console-client.ts';
 
@@ -58,14 +56,7 @@ export function useConsoleStack(): ConsoleStack {
     stack = await startStack({ env: { FAILED_AUTH_BURST: '10000' } });
     db = new pg.Client({ connectionString: stack.databaseUrl });
     await db.connect();
-    clocked = await startGateway({
-      config: { ...stack.config, trustProxy: ['loopback'] },
-      keyStore: stack.running.keys.keyStore,
-      logger: createLogger('clocked', 'silent'),
-      port: 0,
-      isReady: async () => true,
-      consoleClock: fixture.clock,
-    });
+    clocked = await stack.anotherGateway({ config: { trustProxy: ['loopback'] }, consoleClock: fixture.clock });
   });
 
   afterAll(async () => {

@@ -1,5 +1,5 @@
 import { expect, vi } from 'vitest';
-import { postJson, type HttpAnswer, type JsonPost } from '@ots/shared/http-client';
+import { HttpCallError, postJson, type HttpAnswer, type JsonPost } from '@ots/shared/http-client';
 import type { ApiClient, RecordFillInput, SubmitOrderInput } from '../../../../testing/client.ts';
 
 /** The fills end-to-end tests' defaults: orders of 10 ACME, fills that must be recorded. */
@@ -35,6 +35,12 @@ export async function eventually(check: () => Promise<void>, timeoutMs = 10_000)
 
 /** Runs in place of one call of fills to orders' applyFill; `forward` makes the real call. */
 export type ApplyFillIntercept = (forward: () => Promise<HttpAnswer>, post: JsonPost) => Promise<HttpAnswer>;
+
+/** For `once`: orders records the fill, and its answer is lost on the way back (the connection closes). */
+export const answerLost: ApplyFillIntercept = async (forward) => {
+  await forward();
+  throw new HttpCallError('other side closed', false);
+};
 
 /**
  * Intercepts fills' calls to orders' applyFill. Every server of the stack runs in the test's process,
