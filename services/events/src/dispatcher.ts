@@ -53,7 +53,7 @@ const MAX_IN_FLIGHT = 100;
  * Attempts in flight at once to one endpoint, per process: a receiver that never answers holds at
  * most these, each for the 10 s, while every other endpoint's deliveries go on beside them.
  */
-export const ENDPOINT_CONCURRENCY = 8;
+export const ENDPOINT_CONCURRENCY = 16;
 /** A claim outlives the 10 s deadline of its attempt with room to record the result. */
 export const CLAIM_LEASE_MS = 60_000;
 
