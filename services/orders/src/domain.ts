@@ -2,7 +2,7 @@ import { Decimal, roundDerived } from '@ots/shared/decimal';
 import type { FeedPosition } from '@ots/shared/commit-order';
 import type { AccountFeedCursors } from '@ots/shared/sealed-cursors';
 import { fail, ok, payloadError, type PayloadError, type Result } from '@ots/shared/errors';
-import { parseUuid, type ReceivedId, type Uuid } from '@ots/shared/ids';
+import type { ReceivedId, Uuid } from '@ots/shared/ids';
 import {
   characterCount,
   idempotencyKeyReused,
@@ -11,7 +11,7 @@ import {
   notFoundInAccount,
   wrongState,
 } from '@ots/shared/messages';
-import { cursorTag, decodeCursor, decodeKeysetCursor, encodeKeysetCursor, foreignCursor, type KeysetPosition } from '@ots/shared/pagination';
+import { cursorTag, decodeKeysetCursor, encodeKeysetCursor, type KeysetPosition } from '@ots/shared/pagination';
 import type { OrderSide, OrderStatus, OrderSubmissionOrder, OrderType, TimeInForce } from './generated/enums.ts';
 
 /**
@@ -431,7 +431,9 @@ const SUBMITTED_AT_DESC = cursorTag('orders', 'SUBMITTED_AT_DESC', 'SUBMITTED_AT
 
 /**
  * A cursor of one ordering is refused by the other. The sync's are sealed to the account
- * (shared/src/sealed-cursors.ts): its position is a server-wide transaction id.
+ * (shared/src/sealed-cursors.ts): its position is a server-wide transaction id. The sync's cursors
+ * issued in the clear before are refused, not opened: one that a client can write lets it find the
+ * transaction id of its own rows and so measure everyone's writes.
  */
 export function cursorOf(orderBy: OrderSubmissionOrder, row: ListedOrder, sync: AccountFeedCursors): string {
   if (orderBy === 'UPDATED_AT_ASC') return sync.encode({ xid: row.commit_xid, id: row.id });
@@ -440,22 +442,6 @@ export function cursorOf(orderBy: OrderSubmissionOrder, row: ListedOrder, sync: 
 
 /** The position `after` names under `orderBy`; a cursor of another list, ordering or account, or with edited keys, is a BAD_USER_INPUT. */
 export function positionAfter(orderBy: OrderSubmissionOrder, after: string | null | undefined, sync: AccountFeedCursors): ListPosition {
-  if (orderBy === 'UPDATED_AT_ASC') return { orderBy, after: formerSyncPosition(after) ?? sync.decode(after) };
+  if (orderBy === 'UPDATED_AT_ASC') return { orderBy, after: sync.decode(after) };
   return { orderBy, after: decodeKeysetCursor(SUBMITTED_AT_DESC, after) };
-}
-
-const FORMER_SYNC = cursorTag('orders', 'UPDATED_AT_ASC', 'UPDATED_AT_ASC');
-const XID8 = /^(0|[1-9][0-9]{0,19})$/;
-
-/**
- * Sync cursors handed out before they were sealed (the bare ordering, the transaction id and the
- * row id, in the clear) still open, so that a bot's stored place survives the upgrade; none is
- * handed out any more. Undefined for a cursor of any other form.
- */
-function formerSyncPosition(cursor: string | null | undefined): FeedPosition | undefined {
-  if (!cursor || !Buffer.from(cursor, 'base64url').toString('utf8').startsWith(`["${FORMER_SYNC.formerTag}",`)) return undefined;
-  const [xid, sentId] = decodeCursor(cursor, FORMER_SYNC, 2) as [string, string];
-  const id = parseUuid(sentId);
-  if (!XID8.test(xid) || BigInt(xid) >= 2n ** 64n || !id) foreignCursor();
-  return { xid, id };
 }
