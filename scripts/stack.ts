@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { databaseUrlOf, databaseVariablesOf, type Config, type ServiceName } from '@ots/shared/config';
+import { databaseUrlOf, databaseVariablesOf, gatewaySettings, type Config, type ServiceName } from '@ots/shared/config';
 import { isDatabaseReachable } from '@ots/shared/db';
 import { createLogger, type Logger } from '@ots/shared/logger';
 import { isRedisReachable } from '@ots/shared/redis';
@@ -52,7 +52,7 @@ export async function launchStack(baseConfig: Config, options: { freePorts?: boo
 
   const keys = openKeyStore(config, logger, { listen: true });
   const gateway = await startGateway({
-    config,
+    config: gatewaySettings(config),
     keyStore: keys.keyStore,
     redis: keys.redis,
     logger: logger.child({ service: 'gateway' }),

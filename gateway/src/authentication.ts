@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Redis } from 'ioredis';
 import { GraphQLError } from 'graphql';
 import { AssertionIssuer } from '@ots/shared/assertion';
-import type { Config } from '@ots/shared/config';
+import type { GatewaySettings } from '@ots/shared/config';
 import { decideKey, hashApiKey, isWellFormedApiKey, type ApiKeyStore } from '@ots/accounts';
 import type { GatewayContext } from './data-source.ts';
 import { KeyLookups } from './failed-auth.ts';
@@ -61,7 +61,7 @@ export interface Authentication {
  * any key that is not a live, current key, 403 for an account without API access; then the per-key
  * rate limit, and a signed assertion of the caller for the subgraphs.
  */
-export function createAuthentication(config: Config, keyStore: ApiKeyStore, redis: Redis | undefined): Authentication {
+export function createAuthentication(config: GatewaySettings, keyStore: ApiKeyStore, redis: Redis | undefined): Authentication {
   const limits = config.limits;
   const keyLimiter = new SharedRateLimiter(
     new RateLimiter(limits.rateLimitPerSecond, limits.rateLimitBurst, 'api-key'),

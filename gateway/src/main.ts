@@ -1,5 +1,5 @@
 import { isDatabaseReachable } from '@ots/shared/db';
-import { loadConfigOrExit } from '@ots/shared/config';
+import { gatewaySettings, loadConfigOrExit } from '@ots/shared/config';
 import { createLogger } from '@ots/shared/logger';
 import { isRedisReachable } from '@ots/shared/redis';
 import { stopOnSignals } from '@ots/shared/service';
@@ -8,7 +8,7 @@ import type { Kysely } from 'kysely';
 import { openKeyStore } from '@ots/accounts';
 import { startGateway } from './server.ts';
 
-const config = loadConfigOrExit();
+const config = gatewaySettings(loadConfigOrExit());
 if (!config.assertionPrivateKey) {
   process.stderr.write('the gateway signs assertions: set ASSERTION_PRIVATE_KEY\n');
   process.exit(1);

@@ -6,7 +6,7 @@ import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastif
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { GraphQLError } from 'graphql';
-import type { Config, ServiceName } from '@ots/shared/config';
+import type { GatewaySettings, ServiceName } from '@ots/shared/config';
 import type { BackgroundLoop } from '@ots/shared/background';
 import { createLogger, type Logger } from '@ots/shared/logger';
 import { addHealthRoutes, createHttpApp, maskErrors, REQUEST_ID_HEADER, type RunningServer } from '@ots/shared/subgraph-server';
@@ -32,7 +32,7 @@ process.env.APOLLO_TELEMETRY_DISABLED = '1';
 export const SUPERGRAPH_PATH = new URL('../supergraph.graphql', import.meta.url);
 
 export interface GatewayOptions {
-  config: Config;
+  config: GatewaySettings;
   keyStore: ApiKeyStore;
   /** Shares the per-key rate limit and stream count between gateway instances; absent when REDIS_URL is unset. */
   redis?: Redis;
@@ -44,7 +44,7 @@ export interface GatewayOptions {
 }
 
 /** The GraphQL engine: the supergraph, routed through authenticated data sources, under the query limits. */
-function createApollo(config: Config, logger: Logger, app: FastifyInstance): ApolloServer<GatewayContext> {
+function createApollo(config: GatewaySettings, logger: Logger, app: FastifyInstance): ApolloServer<GatewayContext> {
   const limits = config.limits;
   const supergraphSdl = readFileSync(SUPERGRAPH_PATH, 'utf8');
   const owners = rootFieldOwners(supergraphSdl);

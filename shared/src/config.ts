@@ -148,6 +148,20 @@ export function serviceSettings<Name extends ServiceName>(config: Config, servic
   return { ...common, ...OWN_SETTINGS[service](config) };
 }
 
+/**
+ * What the gateway process reads: its server and TLS, the edge's limits, the API-key secret and the
+ * assertion's private key, Redis, the subgraphs' URLs, and the accounts database behind the key
+ * store and the console. Not what only the subgraphs hold: the webhook signing key, the relays'
+ * ingest secret and their intervals.
+ */
+export type GatewaySettings = Omit<Config, 'webhookSecretKey' | 'webhookDispatchIntervalMs' | 'eventsIngestSecret' | 'outboxRelayIntervalMs'>;
+
+/** The gateway's settings alone, for its own process: a secret of the subgraphs never reaches it. */
+export function gatewaySettings(config: Config): GatewaySettings {
+  const { webhookSecretKey: _webhookSecretKey, webhookDispatchIntervalMs: _dispatch, eventsIngestSecret: _ingest, outboxRelayIntervalMs: _relay, ...settings } = config;
+  return settings;
+}
+
 export class ConfigError extends Error {}
 
 /**

@@ -170,7 +170,7 @@ const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 /** How long a stopping server waits for requests in flight before it drops the remaining connections. */
 const DRAIN_DEADLINE_MS = 11_000;
 
-export function createHttpApp(config: Config, logger: Logger, options: HttpAppOptions): FastifyInstance {
+export function createHttpApp(config: Pick<Config, 'limits' | 'trustProxy'>, logger: Logger, options: HttpAppOptions): FastifyInstance {
   const timeouts = serverTimeouts(config.limits);
   const settings = {
     http: timeouts,

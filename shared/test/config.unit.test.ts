@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, databaseUrlOf, loadConfig } from '../src/config.ts';
+import { ConfigError, databaseUrlOf, gatewaySettings, loadConfig, serviceSettings } from '../src/config.ts';
 
 function problemsOf(env: Record<string, string>): string[] {
   try {
@@ -150,5 +150,23 @@ describe('configuration', () => {
     };
     const orders = loadConfig({ ...production, ORDERS_DATABASE_URL: 'postgres://orders@orders-db/orders' });
     expect([databaseUrlOf(orders, 'orders'), databaseUrlOf(orders, 'accounts')]).toEqual(['postgres://orders@orders-db/orders', undefined]);
+  });
+});
+
+describe('each process is given its slice of the configuration', () => {
+  const config = loadConfig({ NODE_ENV: 'test' });
+
+  it('a subgraph never holds the gateway\'s secrets, and only events holds the webhook signing key', () => {
+    const orders = serviceSettings(config, 'orders') as Record<string, unknown>;
+    for (const secret of ['apiKeyHmacSecret', 'assertionPrivateKey', 'webhookSecretKey', 'redisUrl', 'tls']) expect(orders).not.toHaveProperty(secret);
+    expect(orders.eventsIngestSecret).toBe(config.eventsIngestSecret);
+    expect(serviceSettings(config, 'events').webhookSecretKey).toEqual(config.webhookSecretKey);
+  });
+
+  it('the gateway never holds what only the subgraphs hold', () => {
+    const gateway = gatewaySettings(config) as Record<string, unknown>;
+    for (const secret of ['webhookSecretKey', 'eventsIngestSecret']) expect(gateway).not.toHaveProperty(secret);
+    expect(gateway.apiKeyHmacSecret).toEqual(config.apiKeyHmacSecret);
+    expect(gateway.limits).toEqual(config.limits);
   });
 });

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { ApiKeyStore } from '@ots/accounts';
-import { databaseUrlOf, type Config } from '@ots/shared/config';
+import { databaseUrlOf, type GatewaySettings } from '@ots/shared/config';
 import { eventFeedRoute, type EventFeedInput } from '@ots/shared/event-feed';
 import { FeedWakeups } from '@ots/shared/feed-wakeups';
 import type { Logger } from '@ots/shared/logger';
@@ -17,7 +17,7 @@ import { registerSseRoute } from './sse.ts';
 import { attachWebSocketServer } from './ws.ts';
 
 export interface StreamDeps {
-  config: Config;
+  config: GatewaySettings;
   authentication: Authentication;
   keyStore: ApiKeyStore;
   logger: Logger;

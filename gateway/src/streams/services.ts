@@ -1,5 +1,5 @@
 import { GraphQLError } from 'graphql';
-import type { Config } from '@ots/shared/config';
+import type { GatewaySettings } from '@ots/shared/config';
 import type { Logger } from '@ots/shared/logger';
 import type { Authentication, AuthorisedKey } from '../authentication.ts';
 import type { GatewayContext } from '../data-source.ts';
@@ -9,7 +9,7 @@ import type { EventsArgs, streamSchema } from './schema.ts';
 
 /** What both transports need to open a stream for an authorised caller. */
 export interface StreamServices {
-  config: Config;
+  config: GatewaySettings;
   authentication: Authentication;
   registry: StreamRegistry;
   limits: typeof DEFAULT_STREAM_LIMITS;

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { databaseUrlOf, databaseVariablesOf, type Config } from '@ots/shared/config';
+import { databaseUrlOf, databaseVariablesOf, type GatewaySettings } from '@ots/shared/config';
 import { createDatabase } from '@ots/shared/db';
 import type { Logger } from '@ots/shared/logger';
 import { apiKeyLookups } from '@ots/shared/metrics';
@@ -329,7 +329,7 @@ export interface OpenedKeyStore {
 }
 
 /** The key store on its own connections, for the gateway and the admin CLI. */
-export function openKeyStore(config: Config, log: Logger, options: { listen: boolean }): OpenedKeyStore {
+export function openKeyStore(config: GatewaySettings, log: Logger, options: { listen: boolean }): OpenedKeyStore {
   // The keys live in the accounts schema, on the accounts service's database.
   const databaseUrl = databaseUrlOf(config, 'accounts');
   if (!databaseUrl) throw new Error(`${databaseVariablesOf('accounts')} is required`);

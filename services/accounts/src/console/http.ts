@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import fastifyCookie from '@fastify/cookie';
 import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { databaseUrlOf, databaseVariablesOf, type Config } from '@ots/shared/config';
+import { databaseUrlOf, databaseVariablesOf, type GatewaySettings } from '@ots/shared/config';
 import { createDatabase } from '@ots/shared/db';
 import { receiveId } from '@ots/shared/ids';
 import { SCHEMA } from '../../migrations/index.ts';
@@ -63,7 +63,7 @@ const NOT_BUILT_PAGE = `<!doctype html>
 `;
 
 export interface ConsoleHttpOptions {
-  config: Config;
+  config: GatewaySettings;
   /** The gateway's key store: key changes invalidate its caches like the CLI's do. */
   keyStore: ApiKeyStore;
   /** The clock of sessions, links and sign-in limits; tests move it. */
@@ -79,7 +79,7 @@ const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
  * answers on 127.0.0.1 and localhost alike, on whatever port it was given). A DNS-rebound name is
  * not this machine's name, so it stays refused.
  */
-function allowedOrigins(config: Config, request: FastifyRequest): string[] {
+function allowedOrigins(config: GatewaySettings, request: FastifyRequest): string[] {
   const origins = [new URL(config.consoleBaseUrl).origin];
   if (!config.production) {
     const host = request.headers.host ?? '';
