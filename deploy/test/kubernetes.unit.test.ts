@@ -228,8 +228,10 @@ describe.each(['base', 'overlays/production'])('the Kubernetes manifests (%s)', 
       const service = deployment.metadata.name.replace(/^ots-/, '') as ServiceName | 'gateway';
       const config = loadConfig(environmentOf(deployment, manifests));
       expect(config.production).toBe(true);
-      // The gateway reads API keys from the accounts database.
-      expect(databaseUrlOf(config, service === 'gateway' ? 'accounts' : service), deployment.metadata.name).toBeDefined();
+      // The gateway reads API keys from the accounts database, and listens for the streams' wake-ups on the events database.
+      for (const database of service === 'gateway' ? (['accounts', 'events'] as const) : [service]) {
+        expect(databaseUrlOf(config, database), `${deployment.metadata.name}: ${database}`).toBeDefined();
+      }
       // Only the gateway signs assertions; the subgraphs verify them with the public key.
       if (service === 'gateway') expect(config.assertionPrivateKey, deployment.metadata.name).toBeDefined();
       else expect(config.assertionPrivateKey, deployment.metadata.name).toBeUndefined();
