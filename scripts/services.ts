@@ -9,5 +9,9 @@ import { strategiesService } from '@ots/strategies/service';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type AnyServiceDefinition = ServiceDefinition<any, any>;
 
-/** Every subgraph, in start order: a subgraph that calls another starts after it (producers' outbox relays call events). */
+/**
+ * Every subgraph, in start order: a subgraph starts after those its requests call (orders after
+ * strategies, fills after orders) and after events, which every producer's relay posts to. Orders'
+ * relay also posts to fills, started after it: a relay backs off until it is answered.
+ */
 export const allServices: readonly AnyServiceDefinition[] = [accountsService, eventsService, strategiesService, ordersService, fillsService];

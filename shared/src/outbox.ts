@@ -236,8 +236,8 @@ const LOAD_SMOOTHING = 0.2;
 
 /**
  * Starts a relay: a full batch is followed at once by the next, an empty outbox is looked at again
- * after `intervalMs`, and while the events service is down the wait doubles up to 30 s, so a long
- * outage costs neither side much and nothing written meanwhile is lost.
+ * after `intervalMs`, and while the events service (or a consumer) is down the wait doubles up to
+ * 30 s, so a long outage costs neither side much and nothing written meanwhile is lost.
  */
 export function startOutboxRelay(options: OutboxRelayOptions): BackgroundLoop {
   const batchSize = options.batchSize ?? 100;

@@ -100,7 +100,7 @@ function clientOperationName(request: FastifyRequest): string | undefined {
 }
 
 export interface RequestLogOptions {
-  /** The `service` label: gateway, accounts, orders, strategies or fills. */
+  /** The `service` label: `gateway`, or the subgraph's name. */
   service: string;
   kind: ObservedServer;
   /** Routes besides /graphql counted in the request metrics, each under its path as the operation. */

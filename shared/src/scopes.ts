@@ -31,7 +31,6 @@ export function scopeEnumValue(scope: ApiKeyScope): ScopeEnumValue {
  */
 export type ScopeRequirement = readonly (readonly string[])[];
 
-/** True when a key holding `scopes` satisfies the requirement. */
 export function satisfies(scopes: ReadonlySet<string>, requirement: ScopeRequirement): boolean {
   return requirement.length === 0 || requirement.some((all) => all.every((scope) => scopes.has(scope)));
 }

@@ -192,7 +192,6 @@ export function canonicalAddress(clientAddress: string): string {
   return clientIp(clientAddress)?.toString() ?? clientAddress;
 }
 
-/** True when the address lies in one of the CIDRs. */
 function addressAllowed(cidrs: readonly string[], clientAddress: string): boolean {
   const address = clientIp(clientAddress);
   if (!address) return false;

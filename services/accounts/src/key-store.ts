@@ -330,7 +330,6 @@ export interface OpenedKeyStore {
 
 /** The key store on its own connections, for the gateway and the admin CLI. */
 export function openKeyStore(config: GatewaySettings, log: Logger, options: { listen: boolean }): OpenedKeyStore {
-  // The keys live in the accounts schema, on the accounts service's database.
   const databaseUrl = databaseUrlOf(config, 'accounts');
   if (!databaseUrl) throw new Error(`${databaseVariablesOf('accounts')} is required`);
   const db = createDatabase<AccountsDatabase>({ url: databaseUrl, schema: SCHEMA, applicationName: 'api-key-store' });

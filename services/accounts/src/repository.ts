@@ -199,7 +199,6 @@ export async function markApiKeyRolled(db: AccountsDb, accountId: string, keyId:
     .executeTakeFirstOrThrow();
 }
 
-/** Sets what the key may do and from where. */
 export async function setApiKeyPermissions(
   db: AccountsDb,
   accountId: string,

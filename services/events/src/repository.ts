@@ -67,8 +67,6 @@ export type EventRow = Selectable<EventsDatabase['events']>;
 export type EndpointRow = Selectable<EventsDatabase['webhook_endpoints']>;
 export type AttemptRow = Selectable<EventsDatabase['webhook_attempts']>;
 
-// ---- events ----
-
 export interface IncomingEvent {
   id: Uuid;
   accountId: string;
@@ -209,8 +207,6 @@ export async function deleteEventsBefore(db: EventsDb, cutoff: Date, batch: numb
   return Number(result.numDeletedRows);
 }
 
-// ---- endpoints ----
-
 /**
  * Serialises endpoint creation per account for the rest of the transaction, so that two concurrent
  * creates cannot both see 15 endpoints and make 17.
@@ -326,8 +322,6 @@ export async function resumePendingMessages(trx: EventsDb, accountId: string, en
     .where('state', '=', 'PENDING')
     .execute();
 }
-
-// ---- messages and attempts ----
 
 export async function insertManualMessage(trx: EventsDb, accountId: string, endpointId: Uuid, eventId: Uuid, now: Date): Promise<void> {
   await trx

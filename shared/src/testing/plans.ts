@@ -28,7 +28,6 @@ export interface PlanExplainer<DB> {
    * whatever its values (shared/src/db.ts, `prepareStatement`).
    */
   genericPlansOf(run: (db: Kysely<DB>) => Promise<unknown>): Promise<PlanNode[]>;
-  /** Ends the pool. */
   close(): Promise<void>;
 }
 

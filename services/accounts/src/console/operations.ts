@@ -121,7 +121,7 @@ export function ownerScope(scope: OperatorScope, session: Session, origin: Reque
   return { ...scope, accountId: session.account.id, actor: actorOf(session, origin) };
 }
 
-// ---- Owners and their links: the operator's CLI -------------------------------------------------
+// Owners are managed by the operator's CLI (and `npm start`'s demo owner): no console route reaches these.
 
 async function issueSetPasswordLink(scope: OperatorScope, db: AccountsDb, owner: { accountId: string; ownerId: string }): Promise<string> {
   const token = newSecret();
@@ -189,8 +189,6 @@ export async function demoOwnerLink(scope: OperatorScope, { email, newAccountId 
   if (owner.password_hash !== null) return undefined;
   return issueSetPasswordLink(scope, scope.db, { accountId: owner.account_id, ownerId: owner.id });
 }
-
-// ---- Sessions ---------------------------------------------------------------------------------
 
 async function startSession(scope: OperatorScope, db: AccountsDb, owner: { accountId: string; ownerId: string }): Promise<string> {
   const token = newSecret();
@@ -310,7 +308,8 @@ export async function setPassword(scope: OperatorScope, { body, origin: request 
   return { token, view: await sessionViewOf(scope, token) };
 }
 
-// ---- Keys: through the key operations the CLI uses (../operations.ts) ----------------------------
+// Key changes go through the CLI's use cases (../operations.ts), so the console and the CLI refuse the
+// same things in the same words.
 
 function keyProblem(error: unknown): never {
   if (error instanceof KeyManagementError) {
@@ -387,8 +386,6 @@ export async function revokeKey(scope: OwnerScope, { keyId }: { keyId: ReceivedI
   const revoked = await keys.revokeKey(scope, { keyId }).catch(keyProblem);
   return { key: keyView(revoked.key, scope.now().getTime()) };
 }
-
-// ---- The security log ---------------------------------------------------------------------------
 
 const LOG_PAGE_SIZE = 50;
 

@@ -18,12 +18,12 @@ export async function findOwnerByEmail(db: AccountsDb, email: string): Promise<O
   return db.selectFrom('owners').selectAll().where('email', '=', email).executeTakeFirst();
 }
 
-/** By id alone: the operator's CLI names an owner without its account. */
 /** The account's owners, oldest first, for the operator's `owner list`. */
 export async function listOwners(db: AccountsDb, accountId: string): Promise<OwnerRow[]> {
   return db.selectFrom('owners').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
 }
 
+/** By id alone: the operator's CLI names an owner without its account. */
 export async function findOwner(db: AccountsDb, ownerId: Uuid): Promise<OwnerRow | undefined> {
   return db.selectFrom('owners').selectAll().where('id', '=', ownerId).executeTakeFirst();
 }
