@@ -9,6 +9,7 @@ import {
   decideAfterFailure,
   DELIVERY_TIMEOUT_MS,
   disabledAfterFailuresReason,
+  MAX_ENDPOINTS_PER_ACCOUNT,
   RETENTION_MS,
   shouldDisable,
   webhookBody,
@@ -47,13 +48,17 @@ export interface DispatcherDeps {
   secretKey: Buffer;
 }
 
-/** Attempts in flight at once in one process, across endpoints. */
-const MAX_IN_FLIGHT = 100;
 /**
  * Attempts in flight at once to one endpoint, per process: a receiver that never answers holds at
  * most these, each for the 10 s, while every other endpoint's deliveries go on beside them.
  */
 export const ENDPOINT_CONCURRENCY = 16;
+/**
+ * Attempts in flight at once in one process, across endpoints: one account with every endpoint it may
+ * have at its limit, each at a receiver that never answers, still leaves a fifth of the room (64
+ * attempts) to everyone else's deliveries.
+ */
+const MAX_IN_FLIGHT = (MAX_ENDPOINTS_PER_ACCOUNT * ENDPOINT_CONCURRENCY * 5) / 4;
 /** A claim outlives the 10 s deadline of its attempt with room to record the result. */
 export const CLAIM_LEASE_MS = 60_000;
 

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { Uuid } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
 import { testScope } from '@ots/shared/testing/scope';
-import { DELIVERY_WINDOW_MS, RETRY_DELAYS_MS } from '../src/domain.ts';
+import { DELIVERY_WINDOW_MS, MAX_ENDPOINTS_PER_ACCOUNT, RETRY_DELAYS_MS } from '../src/domain.ts';
 import { CLAIM_LEASE_MS, dispatchDueMessages, ENDPOINT_CONCURRENCY, startDispatcher, type DispatcherDeps } from '../src/dispatcher.ts';
 import { createEndpoint, type EventsScope } from '../src/operations.ts';
 import { claimDueMessages } from '../src/repository.ts';
@@ -194,10 +194,15 @@ describe('claims', () => {
 });
 
 describe('endpoints proceed independently', () => {
-  it("a receiver that never answers, with 80 events, holds up none of another account's deliveries", async () => {
+  it("an account's every endpoint at a receiver that never answers, with 80 events each, holds up none of another account's deliveries", async () => {
     const clock = new ManualClock();
     const hanging = await setUp(clock);
     receiver.defaultAnswer = 'hang';
+    const hangingScope: EventsScope = { ...testScope(db, hanging.accountId), production: false, secretKey, now: () => clock.now() };
+    for (let index = 1; index < MAX_ENDPOINTS_PER_ACCOUNT; index += 1) {
+      const another = await createEndpoint(hangingScope, { url: receiver.url });
+      if (!another.ok) throw new Error(another.error.message);
+    }
     const healthy = await new Receiver().start();
     try {
       const healthyAccount = randomUUID();
@@ -214,19 +219,19 @@ describe('endpoints proceed independently', () => {
       try {
         await healthy.waitFor(healthyEvents.length, 25 * SECOND);
         // Every healthy delivery arrived while the hanging receiver's first attempts still waited for their deadline.
-        const hangingAttemptsEnded = await db.selectFrom('webhook_attempts').select('id').where('endpoint_id', '=', hanging.endpoint.id).execute();
+        const hangingAttemptsEnded = await db.selectFrom('webhook_attempts').select('id').where('account_id', '=', hanging.accountId).execute();
         expect(hangingAttemptsEnded).toEqual([]);
         expect(new Set(healthy.received.map((hook) => hook.headers['webhook-id']))).toEqual(new Set(healthyEvents.map((event) => event.id)));
         const deliveredCount = async () =>
           (await db.selectFrom('webhook_messages').select('id').where('endpoint_id', '=', created.value.endpoint.id).where('state', '=', 'DELIVERED').execute()).length;
         await expect.poll(deliveredCount).toBe(healthyEvents.length);
-        // The hanging receiver holds a bounded number of attempts, not the dispatcher.
-        expect(receiver.received.length).toBeLessThanOrEqual(ENDPOINT_CONCURRENCY);
+        // The hanging receiver holds a bounded number of attempts per endpoint, not the dispatcher.
+        expect(receiver.received.length).toBeLessThanOrEqual(MAX_ENDPOINTS_PER_ACCOUNT * ENDPOINT_CONCURRENCY);
       } finally {
         await dispatcher.stop();
       }
       // Stopping interrupted the hanging attempts: due again, not failed.
-      const hangingStates = await db.selectFrom('webhook_messages').select('state').where('endpoint_id', '=', hanging.endpoint.id).execute();
+      const hangingStates = await db.selectFrom('webhook_messages').select('state').where('account_id', '=', hanging.accountId).execute();
       expect(hangingStates.every((row) => row.state === 'PENDING')).toBe(true);
     } finally {
       await healthy.close();
