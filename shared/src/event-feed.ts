@@ -34,9 +34,11 @@ const feedAnswer = z.union([
     /**
      * Events lie beyond `endCursor` that the feed cannot hand out yet: transactions begun before
      * theirs are still open (shared/src/commit-order.ts). They show up when those end, which nothing
-     * announces, so the stream looks again soon. Absent from an events service that predates it.
+     * announces, so the stream looks again soon. Absent from an events service that predates it,
+     * which is taken as "maybe": during a rolling upgrade a stream looks again as it always did
+     * after a wake-up, rather than waiting for its idle look.
      */
-    heldBack: z.boolean().default(false),
+    heldBack: z.boolean().default(true),
     /** Events beyond `after` when `countUpTo` was asked, at most `countUpTo`. */
     beyond: z.number().int().nullable(),
   }),
