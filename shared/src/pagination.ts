@@ -61,8 +61,9 @@ export function foreignCursor(): never {
 declare const keysetBrand: unique symbol;
 
 /**
- * A decoded cursor of a newest-first list: the time and id of the last row a page held. Only
- * `decodeKeysetCursor` makes one, so a repository that takes it never sends Postgres an edited key.
+ * A decoded cursor of a newest-first list: the time and id of the last row a page held. Only a
+ * cursor's decoder makes one (`decodeKeysetCursor`, sealed-cursors.ts), so a repository that takes
+ * it never sends Postgres an edited key.
  */
 export interface KeysetPosition {
   readonly at: Date;
@@ -75,6 +76,11 @@ export function encodeKeysetCursor(tag: CursorTag, row: { at: Date; id: string }
   return encodeCursor(tag, [row.at.toISOString(), row.id]);
 }
 
+/** For the cursors' decoders alone: a position read from a cursor they checked. */
+export function keysetPosition(at: Date, id: Uuid): KeysetPosition {
+  return { at, id } as KeysetPosition;
+}
+
 /** The position a cursor names; undefined for the first page. A cursor whose keys were edited is refused. */
 export function decodeKeysetCursor(tag: CursorTag, cursor: string | null | undefined): KeysetPosition | undefined {
   const keys = decodeCursor(cursor, tag, 2);
@@ -83,7 +89,7 @@ export function decodeKeysetCursor(tag: CursorTag, cursor: string | null | undef
   const at = new Date(iso);
   const id = parseUuid(sentId);
   if (Number.isNaN(at.getTime()) || at.toISOString() !== iso || !id) foreignCursor();
-  return { at, id } as KeysetPosition;
+  return keysetPosition(at, id);
 }
 
 export interface KeysetPage {

@@ -1,19 +1,72 @@
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import type { FeedPosition } from './commit-order.ts';
 import type { Uuid } from './ids.ts';
-import { foreignCursor } from './pagination.ts';
+import { decodeKeysetCursor, foreignCursor, keysetPosition, type CursorTag, type KeysetPosition } from './pagination.ts';
 
 /**
- * Cursors of commit-ordered feeds (commit-order.ts) are opaque (contract section 4): a feed position
- * holds a server-wide transaction id, which in the clear would tell a client how busy every other
- * account is. The position is sealed with AES-256-GCM under a key derived from a secret every
- * replica of the service already holds, with the feed's name and the account id as associated
- * data: a cursor is refused by any other feed and any other account, and an edited one by everyone.
- * 24 bytes of position (xid8 and uuid) make a 70-character cursor.
+ * Every cursor is opaque (contract section 4): a client can read nothing from one. A position (a
+ * 64-bit number and a row id: a commit-ordered feed's transaction id, or a newest-first list's time)
+ * is sealed with AES-256-GCM under a key derived from a secret every replica of the service already
+ * holds, with the list's name and the account id as associated data: a cursor is refused by any
+ * other list and any other account, and an edited one by everyone. A feed's transaction id is the
+ * whole server's, so in the clear it would tell a client how busy every other account is. 24 bytes
+ * of position make a 70-character cursor.
  */
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const POSITION_BYTES = 24;
+const SEALED_BYTES = IV_BYTES + POSITION_BYTES + TAG_BYTES;
+
+/** One list's sealing: its key and its name. */
+class PositionSeal {
+  private readonly key: Buffer;
+
+  constructor(
+    secret: Buffer,
+    keyInfo: string,
+    private readonly list: string,
+  ) {
+    this.key = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), keyInfo, 32));
+  }
+
+  seal(accountId: string, number: bigint, id: string): string {
+    const plain = Buffer.alloc(POSITION_BYTES);
+    plain.writeBigUInt64BE(number, 0);
+    Buffer.from(id.replaceAll('-', ''), 'hex').copy(plain, 8);
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
+    cipher.setAAD(this.associatedData(accountId));
+    const sealed = Buffer.concat([cipher.update(plain), cipher.final()]);
+    return Buffer.concat([iv, sealed, cipher.getAuthTag()]).toString('base64url');
+  }
+
+  /** The position a sealed cursor holds; a cursor this list did not give this account is a BAD_USER_INPUT. */
+  open(accountId: string, cursor: string): { number: bigint; id: Uuid } {
+    if (!isSealedForm(cursor)) foreignCursor();
+    const bytes = Buffer.from(cursor, 'base64url');
+    let plain: Buffer;
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', this.key, bytes.subarray(0, IV_BYTES));
+      decipher.setAAD(this.associatedData(accountId));
+      decipher.setAuthTag(bytes.subarray(IV_BYTES + POSITION_BYTES));
+      plain = Buffer.concat([decipher.update(bytes.subarray(IV_BYTES, IV_BYTES + POSITION_BYTES)), decipher.final()]);
+    } catch {
+      foreignCursor();
+    }
+    const hex = plain.subarray(8).toString('hex');
+    const id = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}` as Uuid;
+    return { number: plain.readBigUInt64BE(0), id };
+  }
+
+  private associatedData(accountId: string): Buffer {
+    return Buffer.from(`${this.list}:${accountId}`, 'utf8');
+  }
+}
+
+function isSealedForm(cursor: string): boolean {
+  const bytes = Buffer.from(cursor, 'base64url');
+  return bytes.length === SEALED_BYTES && bytes.toString('base64url') === cursor;
+}
 
 /** A feed's cursors for one account: what a use case is handed, so it cannot mix accounts up. */
 export interface AccountFeedCursors {
@@ -29,13 +82,12 @@ export interface SealedFeedCursorsOptions {
   keyInfo: string;
 }
 
+/** The cursors of a commit-ordered feed (commit-order.ts). */
 export class SealedFeedCursors {
-  private readonly key: Buffer;
-  private readonly feed: string;
+  private readonly positions: PositionSeal;
 
   constructor(secret: Buffer, options: SealedFeedCursorsOptions) {
-    this.key = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), options.keyInfo, 32));
-    this.feed = options.feed;
+    this.positions = new PositionSeal(secret, options.keyInfo, options.feed);
   }
 
   forAccount(accountId: string): AccountFeedCursors {
@@ -43,51 +95,68 @@ export class SealedFeedCursors {
   }
 
   encode(accountId: string, position: FeedPosition): string {
-    const plain = Buffer.alloc(POSITION_BYTES);
-    plain.writeBigUInt64BE(BigInt(position.xid), 0);
-    Buffer.from(position.id.replaceAll('-', ''), 'hex').copy(plain, 8);
-    const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
-    cipher.setAAD(this.associatedData(accountId));
-    const sealed = Buffer.concat([cipher.update(plain), cipher.final()]);
-    return Buffer.concat([iv, sealed, cipher.getAuthTag()]).toString('base64url');
+    return this.positions.seal(accountId, BigInt(position.xid), position.id);
   }
 
   decode(accountId: string, cursor: string | null | undefined): FeedPosition | undefined {
     if (cursor === null || cursor === undefined) return undefined;
-    const bytes = Buffer.from(cursor, 'base64url');
-    if (bytes.length !== IV_BYTES + POSITION_BYTES + TAG_BYTES || bytes.toString('base64url') !== cursor) foreignCursor();
-    let plain: Buffer;
-    try {
-      const decipher = createDecipheriv('aes-256-gcm', this.key, bytes.subarray(0, IV_BYTES));
-      decipher.setAAD(this.associatedData(accountId));
-      decipher.setAuthTag(bytes.subarray(IV_BYTES + POSITION_BYTES));
-      plain = Buffer.concat([decipher.update(bytes.subarray(IV_BYTES, IV_BYTES + POSITION_BYTES)), decipher.final()]);
-    } catch {
-      foreignCursor();
-    }
-    const hex = plain.subarray(8).toString('hex');
-    const id = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}` as Uuid;
-    return { xid: plain.readBigUInt64BE(0).toString(), id };
+    const { number, id } = this.positions.open(accountId, cursor);
+    return { xid: number.toString(), id };
+  }
+}
+
+/** A newest-first list's cursors for one account. */
+export interface AccountKeysetCursors {
+  encode(row: { at: Date; id: string }): string;
+  /** The position a cursor names; undefined for the first page. A cursor this account was not given is a BAD_USER_INPUT. */
+  decode(cursor: string | null | undefined): KeysetPosition | undefined;
+}
+
+export interface SealedKeysetCursorsOptions {
+  /** The list and its ordering (pagination.ts `cursorTag`): bound into every cursor. */
+  tag: CursorTag;
+  /** HKDF's info for the list's key. */
+  keyInfo: string;
+}
+
+/**
+ * The cursors of a newest-first list (pagination.ts `inKeysetOrder`). The list's cursors issued in
+ * the clear before they were sealed still open, so that a client paging across the upgrade keeps
+ * its place: they hold only the time and id of a row the client was given.
+ */
+export class SealedKeysetCursors {
+  private readonly positions: PositionSeal;
+
+  constructor(
+    secret: Buffer,
+    private readonly options: SealedKeysetCursorsOptions,
+  ) {
+    this.positions = new PositionSeal(secret, options.keyInfo, options.tag.tag);
   }
 
-  private associatedData(accountId: string): Buffer {
-    return Buffer.from(`${this.feed}:${accountId}`, 'utf8');
+  forAccount(accountId: string): AccountKeysetCursors {
+    return {
+      // Times before 1970 are negative: their 64 bits are kept as two's complement.
+      encode: (row) => this.positions.seal(accountId, BigInt.asUintN(64, BigInt(row.at.getTime())), row.id),
+      decode: (cursor) => {
+        if (cursor === null || cursor === undefined) return undefined;
+        if (!isSealedForm(cursor)) return decodeKeysetCursor(this.options.tag, cursor);
+        const { number, id } = this.positions.open(accountId, cursor);
+        return keysetPosition(new Date(Number(BigInt.asIntN(64, number))), id);
+      },
+    };
   }
 }
 
 /**
- * A feed's cursors for each running service, made when it first asks: the key is derived once per
- * service (from the secret its configuration holds), not per request.
+ * What a running service makes once, when it first asks (cursors' keys are derived from the secret
+ * its configuration holds once per service, not per request).
  */
-export function sealedCursorsPerRuntime<Runtime extends object>(
-  secretOf: (runtime: Runtime) => Buffer,
-  options: SealedFeedCursorsOptions,
-): (runtime: Runtime) => SealedFeedCursors {
-  const made = new WeakMap<Runtime, SealedFeedCursors>();
+export function perRuntime<Runtime extends object, T>(make: (runtime: Runtime) => T): (runtime: Runtime) => T {
+  const made = new WeakMap<Runtime, T>();
   return (runtime) => {
-    let cursors = made.get(runtime);
-    if (!cursors) made.set(runtime, (cursors = new SealedFeedCursors(secretOf(runtime), options)));
-    return cursors;
+    let value = made.get(runtime);
+    if (value === undefined) made.set(runtime, (value = make(runtime)));
+    return value;
   };
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { newId } from '../src/ids.ts';
-import { SealedFeedCursors } from '../src/sealed-cursors.ts';
+import { cursorTag, encodeKeysetCursor } from '../src/pagination.ts';
+import { SealedFeedCursors, SealedKeysetCursors } from '../src/sealed-cursors.ts';
 import { refusal } from '../src/testing/refusal.ts';
 
 const secret = Buffer.from('a secret every replica holds, long enough', 'utf8');
@@ -41,6 +42,37 @@ describe('sealed feed cursors', () => {
     ],
     ['a truncated cursor', () => cursors.decode(accountId, cursors.encode(accountId, position).slice(0, -4))],
     ['garbage', () => cursors.decode(accountId, 'not-a-cursor')],
+  ])('refuse a cursor of %s with BAD_USER_INPUT naming `after`', (_, decode) => {
+    expect(refusal(decode).extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: 'after' });
+  });
+});
+
+describe('sealed keyset cursors', () => {
+  const tag = cursorTag('items', 'CREATED_AT_DESC', 'items.createdAt.desc');
+  const items = new SealedKeysetCursors(secret, { tag, keyInfo: 'item cursors v1' });
+  const row = { at: new Date('2026-11-21T14:03:07.120Z'), id: newId() };
+
+  it('round-trip a row\'s time and id, before 1970 too, and show neither', () => {
+    const mine = items.forAccount(accountId);
+    expect(mine.decode(mine.encode(row))).toEqual(row);
+    const old = { at: new Date('1969-07-20T20:17:40.000Z'), id: row.id };
+    expect(mine.decode(mine.encode(old))).toEqual(old);
+    const bytes = Buffer.from(mine.encode(row), 'base64url');
+    expect(bytes.toString('latin1')).not.toContain('2026');
+    expect(bytes.toString('hex')).not.toContain(row.id.replaceAll('-', ''));
+    expect(mine.decode(undefined)).toBeUndefined();
+  });
+
+  it("still open the list's cursors issued in the clear before, under its tag or its former one (they hold only a row the client was given)", () => {
+    const mine = items.forAccount(accountId);
+    expect(mine.decode(encodeKeysetCursor(tag, row))).toEqual(row);
+    expect(mine.decode(encodeKeysetCursor({ tag: 'items.createdAt.desc' }, row))).toEqual(row);
+  });
+
+  it.each([
+    ['another account', () => items.forAccount(newId()).decode(items.forAccount(accountId).encode(row))],
+    ['another list', () => new SealedKeysetCursors(secret, { tag: cursorTag('others', 'CREATED_AT_DESC'), keyInfo: 'item cursors v1' }).forAccount(accountId).decode(items.forAccount(accountId).encode(row))],
+    ['another list, in the clear', () => items.forAccount(accountId).decode(encodeKeysetCursor(cursorTag('others', 'CREATED_AT_DESC'), row))],
   ])('refuse a cursor of %s with BAD_USER_INPUT naming `after`', (_, decode) => {
     expect(refusal(decode).extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: 'after' });
   });

@@ -1,7 +1,7 @@
 import { GraphQLError, GraphQLScalarType } from 'graphql';
 import type { Result } from '@ots/shared/errors';
 import { parseUuid, receiveId, type ReceivedId, type Uuid } from '@ots/shared/ids';
-import { cursorTag, decodeKeysetCursor, encodeKeysetCursor, pageSize, toConnection } from '@ots/shared/pagination';
+import { cursorTag, pageSize, toConnection } from '@ots/shared/pagination';
 import { readFeed } from './feed.ts';
 import { DateTimeScalar } from '@ots/shared/scalars';
 import { callerScope } from '@ots/shared/scope';
@@ -34,11 +34,7 @@ const JSONScalar = new GraphQLScalarType({
 });
 
 /** The tag of a webhook endpoint's delivery cursors; the former one is still accepted. */
-const DELIVERY_ORDERING = cursorTag('deliveries', 'ATTEMPTED_AT_DESC', 'deliveries:attempted_at_desc');
-
-function deliveryCursor(row: AttemptRow): string {
-  return encodeKeysetCursor(DELIVERY_ORDERING, { at: row.attempted_at, id: row.id });
-}
+export const DELIVERY_ORDERING = cursorTag('deliveries', 'ATTEMPTED_AT_DESC', 'deliveries:attempted_at_desc');
 
 /** A row of the caller's account, or null for an absent, foreign or non-UUID id. */
 async function loadById<Row>(loader: { load(id: Uuid): Promise<Row | null> }, id: string): Promise<Row | null> {
@@ -110,10 +106,10 @@ export const resolvers: Resolvers = {
     eventTypes: (row) => row.event_types,
     disabledReason: (row) => row.disabled_reason,
     createdAt: (row) => row.created_at,
-    deliveries: async (row, args, { db, caller }) => {
+    deliveries: async (row, args, { db, caller, deliveryCursors }) => {
       const size = pageSize(args.first);
-      const rows = await listAttempts(db, caller.accountId, row.id, decodeKeysetCursor(DELIVERY_ORDERING, args.after), size + 1);
-      return toConnection(rows, size, deliveryCursor);
+      const rows = await listAttempts(db, caller.accountId, row.id, deliveryCursors.decode(args.after), size + 1);
+      return toConnection(rows, size, (attempt: AttemptRow) => deliveryCursors.encode({ at: attempt.attempted_at, id: attempt.id }));
     },
   },
   WebhookDelivery: {

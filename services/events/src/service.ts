@@ -8,8 +8,8 @@ import { startDispatcher, startRetentionCleanup, systemClock, type Clock } from 
 import { registerIngestRoute } from './ingest.ts';
 import type { EventsDatabase } from './repository.ts';
 import { createEventsContext, type EventsContext } from './context.ts';
-import { sealedCursorsPerRuntime } from '@ots/shared/sealed-cursors';
-import { resolvers } from './resolvers.ts';
+import { perRuntime, SealedFeedCursors, SealedKeysetCursors } from '@ots/shared/sealed-cursors';
+import { DELIVERY_ORDERING, resolvers } from './resolvers.ts';
 import { streamFeed } from './feed.ts';
 import { eventFeedRoute } from '@ots/shared/event-feed';
 import { callerRoute } from '@ots/shared/subgraph-server';
@@ -28,7 +28,10 @@ function createEventsService(options: EventsServiceOptions = {}): ServiceDefinit
   const random = options.random ?? Math.random;
   // The ingest route wakes the dispatcher of the same running service.
   const dispatchers = new WeakMap<ServiceRuntime<EventsDatabase, 'events'>, BackgroundLoop>();
-  const cursorsOf = sealedCursorsPerRuntime((runtime: ServiceRuntime<EventsDatabase, 'events'>) => requireSecretKey(runtime.config), EVENT_FEED_CURSORS);
+  const cursorsOf = perRuntime((runtime: ServiceRuntime<EventsDatabase, 'events'>) => ({
+    feed: new SealedFeedCursors(requireSecretKey(runtime.config), EVENT_FEED_CURSORS),
+    deliveries: new SealedKeysetCursors(requireSecretKey(runtime.config), { tag: DELIVERY_ORDERING, keyInfo: 'event delivery cursors v1' }),
+  }));
   return {
     name: 'events',
     schema: SCHEMA,
@@ -41,7 +44,8 @@ function createEventsService(options: EventsServiceOptions = {}): ServiceDefinit
         db: runtime.db,
         production: runtime.config.production,
         secretKey: requireSecretKey(runtime.config),
-        cursors: cursorsOf(runtime),
+        cursors: cursorsOf(runtime).feed,
+        deliveryCursors: cursorsOf(runtime).deliveries,
         now: () => clock.now(),
       }),
     startBackground: (runtime) => {

@@ -1,3 +1,4 @@
+import type { AccountKeysetCursors, SealedKeysetCursors } from '@ots/shared/sealed-cursors';
 import type DataLoader from 'dataloader';
 import type { Uuid } from '@ots/shared/ids';
 import { loaderById, loaderOfGroups } from '@ots/shared/loaders';
@@ -26,6 +27,8 @@ export interface FillsContext extends BaseContext {
   /** The caller's rows, and the orders subgraph called with this request's assertion: every use case runs in it. */
   scope: FillsScope;
   loaders: FillsLoaders;
+  /** listFills' cursors, sealed to the caller's account. */
+  fillCursors: AccountKeysetCursors;
 }
 
 /** Per request: each loader turns the lookups of one gateway fetch into one query, scoped to the caller. */
@@ -43,7 +46,7 @@ export function createLoaders(db: FillsDb, accountId: string): FillsLoaders {
   };
 }
 
-export function createFillsContext(base: BaseContext, { db, config }: ServiceRuntime<FillsDatabase>): FillsContext {
+export function createFillsContext(base: BaseContext, { db, config }: ServiceRuntime<FillsDatabase, 'fills'>, fillCursors: SealedKeysetCursors): FillsContext {
   return {
     ...base,
     scope: {
@@ -59,5 +62,6 @@ export function createFillsContext(base: BaseContext, { db, config }: ServiceRun
       },
     },
     loaders: createLoaders(db, base.caller.accountId),
+    fillCursors: fillCursors.forAccount(base.caller.accountId),
   };
 }

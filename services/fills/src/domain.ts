@@ -1,7 +1,7 @@
 import { Decimal, formatDecimal } from '@ots/shared/decimal';
 import { parseUuid, type ReceivedId, type Uuid } from '@ots/shared/ids';
 import { fail, ok, payloadError, type PayloadError, type Result } from '@ots/shared/errors';
-import { cursorTag, encodeKeysetCursor } from '@ots/shared/pagination';
+import { cursorTag } from '@ots/shared/pagination';
 import {
   characterCount,
   idempotencyKeyReused,
@@ -199,7 +199,3 @@ export function normaliseFilter(input: FillFilterInput | null | undefined): Fill
 
 /** The tag of listFills' cursors; the former one is still accepted. */
 export const FILLS_ORDERING = cursorTag('fills', 'EXECUTED_AT_DESC', 'fills.executedAt.desc');
-
-export function cursorOf(fill: { executedAt: Date; id: string }): string {
-  return encodeKeysetCursor(FILLS_ORDERING, { at: fill.executedAt, id: fill.id });
-}

@@ -1,10 +1,11 @@
+import type { AccountKeysetCursors } from '@ots/shared/sealed-cursors';
 import { formatDecimal } from '@ots/shared/decimal';
 import { fail, ok, type Result } from '@ots/shared/errors';
 import type { KeysetPosition } from '@ots/shared/pagination';
 import { toConnection, type Connection } from '@ots/shared/pagination';
 import type { Scope } from '@ots/shared/scope';
 import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
-import { cursorOf, duplicateExecutionId, isSameFill, orderNotFound, settlementOf, validateRecordFill, type FillFilter, type RecordFillInput } from './domain.ts';
+import { duplicateExecutionId, isSameFill, orderNotFound, settlementOf, validateRecordFill, type FillFilter, type RecordFillInput } from './domain.ts';
 import { appliedRowOf, fillObject, keptFillOf, recordedTermsOf, type FillObject } from './mappers.ts';
 import { applyFillToOrder, type AppliedFillVerdict, type AppliedOrder, type OrdersLink } from './orders-client.ts';
 import { findFillByExecutionId, keepFills, listAppliedFills, type AppliedFillRow, type FillsDb } from './repository.ts';
@@ -84,11 +85,13 @@ export interface ListRequest {
   filter: FillFilter | undefined;
   after: KeysetPosition | undefined;
   size: number;
+  /** Seals the cursors to the caller's account. */
+  cursors: AccountKeysetCursors;
 }
 
 export async function listFills(scope: Scope<FillsDb>, request: ListRequest): Promise<Connection<FillObject>> {
   const rows = request.filter
     ? await listAppliedFills(scope.db, scope.accountId, request.filter, { after: request.after, limit: request.size + 1 })
     : [];
-  return toConnection(rows.map(fillObject), request.size, cursorOf);
+  return toConnection(rows.map(fillObject), request.size, (fill) => request.cursors.encode({ at: fill.executedAt, id: fill.id }));
 }

@@ -1,18 +1,19 @@
 import type { PayloadError } from '@ots/shared/errors';
 import { parseUuid, receiveId } from '@ots/shared/ids';
-import { decodeKeysetCursor, pageSize } from '@ots/shared/pagination';
+import { pageSize } from '@ots/shared/pagination';
+import type { AccountKeysetCursors } from '@ots/shared/sealed-cursors';
 import { DateTimeScalar, DecimalScalar, SignedDecimalScalar } from '@ots/shared/scalars';
 import type { FillsLoaders } from './context.ts';
-import { FILLS_ORDERING, normaliseFilter } from './domain.ts';
+import { normaliseFilter } from './domain.ts';
 import type { QueryListFillsArgs, Resolvers } from './generated/resolvers-types.ts';
 import { listFills, recordFill, type ListRequest } from './operations.ts';
 import { computePositions } from './positions.ts';
 import { fillObject, type FillObject } from './mappers.ts';
 
 /** listFills' arguments as the use case takes them. A bad `first` or cursor is a top-level BAD_USER_INPUT, checked in that order. */
-function listRequest(args: QueryListFillsArgs): ListRequest {
+function listRequest(args: QueryListFillsArgs, cursors: AccountKeysetCursors): ListRequest {
   const size = pageSize(args.first);
-  return { size, after: decodeKeysetCursor(FILLS_ORDERING, args.after), filter: normaliseFilter(args.filter) };
+  return { size, after: cursors.decode(args.after), filter: normaliseFilter(args.filter), cursors };
 }
 
 /** A fill of the caller's account by the id a client or the gateway sent; null when it names none. */
@@ -32,7 +33,7 @@ export const resolvers: Resolvers = {
   DateTime: DateTimeScalar,
   Query: {
     fill: (_, { id }, { loaders }) => appliedFill(loaders, id),
-    listFills: (_, args, { scope }) => listFills(scope, listRequest(args)),
+    listFills: (_, args, { scope, fillCursors }) => listFills(scope, listRequest(args, fillCursors)),
   },
   Mutation: {
     recordFill: async (_, { input }, context) => {

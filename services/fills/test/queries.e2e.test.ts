@@ -137,10 +137,19 @@ describe('listFills', () => {
 
   it('refuses a cursor whose keys were edited, with the wording orders and strategies use', async () => {
     const query = `query ($after: String) { listFills(first: 2, after: $after) { nodes { id } } }`;
-    const issued = (await carol.listFills({ first: 2 })).pageInfo.endCursor!;
-    const [ordering, , id] = JSON.parse(Buffer.from(issued, 'base64url').toString('utf8')) as string[];
+    const page = await carol.listFills({ first: 2 });
+    const issued = page.pageInfo.endCursor!;
+    const id = page.nodes.at(-1)!.id;
+    // A cursor is sealed: a byte changed anywhere is refused.
+    const flipped = Buffer.from(issued, 'base64url');
+    flipped[20] = flipped[20]! ^ 1;
+    expect(await carol.topLevelError(query, { after: flipped.toString('base64url') })).toMatchObject({
+      message: 'after is not a cursor issued for this list and ordering',
+      extensions: { code: 'BAD_USER_INPUT' },
+    });
+    // Cursors issued in the clear before they were sealed still open, so their keys are checked as ever.
     for (const executedAt of ['2030', '2026-03-02T09:04:00Z', '2026-03-02 09:04:00.000Z']) {
-      const edited = Buffer.from(JSON.stringify([ordering, executedAt, id])).toString('base64url');
+      const edited = Buffer.from(JSON.stringify(['fills:EXECUTED_AT_DESC', executedAt, id])).toString('base64url');
       const error = await carol.topLevelError(query, { after: edited });
       expect(error, executedAt).toMatchObject({
         message: 'after is not a cursor issued for this list and ordering',

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { decodeKeysetCursor, encodeCursor } from '@ots/shared/pagination';
-import { cursorOf, FILLS_ORDERING, normaliseFilter } from '../src/domain.ts';
+import { encodeCursor } from '@ots/shared/pagination';
+import { SealedKeysetCursors } from '@ots/shared/sealed-cursors';
+import { FILLS_ORDERING, normaliseFilter } from '../src/domain.ts';
 import type { FillObject } from '../src/mappers.ts';
 
 const ID = '0190F5A2-0000-7000-8000-00000000000A';
@@ -36,7 +37,10 @@ describe('normaliseFilter', () => {
 });
 
 describe('cursors', () => {
-  const parseCursor = (after: string | null | undefined) => decodeKeysetCursor(FILLS_ORDERING, after);
+  const seal = new SealedKeysetCursors(Buffer.from('the test secret, long enough to seal', 'utf8'), { tag: FILLS_ORDERING, keyInfo: 'test' });
+  const cursors = seal.forAccount('0190f5a2-0000-7000-8000-0000000000aa');
+  const parseCursor = (after: string | null | undefined) => cursors.decode(after);
+  const cursorOf = (fill: FillObject) => cursors.encode({ at: fill.executedAt, id: fill.id });
 
   it('are tagged with the list and its ordering, and the tag first issued still opens, so cursors clients hold stay valid', () => {
     expect(FILLS_ORDERING.tag).toBe('fills:EXECUTED_AT_DESC');
@@ -70,5 +74,17 @@ describe('cursors', () => {
 
   it('refuse a cursor of another list', () => {
     expect(() => parseCursor(encodeCursor({ tag: 'strategies:CREATED_AT_DESC' }, ['2026-03-02T09:00:00.000Z', ID]))).toThrow(/after is not a cursor/);
+    const strategies = new SealedKeysetCursors(Buffer.from('the test secret, long enough to seal', 'utf8'), { tag: { tag: 'strategies:CREATED_AT_DESC' }, keyInfo: 'test' });
+    const theirs = strategies.forAccount('0190f5a2-0000-7000-8000-0000000000aa').encode({ at: new Date('2026-03-02T09:00:00.000Z'), id: ID.toLowerCase() });
+    expect(() => parseCursor(theirs)).toThrow(/after is not a cursor/);
+  });
+
+  it("are opaque: a fill's time and id cannot be read from one, and another account's is refused", () => {
+    const fill = { executedAt: new Date('2026-03-02T09:00:00.120Z'), id: ID.toLowerCase() } as FillObject;
+    const cursor = cursorOf(fill);
+    const bytes = Buffer.from(cursor, 'base64url');
+    expect(bytes.toString('latin1')).not.toContain('2026-03-02');
+    expect(bytes.toString('hex')).not.toContain(ID.toLowerCase().replaceAll('-', ''));
+    expect(() => seal.forAccount('0190f5a2-0000-7000-8000-0000000000bb').decode(cursor)).toThrow(/after is not a cursor/);
   });
 });

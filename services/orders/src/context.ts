@@ -1,10 +1,11 @@
 import type { Uuid } from '@ots/shared/ids';
 import { loaderById } from '@ots/shared/loaders';
 import type { Connection } from '@ots/shared/pagination';
-import type { AccountFeedCursors, SealedFeedCursors } from '@ots/shared/sealed-cursors';
+import type { SealedFeedCursors, SealedKeysetCursors } from '@ots/shared/sealed-cursors';
 import { callerScope } from '@ots/shared/scope';
 import type { ServiceRuntime } from '@ots/shared/service';
 import type { BaseContext } from '@ots/shared/subgraph-server';
+import type { OrderListCursors } from './domain.ts';
 import { strategyOrdersLoaders, type ListRequest, type OrdersScope } from './operations.ts';
 import { findOrders, type OrderRow, type OrdersDatabase } from './repository.ts';
 import { strategyLookup, type StrategyLookup } from './strategy-lookup.ts';
@@ -14,15 +15,15 @@ export interface OrdersContext extends BaseContext {
   /** The caller's rows: every use case runs in it. */
   scope: OrdersScope;
   lookupStrategy: StrategyLookup;
-  /** The `UPDATED_AT_ASC` sync's cursors, sealed to the caller's account. */
-  syncCursors: AccountFeedCursors;
+  /** The lists' cursors, sealed to the caller's account. */
+  listCursors: OrderListCursors;
   /** Per request: every order the response needs is read in one query. */
   orderById: { load(id: Uuid): Promise<OrderRow | null> };
   /** Per request: the orders of every strategy in the response, one query per distinct arguments. */
   strategyOrders(strategyId: Uuid | undefined, request: ListRequest): Promise<Connection<OrderRow>>;
 }
 
-export function createOrdersContext(base: BaseContext, { db, config }: ServiceRuntime<OrdersDatabase, 'orders'>, syncCursors: SealedFeedCursors): OrdersContext {
+export function createOrdersContext(base: BaseContext, { db, config }: ServiceRuntime<OrdersDatabase, 'orders'>, cursors: { sync: SealedFeedCursors; newestFirst: SealedKeysetCursors }): OrdersContext {
   const scope: OrdersScope = callerScope(db, base);
   return {
     ...base,
@@ -36,7 +37,7 @@ export function createOrdersContext(base: BaseContext, { db, config }: ServiceRu
       assertion: base.assertion,
       requestId: base.requestId,
     }),
-    syncCursors: syncCursors.forAccount(scope.accountId),
+    listCursors: { sync: cursors.sync.forAccount(scope.accountId), newestFirst: cursors.newestFirst.forAccount(scope.accountId) },
     orderById: loaderById<OrderRow, Uuid>((ids) => findOrders(db, scope.accountId, ids)),
     strategyOrders: strategyOrdersLoaders(scope),
   };

@@ -1,6 +1,6 @@
 import { Decimal, roundDerived } from '@ots/shared/decimal';
 import type { FeedPosition } from '@ots/shared/commit-order';
-import type { AccountFeedCursors } from '@ots/shared/sealed-cursors';
+import type { AccountFeedCursors, AccountKeysetCursors } from '@ots/shared/sealed-cursors';
 import { fail, ok, payloadError, type PayloadError, type Result } from '@ots/shared/errors';
 import type { ReceivedId, Uuid } from '@ots/shared/ids';
 import {
@@ -11,7 +11,7 @@ import {
   notFoundInAccount,
   wrongState,
 } from '@ots/shared/messages';
-import { cursorTag, decodeKeysetCursor, encodeKeysetCursor, type KeysetPosition } from '@ots/shared/pagination';
+import { cursorTag, type KeysetPosition } from '@ots/shared/pagination';
 import type { OrderSide, OrderStatus, OrderSubmissionOrder, OrderType, TimeInForce } from './generated/enums.ts';
 
 /**
@@ -427,21 +427,27 @@ export interface ListedOrder {
 }
 
 /** The tag of the newest-first list's cursors; the former one (the bare ordering) is still accepted. */
-const SUBMITTED_AT_DESC = cursorTag('orders', 'SUBMITTED_AT_DESC', 'SUBMITTED_AT_DESC');
+export const SUBMITTED_AT_DESC = cursorTag('orders', 'SUBMITTED_AT_DESC', 'SUBMITTED_AT_DESC');
+
+/** The two orderings' cursors, sealed to the caller's account (shared/src/sealed-cursors.ts). */
+export interface OrderListCursors {
+  sync: AccountFeedCursors;
+  newestFirst: AccountKeysetCursors;
+}
 
 /**
- * A cursor of one ordering is refused by the other. The sync's are sealed to the account
- * (shared/src/sealed-cursors.ts): its position is a server-wide transaction id. The sync's cursors
- * issued in the clear before are refused, not opened: one that a client can write lets it find the
- * transaction id of its own rows and so measure everyone's writes.
+ * A cursor of one ordering is refused by the other. The sync's position is a server-wide
+ * transaction id: its cursors issued in the clear before they were sealed are refused, not opened,
+ * since one that a client can write lets it find the transaction id of its own rows and so measure
+ * everyone's writes.
  */
-export function cursorOf(orderBy: OrderSubmissionOrder, row: ListedOrder, sync: AccountFeedCursors): string {
-  if (orderBy === 'UPDATED_AT_ASC') return sync.encode({ xid: row.commit_xid, id: row.id });
-  return encodeKeysetCursor(SUBMITTED_AT_DESC, { at: row.submitted_at, id: row.id });
+export function cursorOf(orderBy: OrderSubmissionOrder, row: ListedOrder, cursors: OrderListCursors): string {
+  if (orderBy === 'UPDATED_AT_ASC') return cursors.sync.encode({ xid: row.commit_xid, id: row.id });
+  return cursors.newestFirst.encode({ at: row.submitted_at, id: row.id });
 }
 
 /** The position `after` names under `orderBy`; a cursor of another list, ordering or account, or with edited keys, is a BAD_USER_INPUT. */
-export function positionAfter(orderBy: OrderSubmissionOrder, after: string | null | undefined, sync: AccountFeedCursors): ListPosition {
-  if (orderBy === 'UPDATED_AT_ASC') return { orderBy, after: sync.decode(after) };
-  return { orderBy, after: decodeKeysetCursor(SUBMITTED_AT_DESC, after) };
+export function positionAfter(orderBy: OrderSubmissionOrder, after: string | null | undefined, cursors: OrderListCursors): ListPosition {
+  if (orderBy === 'UPDATED_AT_ASC') return { orderBy, after: cursors.sync.decode(after) };
+  return { orderBy, after: cursors.newestFirst.decode(after) };
 }

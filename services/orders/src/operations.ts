@@ -7,7 +7,6 @@ import { loaderOfGroups } from '@ots/shared/loaders';
 import type { EventType } from '@ots/shared/contracts/events';
 import { toConnection, type Connection } from '@ots/shared/pagination';
 import { feedEndAt, readFeedHorizon } from '@ots/shared/commit-order';
-import type { AccountFeedCursors } from '@ots/shared/sealed-cursors';
 import type { Kysely } from 'kysely';
 import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
 import {
@@ -26,6 +25,7 @@ import {
   type FillDecision,
   type FillState,
   type ListPosition,
+  type OrderListCursors,
   type OrderDraft,
   type OrderFilter,
   type OrderSubmissionFilterInput,
@@ -348,8 +348,8 @@ export interface ListRequest {
   filter: OrderFilter | undefined;
   position: ListPosition;
   size: number;
-  /** Seals the sync's cursors to the caller's account. */
-  syncCursors: AccountFeedCursors;
+  /** Seals the cursors to the caller's account. */
+  cursors: OrderListCursors;
 }
 
 function pageOf(request: ListRequest): OrderPage | undefined {
@@ -357,7 +357,7 @@ function pageOf(request: ListRequest): OrderPage | undefined {
 }
 
 function connectionOf(rows: readonly OrderRow[], request: ListRequest): Connection<OrderRow> {
-  return toConnection(rows, request.size, (row) => cursorOf(request.position.orderBy, row, request.syncCursors));
+  return toConnection(rows, request.size, (row) => cursorOf(request.position.orderBy, row, request.cursors));
 }
 
 export async function listOrderSubmissions({ db, accountId }: OrdersScope, request: ListRequest): Promise<Connection<OrderRow>> {
@@ -371,7 +371,7 @@ export async function listOrderSubmissions({ db, accountId }: OrdersScope, reque
   const rows = page ? await repository.listOrders(db, accountId, { ...page, ...(horizon === undefined ? {} : { horizon }) }) : [];
   const connection = connectionOf(rows, request);
   const stayed = position.after ?? feedEndAt(horizon!);
-  return { ...connection, pageInfo: { ...connection.pageInfo, endCursor: connection.pageInfo.endCursor ?? request.syncCursors.encode(stayed) } };
+  return { ...connection, pageInfo: { ...connection.pageInfo, endCursor: connection.pageInfo.endCursor ?? request.cursors.sync.encode(stayed) } };
 }
 
 /**

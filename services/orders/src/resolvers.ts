@@ -2,9 +2,8 @@ import { badUserInput, type PayloadError, type Result } from '@ots/shared/errors
 import { parseUuid, receiveId, type ReceivedId } from '@ots/shared/ids';
 import { pageSize, type Connection } from '@ots/shared/pagination';
 import { DateTimeScalar, DecimalScalar } from '@ots/shared/scalars';
-import type { AccountFeedCursors } from '@ots/shared/sealed-cursors';
 import type { OrdersContext } from './context.ts';
-import { checkFill, normaliseFilter, positionAfter } from './domain.ts';
+import { checkFill, normaliseFilter, positionAfter, type OrderListCursors } from './domain.ts';
 import type { OrderSubmissionFilter, OrderSubmissionOrder, Resolvers } from './generated/resolvers-types.ts';
 import {
   applyFill,
@@ -37,11 +36,11 @@ export interface ListArguments {
 }
 
 /** A list's arguments as the use cases take them. A bad `first` or cursor is a top-level BAD_USER_INPUT, checked in that order. */
-export function listRequest(args: ListArguments, syncCursors: AccountFeedCursors): ListRequest {
+export function listRequest(args: ListArguments, cursors: OrderListCursors): ListRequest {
   const size = pageSize(args.first);
-  const position = positionAfter(args.orderBy ?? 'SUBMITTED_AT_DESC', args.after, syncCursors);
+  const position = positionAfter(args.orderBy ?? 'SUBMITTED_AT_DESC', args.after, cursors);
   const filter = normaliseFilter(args.filter && { ...args.filter, strategyId: received(args.filter.strategyId) });
-  return { filter, position, size, syncCursors };
+  return { filter, position, size, cursors };
 }
 
 function viewOrNull(row: OrderRow | null | undefined) {
@@ -67,7 +66,7 @@ export const resolvers: Resolvers = {
   Decimal: DecimalScalar,
   DateTime: DateTimeScalar,
   Query: {
-    listOrderSubmissions: async (_, args, context) => connectionView(await listOrderSubmissions(context.scope, listRequest(args, context.syncCursors))),
+    listOrderSubmissions: async (_, args, context) => connectionView(await listOrderSubmissions(context.scope, listRequest(args, context.listCursors))),
     orderSubmission: (_, { id }, context) => loadOrder(context, id),
   },
   Mutation: {
@@ -102,6 +101,6 @@ export const resolvers: Resolvers = {
   },
   Strategy: {
     __resolveReference: (reference) => ({ id: reference.id }),
-    orderSubmissions: async ({ id }, args, context) => connectionView(await context.strategyOrders(parseUuid(id), listRequest(args, context.syncCursors))),
+    orderSubmissions: async ({ id }, args, context) => connectionView(await context.strategyOrders(parseUuid(id), listRequest(args, context.listCursors))),
   },
 };

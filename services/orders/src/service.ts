@@ -1,32 +1,36 @@
 import { RECORDED_FILLS_PATH } from '@ots/shared/contracts/internal-routes';
 import { outboxRelay, requireIngestSecret } from '@ots/shared/outbox';
-import { sealedCursorsPerRuntime } from '@ots/shared/sealed-cursors';
+import { perRuntime, SealedFeedCursors, SealedKeysetCursors } from '@ots/shared/sealed-cursors';
 import type { ServiceDefinition, ServiceRuntime } from '@ots/shared/service';
 import { loadTypeDefs } from '@ots/shared/subgraph-server';
 import { migrations, SCHEMA } from '../migrations/index.ts';
 import { createOrdersContext, type OrdersContext } from './context.ts';
+import { SUBMITTED_AT_DESC } from './domain.ts';
 import type { OrdersDatabase } from './repository.ts';
 import { resolvers } from './resolvers.ts';
 
 /**
- * The sync's cursors are sealed under a key derived from the ingest secret: every orders replica
+ * The lists' cursors are sealed under a key derived from the ingest secret: every orders replica
  * already holds it (its relay signs with it), so no new secret has to reach them, and the
- * derivation's label keeps the two uses apart.
+ * derivation's label keeps the two uses apart. Rotating the secret refuses the cursors clients hold.
  */
-const SYNC_CURSORS = { feed: 'orders:UPDATED_AT_ASC', keyInfo: 'order sync cursors v1' };
+const CURSOR_KEY_INFO = 'orders cursors v1';
 
 function createOrdersService(): ServiceDefinition<OrdersDatabase, OrdersContext, 'orders'> {
-  const syncCursorsOf = sealedCursorsPerRuntime(
-    (runtime: ServiceRuntime<OrdersDatabase, 'orders'>) => Buffer.from(requireIngestSecret(runtime.config), 'utf8'),
-    SYNC_CURSORS,
-  );
+  const cursorsOf = perRuntime((runtime: ServiceRuntime<OrdersDatabase, 'orders'>) => {
+    const secret = Buffer.from(requireIngestSecret(runtime.config), 'utf8');
+    return {
+      sync: new SealedFeedCursors(secret, { feed: 'orders:UPDATED_AT_ASC', keyInfo: CURSOR_KEY_INFO }),
+      newestFirst: new SealedKeysetCursors(secret, { tag: SUBMITTED_AT_DESC, keyInfo: CURSOR_KEY_INFO }),
+    };
+  });
   return {
     name: 'orders',
     schema: SCHEMA,
     migrations,
     typeDefs: loadTypeDefs(new URL('../schema.graphql', import.meta.url)),
     resolvers,
-    createContext: (base, runtime) => createOrdersContext(base, runtime, syncCursorsOf(runtime)),
+    createContext: (base, runtime) => createOrdersContext(base, runtime, cursorsOf(runtime)),
     // The fills orders records reach the fills subgraph through the outbox too: recordFill's recovery path.
     ...outboxRelay<OrdersDatabase, OrdersContext>((config) => [
       { types: ['fill.recorded'], url: () => new URL(RECORDED_FILLS_PATH, config.subgraphUrls.fills) },

@@ -20,7 +20,7 @@ import { orderEvent } from '../src/mappers.ts';
 import { migrations, SCHEMA } from '../migrations/index.ts';
 import { findOrder, markCancelled, type OrderRow, type OrdersDatabase, type OrdersDb } from '../src/repository.ts';
 import { listRequest } from '../src/resolvers.ts';
-import { SealedFeedCursors } from '@ots/shared/sealed-cursors';
+import { listCursorsOf } from './support/list-cursors.ts';
 import type { StrategyLookup } from '../src/strategy-lookup.ts';
 import { useSchemaDatabase } from '@ots/shared/testing/database';
 import { someAccount } from './support/accounts.ts';
@@ -33,7 +33,6 @@ import { someAccount } from './support/accounts.ts';
 const { db, url } = await useSchemaDatabase<OrdersDatabase>({ schema: SCHEMA, migrations }, { applicationName: 'orders-test', maxConnections: 30 });
 
 const d = (value: string) => new Decimal(value);
-const syncCursors = new SealedFeedCursors(Buffer.from('the test secret, long enough to seal', 'utf8'), { feed: 'orders', keyInfo: 'test' });
 
 function limitOrder(overrides: Partial<SubmitOrderRequest> = {}): SubmitOrderRequest {
   return { symbol: 'AAPL', side: 'BUY', type: 'LIMIT', quantity: d('10'), limitPrice: d('187.25'), ...overrides };
@@ -394,7 +393,7 @@ const cancelIn = (trx: OrdersDb, order: OrderRow) =>
 async function syncFrom(accountId: string, cursor: string | null) {
   const rows: OrderRow[] = [];
   for (;;) {
-    const page = await listOrderSubmissions(testScope(db, accountId), listRequest({ orderBy: 'UPDATED_AT_ASC', first: 7, after: cursor }, syncCursors.forAccount(accountId)));
+    const page = await listOrderSubmissions(testScope(db, accountId), listRequest({ orderBy: 'UPDATED_AT_ASC', first: 7, after: cursor }, listCursorsOf(accountId)));
     rows.push(...page.nodes);
     cursor = page.pageInfo.endCursor ?? cursor;
     if (!page.pageInfo.hasNextPage) return { rows, cursor };
@@ -500,7 +499,7 @@ describe('the incremental sync (UPDATED_AT_ASC, paged by commit order)', () => {
     const first = await submitted(accountId);
     const second = await submitted(accountId);
     await expect
-      .poll(async () => (await listOrderSubmissions(testScope(db, accountId), listRequest({ orderBy: 'UPDATED_AT_ASC', filter: { updatedAfter: first.updated_at } }, syncCursors.forAccount(accountId)))).nodes.map((row) => row.id))
+      .poll(async () => (await listOrderSubmissions(testScope(db, accountId), listRequest({ orderBy: 'UPDATED_AT_ASC', filter: { updatedAfter: first.updated_at } }, listCursorsOf(accountId)))).nodes.map((row) => row.id))
       .toEqual(second.updated_at > first.updated_at ? [second.id] : []);
   });
 

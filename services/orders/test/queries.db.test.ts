@@ -80,11 +80,11 @@ describe('per-request loaders', () => {
     const counter = counting(db);
     const context = contextFor(accountId, counter.db);
     const [page1, page2, page3, page4, all1] = await Promise.all([
-      context.strategyOrders(s1, listRequest({ first: 2 }, context.syncCursors)),
-      context.strategyOrders(s2, listRequest({ first: 2 }, context.syncCursors)),
-      context.strategyOrders(s3, listRequest({ first: 2 }, context.syncCursors)),
-      context.strategyOrders(s4, listRequest({ first: 2 }, context.syncCursors)),
-      context.strategyOrders(s1, listRequest({ first: 10 }, context.syncCursors)),
+      context.strategyOrders(s1, listRequest({ first: 2 }, context.listCursors)),
+      context.strategyOrders(s2, listRequest({ first: 2 }, context.listCursors)),
+      context.strategyOrders(s3, listRequest({ first: 2 }, context.listCursors)),
+      context.strategyOrders(s4, listRequest({ first: 2 }, context.listCursors)),
+      context.strategyOrders(s1, listRequest({ first: 10 }, context.listCursors)),
     ]);
     expect(counter.count()).toBe(2);
     expect(page1.nodes.map((row) => row.id)).toEqual([ofS1[2]!.id, ofS1[1]!.id]);
@@ -96,7 +96,7 @@ describe('per-request loaders', () => {
     expect(page4.nodes).toEqual([]);
     expect(all1.nodes).toHaveLength(3);
 
-    const next = await context.strategyOrders(s1, listRequest({ first: 2, after: page1.pageInfo.endCursor }, context.syncCursors));
+    const next = await context.strategyOrders(s1, listRequest({ first: 2, after: page1.pageInfo.endCursor }, context.listCursors));
     expect(next.nodes.map((row) => row.id)).toEqual([ofS1[0]!.id]);
   });
 });
@@ -157,7 +157,7 @@ describe('query plans on a table of many accounts', () => {
 
   for (const orderBy of orderings) {
     it.each(filters)(`listOrderSubmissions ${orderBy} by %s reads only the account's index entries`, async (_name, filter) => {
-      const sync = contextFor(accountId, db).syncCursors;
+      const sync = contextFor(accountId, db).listCursors;
       const lastRow = { id: parseUuid('00000000-0000-4000-8000-000000000000')!, submitted_at: new Date('2026-01-01T10:00:00Z'), commit_xid: '1000' };
       const pages = [positionAfter(orderBy, null, sync), positionAfter(orderBy, cursorOf(orderBy, lastRow, sync), sync)].map((position) => ({ ...position, filter, limit: 51 }));
       for (const page of pages) {

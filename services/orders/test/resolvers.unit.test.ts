@@ -34,7 +34,11 @@ function edge(strategyStatus: StrategyStatus = 'PAUSED') {
       asked.push(strategyId);
       return strategyStatus;
     },
-    syncCursors: { encode: () => untouched('the sync cursors'), decode: () => untouched('the sync cursors') },
+    // No cursor is sent, so none is opened; none is made for an empty page.
+    listCursors: {
+      sync: { encode: () => untouched('the sync cursors'), decode: (cursor) => (cursor == null ? undefined : untouched('the sync cursors')) },
+      newestFirst: { encode: () => untouched('the list cursors'), decode: (cursor) => (cursor == null ? undefined : untouched('the list cursors')) },
+    },
     orderById: { load: () => untouched('the order loader') },
     strategyOrders: strategyOrdersLoaders(scope),
   };

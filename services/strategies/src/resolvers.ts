@@ -1,6 +1,6 @@
 import type { Result } from '@ots/shared/errors';
 import { parseUuid, receiveId } from '@ots/shared/ids';
-import { cursorTag, decodeKeysetCursor, encodeKeysetCursor, pageSize, toConnection } from '@ots/shared/pagination';
+import { cursorTag, pageSize, toConnection } from '@ots/shared/pagination';
 import { DateTimeScalar } from '@ots/shared/scalars';
 import type { StrategiesContext } from './context.ts';
 import type { StatusAction } from './domain.ts';
@@ -21,9 +21,8 @@ function toPayload(result: Result<StrategyRow>) {
 }
 
 /** The tag of listStrategies' cursors; the former one is still accepted. */
-const LIST_ORDERING = cursorTag('strategies', 'CREATED_AT_DESC', 'strategies:created_at_desc');
+export const LIST_ORDERING = cursorTag('strategies', 'CREATED_AT_DESC', 'strategies:created_at_desc');
 
-const cursorOf = (strategy: StrategyView) => encodeKeysetCursor(LIST_ORDERING, { at: strategy.createdAt, id: strategy.id });
 
 function statusMutation(action: StatusAction) {
   return async (_: unknown, { id }: MutationPauseStrategyArgs, { scope }: StrategiesContext) =>
@@ -34,14 +33,14 @@ export const resolvers: Resolvers = {
   DateTime: DateTimeScalar,
   Query: {
     strategy: (_, { id }, context) => loadStrategy(context, id),
-    listStrategies: async (_, args, { scope }) => {
+    listStrategies: async (_, args, { scope, strategyCursors }) => {
       const size = pageSize(args.first);
       const rows = await listStrategies(scope, {
         statuses: args.filter?.status ?? undefined,
-        after: decodeKeysetCursor(LIST_ORDERING, args.after),
+        after: strategyCursors.decode(args.after),
         size,
       });
-      return toConnection(rows.map(strategyView), size, cursorOf);
+      return toConnection(rows.map(strategyView), size, (strategy: StrategyView) => strategyCursors.encode({ at: strategy.createdAt, id: strategy.id }));
     },
   },
   Mutation: {

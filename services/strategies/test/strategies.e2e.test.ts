@@ -9,8 +9,9 @@ import { useStack } from '../../../testing/fixture.ts';
 import type { ApiClient, CreateStrategyInput, ListStrategiesQuery, StrategyFieldsFragment, StrategyStatus, UpdateStrategyInput } from '../../../testing/client.ts';
 import type { StrategiesDatabase } from '../src/repository.ts';
 import { createStrategiesContext } from '../src/context.ts';
-import { resolvers } from '../src/resolvers.ts';
+import { LIST_ORDERING, resolvers } from '../src/resolvers.ts';
 import { strategiesService } from '../src/service.ts';
+import { SealedKeysetCursors } from '@ots/shared/sealed-cursors';
 
 const t = useStack({ redis: 'none' });
 
@@ -387,6 +388,7 @@ describe('Strategy entity resolution (federation)', () => {
       const context = createStrategiesContext(
         { caller: { accountId: dave.accountId, apiKeyId: dave.apiKeyId, scopes: ['read'] }, assertion: '', requestId: 'batch-test', log: createLogger('test', 'silent') },
         db,
+        new SealedKeysetCursors(Buffer.from('the test secret, long enough to seal', 'utf8'), { tag: LIST_ORDERING, keyInfo: 'test' }),
       );
       const result = await execute({
         schema,
