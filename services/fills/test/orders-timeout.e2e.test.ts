@@ -125,10 +125,11 @@ describe('recordFill against a slow or silent orders', () => {
       return silent(post, callStartedAt);
     });
 
-    const { body, answeredAt, stalledMs } = await timedRecordFill(input);
+    const { body, elapsedMs, answeredAt, stalledMs } = await timedRecordFill(input);
     expect(body.errors).toBeUndefined();
     expect(body.data?.recordFill).toMatchObject({ fill: null, error: { code: 'TEMPORARILY_UNAVAILABLE', field: null } });
     expect(answeredAt - callStartedAt).toBeLessThan(BUDGET_MS + SLACK_MS + stalledMs);
+    expect(elapsedMs).toBeLessThan(SUBGRAPH_TIMEOUT_MS);
     await committed;
     expect(await t.alice.orderWithFills(order.id)).toMatchObject({ status: 'FILLED', filledQuantity: '5' });
 
