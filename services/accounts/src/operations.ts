@@ -45,29 +45,36 @@ export class KeyManagementError extends Error {
  * account, so each request names the account, key or owner it acts on; beyond the database it holds
  * the key store a key change invalidates and the settings new keys and links are made with.
  */
-export interface OperatorScope extends Omit<Scope<AccountsDb>, 'accountId'> {
+export interface OperatorScope extends AccountsScope {
+  acting: 'operator';
+}
+
+/** What every accounts use case runs with, whoever acts. */
+interface AccountsScope extends Omit<Scope<AccountsDb>, 'accountId'> {
   config: Pick<Config, 'apiKeyHmacSecret' | 'consoleBaseUrl'>;
   keyStore: ApiKeyStore;
 }
 
 /** The operator's scope on a key store's connections (the CLI's, a script's), with the wall clock. */
 export function operatorScope(keys: { db: AccountsDb; keyStore: ApiKeyStore }, config: OperatorScope['config'], log: Logger): OperatorScope {
-  return { db: keys.db, keyStore: keys.keyStore, config, log, now: wallClock };
+  return { acting: 'operator', db: keys.db, keyStore: keys.keyStore, config, log, now: wallClock };
 }
 
 /**
  * An owner signed in to the console: the shared Scope of their account, which confines every key
  * use case (a key or account of another is "not found"), and the actor the security log records.
+ * Never an operator's scope, so no use case of the operator alone takes it.
  */
-export interface OwnerScope extends OperatorScope, Scope<AccountsDb> {
+export interface OwnerScope extends AccountsScope, Scope<AccountsDb> {
+  acting: 'owner';
   actor: Actor & { ownerId: string; ownerEmail: string };
 }
 
 /** Who manages keys: the operator, on any account; or an owner, on their own. */
 type KeysScope = OperatorScope | OwnerScope;
 
-const ownAccountOf = (scope: KeysScope) => ('actor' in scope ? scope.accountId : undefined);
-const actorOf = (scope: KeysScope) => ('actor' in scope ? scope.actor : OPERATOR);
+const ownAccountOf = (scope: KeysScope) => (scope.acting === 'owner' ? scope.accountId : undefined);
+const actorOf = (scope: KeysScope) => (scope.acting === 'owner' ? scope.actor : OPERATOR);
 
 /** The account an id names (and the scope may act on); the id as received (CLI argument, console route), quoted as sent when it names none. */
 async function existingAccount(scope: KeysScope, accountId: ReceivedId) {

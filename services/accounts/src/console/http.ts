@@ -107,7 +107,7 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleHttp
   const db = createDatabase<AccountsDatabase>({ url: databaseUrl, schema: SCHEMA, applicationName: 'console', maxConnections: 4 });
   const clock = options.now ?? Date.now;
   // Before sign-in the console acts for no account; each request gets its own logger.
-  const scopeOf = (request: FastifyRequest): OperatorScope => ({ db, log: request.log, now: () => new Date(clock()), config, keyStore: options.keyStore });
+  const scopeOf = (request: FastifyRequest): OperatorScope => ({ acting: 'operator', db, log: request.log, now: () => new Date(clock()), config, keyStore: options.keyStore });
   // Settings → Webhooks calls the events subgraph for the session's account (webhooks.ts).
   const webhooksLink: webhooks.WebhooksLink | undefined = config.assertionPrivateKey
     ? { url: config.subgraphUrls.events, timeoutMs: config.limits.subgraphTimeoutMs, assertionPrivateKey: config.assertionPrivateKey, assertionTtlSeconds: config.assertionTtlSeconds }

@@ -118,7 +118,7 @@ function actorOf(session: { owner: { id: string; email: string } }, request: Req
 
 /** The signed-in owner's scope for one request: their account, and them (from where they are) as the actor. */
 export function ownerScope(scope: OperatorScope, session: Session, origin: RequestOrigin): OwnerScope {
-  return { ...scope, accountId: session.account.id, actor: actorOf(session, origin) };
+  return { ...scope, acting: 'owner', accountId: session.account.id, actor: actorOf(session, origin) };
 }
 
 // Owners are managed by the operator's CLI (and `npm start`'s demo owner): no console route reaches these.
