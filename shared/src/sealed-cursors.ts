@@ -17,8 +17,11 @@ const TAG_BYTES = 16;
 const POSITION_BYTES = 24;
 const SEALED_BYTES = IV_BYTES + POSITION_BYTES + TAG_BYTES;
 
-/** One list's sealing: its key and its name. */
-class PositionSeal {
+/**
+ * One list's sealing, its key and its name: 24 bytes of position in, a cursor out. Exported for a
+ * list whose position is neither a feed's nor a newest-first list's (the console's security log).
+ */
+export class PositionSeal {
   private readonly key: Buffer;
 
   constructor(
@@ -29,10 +32,9 @@ class PositionSeal {
     this.key = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), keyInfo, 32));
   }
 
-  seal(accountId: string, number: bigint, id: string): string {
-    const plain = Buffer.alloc(POSITION_BYTES);
-    plain.writeBigUInt64BE(number, 0);
-    Buffer.from(id.replaceAll('-', ''), 'hex').copy(plain, 8);
+  /** `plain`: POSITION_BYTES (24) bytes. */
+  sealBytes(accountId: string, plain: Buffer): string {
+    if (plain.length !== POSITION_BYTES) throw new Error(`a sealed position is ${POSITION_BYTES} bytes, not ${plain.length}`);
     const iv = randomBytes(IV_BYTES);
     const cipher = createCipheriv('aes-256-gcm', this.key, iv);
     cipher.setAAD(this.associatedData(accountId));
@@ -40,19 +42,29 @@ class PositionSeal {
     return Buffer.concat([iv, sealed, cipher.getAuthTag()]).toString('base64url');
   }
 
-  /** The position a sealed cursor holds; a cursor this list did not give this account is a BAD_USER_INPUT. */
-  open(accountId: string, cursor: string): { number: bigint; id: Uuid } {
+  /** The 24 bytes a cursor holds; a cursor this list did not give this account is a BAD_USER_INPUT. */
+  openBytes(accountId: string, cursor: string): Buffer {
     if (!isSealedForm(cursor)) foreignCursor();
     const bytes = Buffer.from(cursor, 'base64url');
-    let plain: Buffer;
     try {
       const decipher = createDecipheriv('aes-256-gcm', this.key, bytes.subarray(0, IV_BYTES));
       decipher.setAAD(this.associatedData(accountId));
       decipher.setAuthTag(bytes.subarray(IV_BYTES + POSITION_BYTES));
-      plain = Buffer.concat([decipher.update(bytes.subarray(IV_BYTES, IV_BYTES + POSITION_BYTES)), decipher.final()]);
+      return Buffer.concat([decipher.update(bytes.subarray(IV_BYTES, IV_BYTES + POSITION_BYTES)), decipher.final()]);
     } catch {
       foreignCursor();
     }
+  }
+
+  seal(accountId: string, number: bigint, id: string): string {
+    const plain = Buffer.alloc(POSITION_BYTES);
+    plain.writeBigUInt64BE(number, 0);
+    Buffer.from(id.replaceAll('-', ''), 'hex').copy(plain, 8);
+    return this.sealBytes(accountId, plain);
+  }
+
+  open(accountId: string, cursor: string): { number: bigint; id: Uuid } {
+    const plain = this.openBytes(accountId, cursor);
     const hex = plain.subarray(8).toString('hex');
     const id = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}` as Uuid;
     return { number: plain.readBigUInt64BE(0), id };

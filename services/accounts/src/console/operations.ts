@@ -1,4 +1,5 @@
 import { receiveId, type ReceivedId } from '@ots/shared/ids';
+import { PositionSeal } from '@ots/shared/sealed-cursors';
 import * as keys from '../operations.ts';
 import { KeyManagementError, type OperatorScope, type OwnerScope } from '../operations.ts';
 import * as accounts from '../repository.ts';
@@ -389,25 +390,38 @@ export async function revokeKey(scope: OwnerScope, { keyId }: { keyId: ReceivedI
 
 const LOG_PAGE_SIZE = 50;
 
-function encodeLogCursor(event: SecurityEventRow): string {
-  return Buffer.from(JSON.stringify([event.occurred_at.toISOString(), event.seq])).toString('base64url');
-}
-
-function decodeLogCursor(cursor: string): { occurredAt: Date; seq: string } | undefined {
-  try {
-    const [at, seq] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (typeof at !== 'string' || typeof seq !== 'string' || !/^\d{1,18}$/.test(seq) || Number.isNaN(Date.parse(at))) return undefined;
-    return { occurredAt: new Date(at), seq };
-  } catch {
-    return undefined;
-  }
+/**
+ * The log's cursors are sealed (shared/src/sealed-cursors.ts) to the owner's account: `seq` counts
+ * every account's security events, which in the clear would tell an owner how busy everyone is.
+ * Made per request (the console is rarely asked) under a key derived from the API-key secret.
+ */
+function logCursors(scope: OwnerScope) {
+  const seal = new PositionSeal(scope.config.apiKeyHmacSecret, 'console security log cursors v1', 'security-log');
+  return {
+    encode(event: SecurityEventRow): string {
+      const plain = Buffer.alloc(24);
+      plain.writeBigInt64BE(BigInt(event.occurred_at.getTime()), 0);
+      plain.writeBigInt64BE(BigInt(event.seq), 8);
+      return seal.sealBytes(scope.accountId, plain);
+    },
+    decode(cursor: string): { occurredAt: Date; seq: string } | undefined {
+      try {
+        const plain = seal.openBytes(scope.accountId, cursor);
+        return { occurredAt: new Date(Number(plain.readBigInt64BE(0))), seq: plain.readBigInt64BE(8).toString() };
+      } catch {
+        return undefined;
+      }
+    },
+  };
 }
 
 /** Newest first, 50 a page; a cursor only positions within the caller's own account's log. */
-export async function securityLog({ db, accountId }: OwnerScope, { after }: { after: string | undefined }) {
-  const position = after === undefined || after === '' ? undefined : decodeLogCursor(after);
+export async function securityLog(scope: OwnerScope, { after }: { after: string | undefined }) {
+  const { db, accountId } = scope;
+  const cursors = logCursors(scope);
+  const position = after === undefined || after === '' ? undefined : cursors.decode(after);
   if (after && !position) throw new ConsoleError(400, 'This cursor is not one the security log gave', 'after');
   const rows = await accounts.listSecurityEvents(db, accountId, { limit: LOG_PAGE_SIZE + 1, after: position });
   const page = rows.slice(0, LOG_PAGE_SIZE);
-  return { events: page.map(keys.securityEventView), nextCursor: rows.length > LOG_PAGE_SIZE ? encodeLogCursor(page.at(-1)!) : null };
+  return { events: page.map(keys.securityEventView), nextCursor: rows.length > LOG_PAGE_SIZE ? cursors.encode(page.at(-1)!) : null };
 }

@@ -36,9 +36,11 @@ describe("an owner of account A and account B's keys and log", () => {
       expect((await a.client.post(`/console/api/keys/${id}/revoke`, {})).body).toEqual(NOT_FOUND);
     }
     const aLog = await a.client.get('/console/api/security-log');
+    expect(aLog.status).toBe(200);
+    // B's cursor is sealed to B's account: A's log refuses it.
     const withBCursor = await a.client.get(`/console/api/security-log?after=${encodeURIComponent(bLog.body.nextCursor)}`);
+    expect(withBCursor.status).toBe(400);
     for (const log of [aLog, withBCursor]) {
-      expect(log.status).toBe(200);
       const text = JSON.stringify(log.body);
       expect(text).not.toContain(b.email);
       expect(text).not.toContain(bKey.body.key.displayPrefix);
@@ -67,6 +69,10 @@ describe("an owner of account A and account B's keys and log", () => {
     const times = all.map((event) => Date.parse(event.occurredAt));
     expect([...times].sort((x, y) => y - x)).toEqual(times);
     expect((await b.client.get('/console/api/security-log?after=garbage')).status).toBe(400);
+    // The cursor shows nothing: not the time of the event it follows, nor the log's count of every account's events.
+    const sealed = Buffer.from(first.body.nextCursor, 'base64url').toString('latin1');
+    expect(sealed).not.toContain(first.body.events.at(-1).occurredAt.slice(0, 10));
+    expect(sealed).not.toMatch(/^\[/);
   });
 
   it('every signed-in endpoint answers 401 without a session', async () => {
