@@ -39,15 +39,17 @@ function createEventsService(options: EventsServiceOptions = {}): ServiceDefinit
     typeDefs: loadTypeDefs(new URL('../schema.graphql', import.meta.url)),
     resolvers,
     callerRoutes: [callerRoute<EventsContext, typeof eventFeedRoute>(eventFeedRoute, streamFeed)],
-    createContext: (base, runtime) =>
-      createEventsContext(base, {
+    createContext: (base, runtime) => {
+      const { feed, deliveries } = cursorsOf(runtime);
+      return createEventsContext(base, {
         db: runtime.db,
         production: runtime.config.production,
         secretKey: requireSecretKey(runtime.config),
-        cursors: cursorsOf(runtime).feed,
-        deliveryCursors: cursorsOf(runtime).deliveries,
+        cursors: feed,
+        deliveryCursors: deliveries,
         now: () => clock.now(),
-      }),
+      });
+    },
     startBackground: (runtime) => {
       const secretKey = requireSecretKey(runtime.config);
       const deps = { db: runtime.db, log: runtime.log, production: runtime.config.production, clock, random, secretKey };

@@ -48,7 +48,13 @@ function viewOrNull(row: OrderRow | null | undefined) {
 }
 
 function connectionView(connection: Connection<OrderRow>) {
-  const edges = connection.edges.map((edge) => ({ cursor: edge.cursor, node: orderView(edge.node) }));
+  const edges = connection.edges.map((edge) => ({
+    node: orderView(edge.node),
+    // Read only if the client asks for it (pagination.ts `toConnection`).
+    get cursor() {
+      return edge.cursor;
+    },
+  }));
   return { nodes: edges.map((edge) => edge.node), edges, pageInfo: connection.pageInfo };
 }
 
