@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync } from 'node:crypto';
 import type { FeedPosition } from './commit-order.ts';
 import type { Uuid } from './ids.ts';
 import { decodeKeysetCursor, foreignCursor, keysetPosition, type CursorTag, type KeysetPosition } from './pagination.ts';
@@ -11,6 +11,13 @@ import { decodeKeysetCursor, foreignCursor, keysetPosition, type CursorTag, type
  * other list and any other account, and an edited one by everyone. A feed's transaction id is the
  * whole server's, so in the clear it would tell a client how busy every other account is. 24 bytes
  * of position make a 70-character cursor.
+ *
+ * A position always seals to the same cursor: the IV is an HMAC of the associated data and the
+ * position under a key of its own (the synthetic-IV construction), so an IV repeats only with the
+ * very same message, which GCM tolerates, and what a cursor reveals beyond the position's secrecy is
+ * only that two of the account's own cursors name the same place. The gateway relies on it: streams
+ * of one key standing at the same place ask the same question and share one read
+ * (gateway/src/streams/shared-reads.ts). Cursors sealed with a random IV before still open.
  */
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
@@ -23,6 +30,7 @@ const SEALED_BYTES = IV_BYTES + POSITION_BYTES + TAG_BYTES;
  */
 export class PositionSeal {
   private readonly key: Buffer;
+  private readonly ivKey: Buffer;
 
   constructor(
     secret: Buffer,
@@ -30,14 +38,16 @@ export class PositionSeal {
     private readonly list: string,
   ) {
     this.key = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), keyInfo, 32));
+    this.ivKey = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), `${keyInfo} iv`, 32));
   }
 
   /** `plain`: POSITION_BYTES (24) bytes. */
   sealBytes(accountId: string, plain: Buffer): string {
     if (plain.length !== POSITION_BYTES) throw new Error(`a sealed position is ${POSITION_BYTES} bytes, not ${plain.length}`);
-    const iv = randomBytes(IV_BYTES);
+    const associatedData = this.associatedData(accountId);
+    const iv = createHmac('sha256', this.ivKey).update(associatedData).update(plain).digest().subarray(0, IV_BYTES);
     const cipher = createCipheriv('aes-256-gcm', this.key, iv);
-    cipher.setAAD(this.associatedData(accountId));
+    cipher.setAAD(associatedData);
     const sealed = Buffer.concat([cipher.update(plain), cipher.final()]);
     return Buffer.concat([iv, sealed, cipher.getAuthTag()]).toString('base64url');
   }

@@ -1,3 +1,4 @@
+import { createCipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { newId } from '../src/ids.ts';
 import { cursorTag, encodeKeysetCursor } from '../src/pagination.ts';
@@ -19,13 +20,37 @@ describe('sealed feed cursors', () => {
     expect(cursors.decode(accountId, null)).toBeUndefined();
   });
 
-  it('show neither the transaction id nor the row id, and differ each time they are issued', () => {
+  it('show neither the transaction id nor the row id', () => {
     const cursor = cursors.encode(accountId, position);
     expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
     const decoded = Buffer.from(cursor, 'base64url');
     expect(decoded.toString('latin1')).not.toContain(position.xid);
     expect(decoded.toString('hex')).not.toContain(position.id.replaceAll('-', ''));
-    expect(cursors.encode(accountId, position)).not.toBe(cursor);
+  });
+
+  it('seal one place to one cursor, and another place, account or feed to another, with an IV of its own', () => {
+    const cursor = cursors.encode(accountId, position);
+    expect(cursors.encode(accountId, { ...position })).toBe(cursor);
+    const others = [
+      cursors.encode(accountId, { ...position, xid: '9007199254740994' }),
+      cursors.encode(accountId, { ...position, id: newId() }),
+      cursors.encode(newId(), position),
+      new SealedFeedCursors(secret, { ...feed, feed: 'other' }).encode(accountId, position),
+    ];
+    const ivs = new Set([cursor, ...others].map((sealed) => Buffer.from(sealed, 'base64url').subarray(0, 12).toString('hex')));
+    expect(ivs.size).toBe(others.length + 1);
+  });
+
+  it('open a cursor sealed with a random IV, as they were before', () => {
+    const iv = randomBytes(12);
+    const key = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), feed.keyInfo, 32));
+    const plain = Buffer.alloc(24);
+    plain.writeBigUInt64BE(BigInt(position.xid), 0);
+    Buffer.from(position.id.replaceAll('-', ''), 'hex').copy(plain, 8);
+    const cipher = createCipheriv('aes-256-gcm', key, iv);
+    cipher.setAAD(Buffer.from(`${feed.feed}:${accountId}`, 'utf8'));
+    const sealed = Buffer.concat([cipher.update(plain), cipher.final()]);
+    expect(cursors.decode(accountId, Buffer.concat([iv, sealed, cipher.getAuthTag()]).toString('base64url'))).toEqual(position);
   });
 
   it.each([

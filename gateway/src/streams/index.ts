@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { ApiKeyStore } from '@ots/accounts';
 import { databaseUrlOf, type GatewaySettings } from '@ots/shared/config';
-import { eventFeedRoute, type EventFeedInput } from '@ots/shared/event-feed';
+import { eventFeedRoute, type EventFeedAnswer, type EventFeedInput } from '@ots/shared/event-feed';
 import { FeedWakeups } from '@ots/shared/feed-wakeups';
 import type { Logger } from '@ots/shared/logger';
 import { callSubgraphRoute } from '@ots/shared/subgraph-client';
@@ -13,6 +13,7 @@ import { StreamLeases } from './leases.ts';
 import { StreamRegistry } from './registry.ts';
 import { streamSchema } from './schema.ts';
 import { tooManyStreams, type StreamServices } from './services.ts';
+import { SharedReads } from './shared-reads.ts';
 import { registerSseRoute } from './sse.ts';
 import { attachWebSocketServer } from './ws.ts';
 
@@ -46,17 +47,23 @@ export async function registerStreams(app: FastifyInstance, deps: StreamDeps): P
   const stopFollowingKeys = deps.keyStore.onChange(() => registry.keysChanged());
   const eventsUrl = config.subgraphUrls.events;
 
-  const readFeed = (caller: GatewayContext['caller'], input: EventFeedInput) =>
-    callSubgraphRoute({
-      route: eventFeedRoute,
-      subgraphUrl: eventsUrl,
-      input,
-      caller: 'gateway',
-      subgraph: 'events',
-      assertion: authentication.assertionFor(caller),
-      requestId: 'event-stream',
-      timeoutMs: config.limits.subgraphTimeoutMs,
-    });
+  const reads = new SharedReads<EventFeedAnswer>();
+  const readFeed = (caller: GatewayContext['caller'], input: EventFeedInput) => {
+    // The assertion names the account, the key and its scopes: only the same caller's identical reads are shared.
+    const assertion = authentication.assertionFor(caller);
+    return reads.read(`${assertion}\n${JSON.stringify(input)}`, () =>
+      callSubgraphRoute({
+        route: eventFeedRoute,
+        subgraphUrl: eventsUrl,
+        input,
+        caller: 'gateway',
+        subgraph: 'events',
+        assertion,
+        requestId: 'event-stream',
+        timeoutMs: config.limits.subgraphTimeoutMs,
+      }),
+    );
+  };
 
   const services: StreamServices = {
     config,
@@ -72,7 +79,11 @@ export async function registerStreams(app: FastifyInstance, deps: StreamDeps): P
         after: transport.resumeFrom ?? args.after ?? null,
         filter: { types: args.filter?.types ?? null, occurredAfter: args.filter?.occurredAfter ?? null },
         readFeed: (input) => readFeed(caller, input),
-        subscribeWakeups: (accountId, wake) => wakeups.subscribe(accountId, wake),
+        subscribeWakeups: (accountId, wake) =>
+          wakeups.subscribe(accountId, () => {
+            reads.woken();
+            wake();
+          }),
         limits,
         hasRoom: () => transport.hasRoom(stream),
         onEnd: (reason) => transport.onEnd(reason),
