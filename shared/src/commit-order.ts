@@ -116,9 +116,16 @@ export async function readFeedHorizon(db: Kysely<unknown>): Promise<string> {
   return rows[0]!.horizon;
 }
 
+const FEED_END_ID = '00000000-0000-0000-0000-000000000000' as Uuid;
+
 /** The position just before everything a transaction at or above `horizon` writes: the feed's end, as of that horizon. */
 export function feedEndAt(horizon: string): FeedPosition {
-  return { xid: horizon, id: '00000000-0000-0000-0000-000000000000' as Uuid };
+  return { xid: horizon, id: FEED_END_ID };
+}
+
+/** Whether a position is a feed's end (`feedEndAt`) rather than a row's: it names the whole server's horizon. */
+export function isFeedEnd(position: FeedPosition): boolean {
+  return position.id === FEED_END_ID;
 }
 
 export interface CommitOrderTable {

@@ -1,5 +1,5 @@
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync } from 'node:crypto';
-import type { FeedPosition } from './commit-order.ts';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { isFeedEnd, type FeedPosition } from './commit-order.ts';
 import type { Uuid } from './ids.ts';
 import { decodeKeysetCursor, foreignCursor, keysetPosition, type CursorTag, type KeysetPosition } from './pagination.ts';
 
@@ -12,12 +12,14 @@ import { decodeKeysetCursor, foreignCursor, keysetPosition, type CursorTag, type
  * whole server's, so in the clear it would tell a client how busy every other account is. 24 bytes
  * of position make a 70-character cursor.
  *
- * A position always seals to the same cursor: the IV is an HMAC of the associated data and the
- * position under a key of its own (the synthetic-IV construction), so an IV repeats only with the
- * very same message, which GCM tolerates, and what a cursor reveals beyond the position's secrecy is
- * only that two of the account's own cursors name the same place. The gateway relies on it: streams
- * of one key standing at the same place ask the same question and share one read
- * (gateway/src/streams/shared-reads.ts). Cursors sealed with a random IV before still open.
+ * A row's position always seals to the same cursor: the IV is an HMAC of the associated data and
+ * the position under a key of its own (the synthetic-IV construction), so an IV repeats only with
+ * the very same message, which GCM tolerates, and what such a cursor reveals is only that two of the
+ * account's own cursors name the same row. The gateway relies on it: streams of one key standing at
+ * the same place ask the same question and share one read (gateway/src/streams/shared-reads.ts). A
+ * feed's end is sealed with a random IV instead: it names the whole server's horizon, and two equal
+ * ends would tell a client that no transaction began anywhere in between. Cursors sealed with a
+ * random IV before still open.
  */
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
@@ -41,11 +43,11 @@ export class PositionSeal {
     this.ivKey = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), `${keyInfo} iv`, 32));
   }
 
-  /** `plain`: POSITION_BYTES (24) bytes. */
-  sealBytes(accountId: string, plain: Buffer): string {
+  /** `plain`: POSITION_BYTES (24) bytes; `linkable`: the same position gives the same cursor (see above). */
+  sealBytes(accountId: string, plain: Buffer, linkable = true): string {
     if (plain.length !== POSITION_BYTES) throw new Error(`a sealed position is ${POSITION_BYTES} bytes, not ${plain.length}`);
     const associatedData = this.associatedData(accountId);
-    const iv = createHmac('sha256', this.ivKey).update(associatedData).update(plain).digest().subarray(0, IV_BYTES);
+    const iv = linkable ? createHmac('sha256', this.ivKey).update(associatedData).update(plain).digest().subarray(0, IV_BYTES) : randomBytes(IV_BYTES);
     const cipher = createCipheriv('aes-256-gcm', this.key, iv);
     cipher.setAAD(associatedData);
     const sealed = Buffer.concat([cipher.update(plain), cipher.final()]);
@@ -66,11 +68,11 @@ export class PositionSeal {
     }
   }
 
-  seal(accountId: string, number: bigint, id: string): string {
+  seal(accountId: string, number: bigint, id: string, linkable = true): string {
     const plain = Buffer.alloc(POSITION_BYTES);
     plain.writeBigUInt64BE(number, 0);
     Buffer.from(id.replaceAll('-', ''), 'hex').copy(plain, 8);
-    return this.sealBytes(accountId, plain);
+    return this.sealBytes(accountId, plain, linkable);
   }
 
   open(accountId: string, cursor: string): { number: bigint; id: Uuid } {
@@ -117,7 +119,7 @@ export class SealedFeedCursors {
   }
 
   encode(accountId: string, position: FeedPosition): string {
-    return this.positions.seal(accountId, BigInt(position.xid), position.id);
+    return this.positions.seal(accountId, BigInt(position.xid), position.id, !isFeedEnd(position));
   }
 
   decode(accountId: string, cursor: string | null | undefined): FeedPosition | undefined {

@@ -1,5 +1,6 @@
 import { createCipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { feedEndAt } from '../src/commit-order.ts';
 import { newId } from '../src/ids.ts';
 import { cursorTag, encodeKeysetCursor } from '../src/pagination.ts';
 import { SealedFeedCursors, SealedKeysetCursors } from '../src/sealed-cursors.ts';
@@ -39,6 +40,15 @@ describe('sealed feed cursors', () => {
     ];
     const ivs = new Set([cursor, ...others].map((sealed) => Buffer.from(sealed, 'base64url').subarray(0, 12).toString('hex')));
     expect(ivs.size).toBe(others.length + 1);
+  });
+
+  it('seal a feed\'s end anew each time: equal ends would say that no transaction began anywhere in between', () => {
+    const end = feedEndAt('9007199254740993');
+    const first = cursors.encode(accountId, end);
+    const second = cursors.encode(accountId, end);
+    expect(second).not.toBe(first);
+    expect(cursors.decode(accountId, first)).toEqual(end);
+    expect(cursors.decode(accountId, second)).toEqual(end);
   });
 
   it('open a cursor sealed with a random IV, as they were before', () => {
