@@ -36,17 +36,17 @@ export const PAYLOAD_ERROR_CODES: Record<PayloadErrorCode, ErrorCodeDoc> = {
   },
   ORDER_NOT_REPLACEABLE: {
     where: 'payload',
-    when: 'The order is no longer open (FILLED, CANCELLED or REPLACED), or the replacement would leave less than is already filled.',
+    when: 'The order is no longer open (FILLED, CANCELLED or REPLACED).',
     todo: 'Read the order; submit a new one if you still want the position.',
   },
   ORDER_NOT_FILLABLE: {
     where: 'payload',
-    when: 'recordFill names an order that is CANCELLED, REPLACED or FILLED.',
-    todo: 'Check the venue report against the order; a late fill of a replaced order belongs to the order that replaced it.',
+    when: 'recordFill names an order that is FILLED, or CANCELLED / REPLACED with an executedAt after the cancel or replace took effect (a late fill executed at or before cancelledAt / replacedAt is recorded).',
+    todo: "Check the venue report against the order: send the venue's executedAt with a late fill; a fill executed after a replace belongs to the order that replaced it.",
   },
   FILL_EXCEEDS_REMAINING: {
     where: 'payload',
-    when: 'The fill quantity is more than the order has left (remainingQuantity).',
+    when: 'The fill quantity is more than the order has left to fill: quantity − filledQuantity, which a CANCELLED or REPLACED order still has for a late fill although its remainingQuantity is 0.',
     todo: 'Check the venue report; nothing was recorded.',
   },
   DUPLICATE_EXECUTION_ID: {

@@ -114,12 +114,16 @@ function notFillable(orderSubmissionId: string, status: OrderStatus | undefined)
   );
 }
 
-function exceedsRemaining(quantity: Decimal, remaining: string | undefined): PayloadError {
+/**
+ * What the order can still take is its quantity less what is filled: `remainingQuantity` is 0 on a
+ * cancelled or replaced order, which still takes a late fill within that.
+ */
+function exceedsRemaining(quantity: Decimal, order: Pick<AppliedOrder, 'quantity' | 'filledQuantity'> | null): PayloadError {
   return payloadError(
     'FILL_EXCEEDS_REMAINING',
-    remaining === undefined
-      ? `quantity ${formatDecimal(quantity)} exceeds the order's remaining quantity`
-      : `quantity ${formatDecimal(quantity)} exceeds the order's remaining quantity ${formatDecimal(remaining)}`,
+    order === null
+      ? `quantity ${formatDecimal(quantity)} exceeds what the order has left to fill`
+      : `quantity ${formatDecimal(quantity)} exceeds what the order has left to fill, ${formatDecimal(new Decimal(order.quantity).minus(order.filledQuantity))}`,
     'quantity',
   );
 }
@@ -136,7 +140,7 @@ export type Settlement = { kind: 'applied' } | { kind: 'refused'; error: Payload
 export function settlementOf(
   outcome: ApplyOutcome,
   fill: { orderSubmissionId: string; quantity: Decimal | string },
-  order: Pick<AppliedOrder, 'status' | 'remainingQuantity'> | null,
+  order: Pick<AppliedOrder, 'status' | 'quantity' | 'filledQuantity'> | null,
 ): Settlement {
   switch (outcome) {
     case 'APPLIED':
@@ -147,7 +151,7 @@ export function settlementOf(
     case 'NOT_FILLABLE':
       return { kind: 'refused', error: notFillable(fill.orderSubmissionId, order?.status) };
     case 'EXCEEDS_REMAINING':
-      return { kind: 'refused', error: exceedsRemaining(new Decimal(fill.quantity), order?.remainingQuantity) };
+      return { kind: 'refused', error: exceedsRemaining(new Decimal(fill.quantity), order) };
   }
 }
 

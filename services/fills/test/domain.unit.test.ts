@@ -117,8 +117,8 @@ describe('settlementOf (the orders verdict)', () => {
   it('maps each refusal to its contract code', () => {
     const codeOf = (settlement: ReturnType<typeof settlementOf>) => (settlement.kind === 'refused' ? settlement.error.code : 'applied');
     expect(codeOf(settlementOf('NOT_FOUND', fill, null))).toBe('NOT_FOUND');
-    expect(codeOf(settlementOf('NOT_FILLABLE', fill, { status: 'CANCELLED', remainingQuantity: '0' }))).toBe('ORDER_NOT_FILLABLE');
-    expect(codeOf(settlementOf('EXCEEDS_REMAINING', fill, { status: 'PARTIALLY_FILLED', remainingQuantity: '2' }))).toBe(
+    expect(codeOf(settlementOf('NOT_FILLABLE', fill, { status: 'CANCELLED', quantity: '10', filledQuantity: '4' }))).toBe('ORDER_NOT_FILLABLE');
+    expect(codeOf(settlementOf('EXCEEDS_REMAINING', fill, { status: 'PARTIALLY_FILLED', quantity: '10', filledQuantity: '8' }))).toBe(
       'FILL_EXCEEDS_REMAINING',
     );
   });
@@ -127,14 +127,19 @@ describe('settlementOf (the orders verdict)', () => {
     const errorOf = (settlement: ReturnType<typeof settlementOf>) =>
       settlement.kind === 'refused' ? { code: settlement.error.code, field: settlement.error.field } : undefined;
     expect(errorOf(settlementOf('NOT_FOUND', fill, null))).toEqual({ code: 'NOT_FOUND', field: 'orderSubmissionId' });
-    expect(errorOf(settlementOf('NOT_FILLABLE', fill, { status: 'FILLED', remainingQuantity: '0' }))).toEqual({
+    expect(errorOf(settlementOf('NOT_FILLABLE', fill, { status: 'FILLED', quantity: '10', filledQuantity: '10' }))).toEqual({
       code: 'ORDER_NOT_FILLABLE',
       field: 'orderSubmissionId',
     });
-    expect(errorOf(settlementOf('EXCEEDS_REMAINING', fill, { status: 'SUBMITTED', remainingQuantity: '2' }))).toEqual({
+    expect(errorOf(settlementOf('EXCEEDS_REMAINING', fill, { status: 'SUBMITTED', quantity: '2', filledQuantity: '0' }))).toEqual({
       code: 'FILL_EXCEEDS_REMAINING',
       field: 'quantity',
     });
     expect(duplicateExecutionId('exec-1')).toMatchObject({ code: 'DUPLICATE_EXECUTION_ID', field: 'executionId' });
+  });
+
+  it('says what a cancelled order can still take for a late fill, not its remainingQuantity of 0', () => {
+    const settlement = settlementOf('EXCEEDS_REMAINING', { ...fill, quantity: '7' }, { status: 'CANCELLED', quantity: '10', filledQuantity: '4' });
+    expect(settlement.kind === 'refused' && settlement.error.message).toBe('quantity 7 exceeds what the order has left to fill, 6');
   });
 });

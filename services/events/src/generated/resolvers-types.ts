@@ -172,7 +172,7 @@ export type PayloadError = {
    * WEBHOOK_ENDPOINT_LIMIT, or TEMPORARILY_UNAVAILABLE (retry: nothing changed, or the change will complete).
    */
   code: Scalars['String']['output'];
-  /** The input field at fault (e.g. `quantity`, `limitPrice`), for VALIDATION_FAILED; otherwise null. */
+  /** The input field or argument the error is about (e.g. `quantity` for VALIDATION_FAILED or FILL_EXCEEDS_REMAINING, `id` for NOT_FOUND); null when nothing sent is at fault (TEMPORARILY_UNAVAILABLE). */
   field?: Maybe<Scalars['String']['output']>;
   /** A sentence for people; do not parse it. */
   message: Scalars['String']['output'];
