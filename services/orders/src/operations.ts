@@ -1,5 +1,5 @@
 import type { Decimal } from '@ots/shared/decimal';
-import { fail, ok, type Result } from '@ots/shared/errors';
+import { fail, isDependencyOutage, ok, type Result } from '@ots/shared/errors';
 import { newId, type ReceivedId, type Uuid } from '@ots/shared/ids';
 import type { Scope } from '@ots/shared/scope';
 import { notFoundInAccount } from '@ots/shared/messages';
@@ -317,6 +317,11 @@ export const CANCEL_ALL_LIMIT = 500;
 export interface CancelAllResult {
   cancelled: OrderRow[];
   hasMore: boolean;
+  /**
+   * The database stopped answering part-way (contract section 7's TEMPORARILY_UNAVAILABLE): what
+   * `cancelled` holds is done and reported, and the call can be repeated for the rest.
+   */
+  interruptedBy?: Error;
 }
 
 /**
@@ -330,16 +335,22 @@ export async function cancelOrderSubmissions({ db, accountId }: OrdersScope, inp
   // Undefined: no order can match (a strategyId that is not a UUID).
   const filter = normaliseFilter(input);
   if (!filter) return { cancelled: [], hasMore: false };
-  const candidates = await repository.findOrdersInStatuses(db, accountId, CANCELLABLE_STATUSES, filter, CANCEL_ALL_LIMIT + 1);
   const cancelled: OrderRow[] = [];
-  for (const candidate of candidates.slice(0, CANCEL_ALL_LIMIT)) {
-    const row = await decideThenWrite(db, accountId, candidate.id, async (db, locked) => {
-      const order = locked ? await repository.findOrder(db, accountId, candidate.id) : candidate;
-      return order && decideCancel(order.status, order.id).kind === 'cancel' ? writeCancel(db, order) : undefined;
-    });
-    if (row) cancelled.push(row);
+  try {
+    const candidates = await repository.findOrdersInStatuses(db, accountId, CANCELLABLE_STATUSES, filter, CANCEL_ALL_LIMIT + 1);
+    for (const candidate of candidates.slice(0, CANCEL_ALL_LIMIT)) {
+      const row = await decideThenWrite(db, accountId, candidate.id, async (db, locked) => {
+        const order = locked ? await repository.findOrder(db, accountId, candidate.id) : candidate;
+        return order && decideCancel(order.status, order.id).kind === 'cancel' ? writeCancel(db, order) : undefined;
+      });
+      if (row) cancelled.push(row);
+    }
+    return { cancelled, hasMore: candidates.length > CANCEL_ALL_LIMIT };
+  } catch (error) {
+    // Each cancel committed on its own: those done stay done, and the client must hear of them.
+    if (!isDependencyOutage(error)) throw error;
+    return { cancelled, hasMore: true, interruptedBy: error as Error };
   }
-  return { cancelled, hasMore: candidates.length > CANCEL_ALL_LIMIT };
 }
 
 /** A list's arguments once the resolver has parsed them. */

@@ -1,4 +1,4 @@
-import { badUserInput, type PayloadError, type Result } from '@ots/shared/errors';
+import { badUserInput, payloadError, TEMPORARILY_UNAVAILABLE_MESSAGE, type PayloadError, type Result } from '@ots/shared/errors';
 import { parseUuid, receiveId, type ReceivedId } from '@ots/shared/ids';
 import { pageSize, type Connection } from '@ots/shared/pagination';
 import { DateTimeScalar, DecimalScalar } from '@ots/shared/scalars';
@@ -89,7 +89,13 @@ export const resolvers: Resolvers = {
     },
     cancelOrderSubmissions: async (_, { filter }, context) => {
       const result = await cancelOrderSubmissions(context.scope, filter && { ...filter, strategyId: received(filter.strategyId) });
-      return { cancelledCount: result.cancelled.length, orderSubmissions: result.cancelled.map(orderView), hasMore: result.hasMore, error: null };
+      if (result.interruptedBy) context.log.warn({ err: result.interruptedBy, path: ['cancelOrderSubmissions'] }, 'a dependency did not answer');
+      return {
+        cancelledCount: result.cancelled.length,
+        orderSubmissions: result.cancelled.map(orderView),
+        hasMore: result.hasMore,
+        error: result.interruptedBy ? payloadError('TEMPORARILY_UNAVAILABLE', TEMPORARILY_UNAVAILABLE_MESSAGE) : null,
+      };
     },
     applyFill: async (_, { input }, context) => {
       const refused = checkFill(input);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { KyselyPlugin } from 'kysely';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Decimal } from '@ots/shared/decimal';
 import { newId, parseUuid, receiveId } from '@ots/shared/ids';
@@ -213,6 +214,45 @@ describe('cancelOrderSubmissions', () => {
     const second = await cancelOrderSubmissions(testScope(db, accountId), {});
     expect(second.cancelled).toHaveLength(2);
     expect(second.hasMore).toBe(false);
+  });
+
+  it('reports the cancels it made when the database stops answering part-way, and says more remain', async () => {
+    const accountId = someAccount();
+    const [a, b, c] = [await submitted(accountId), await submitted(accountId), await submitted(accountId)];
+    // The read of the candidates and the first cancel answer; the database is gone from the second cancel on.
+    let answered = 0;
+    const goneAfterTwo: KyselyPlugin = {
+      transformQuery: (args) => args.node,
+      transformResult: async (args) => {
+        answered += 1;
+        if (answered > 2) throw new Error('Connection terminated unexpectedly');
+        return args.result;
+      },
+    };
+    const interrupted = await cancelOrderSubmissions(testScope(db.withPlugin(goneAfterTwo), accountId), {});
+    expect(interrupted.cancelled.map((row) => row.id)).toEqual([a.id]);
+    expect(interrupted.hasMore).toBe(true);
+    expect(interrupted.interruptedBy?.message).toBe('Connection terminated unexpectedly');
+
+    const again = await cancelOrderSubmissions(testScope(db, accountId), {});
+    expect(again.interruptedBy).toBeUndefined();
+    expect((await Promise.all([a, b, c].map((order) => findOrder(db, accountId, order.id)))).map((order) => order?.status)).toEqual([
+      'CANCELLED',
+      'CANCELLED',
+      'CANCELLED',
+    ]);
+  });
+
+  it('lets any other failure through as it is', async () => {
+    const accountId = someAccount();
+    await submitted(accountId);
+    const broken: KyselyPlugin = {
+      transformQuery: (args) => args.node,
+      transformResult: async () => {
+        throw new Error('a bug, not an outage');
+      },
+    };
+    await expect(cancelOrderSubmissions(testScope(db.withPlugin(broken), accountId), {})).rejects.toThrow('a bug, not an outage');
   });
 });
 
