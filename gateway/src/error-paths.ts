@@ -34,7 +34,7 @@ export function rootFieldOwners(supergraphSdl: string): Map<string, string> {
  * owns; a request refused as a whole (a limit, a bad value) names its first root field. The seed's
  * response shape is kept too: a top-level failure carries `data: null` beside its errors.
  */
-export function errorPathsPlugin(owners: Map<string, string>): ApolloServerPlugin<{ unavailableServices?: Set<string> }> {
+export function errorPathsPlugin(owners: ReadonlyMap<string, string>): ApolloServerPlugin<{ unavailableServices?: Set<string> }> {
   return {
     async requestDidStart() {
       return {

@@ -16,7 +16,7 @@ const responseKey = (selection: SelectionNode & { kind: Kind.FIELD }) => selecti
  * called again: data-source.ts), and those fields are null beside the others' data, each named by
  * its SERVICE_UNAVAILABLE error (error-paths.ts). Mutations are never run twice.
  */
-function keepingOtherSubgraphsData(execute: Executor, owners: Map<string, string>): Executor {
+function keepingOtherSubgraphsData(execute: Executor, owners: ReadonlyMap<string, string>): Executor {
   return async (requestContext) => {
     const result = await execute(requestContext);
     const { operation, document } = requestContext;
@@ -51,7 +51,7 @@ function keepingOtherSubgraphsData(execute: Executor, owners: Map<string, string
 }
 
 /** The gateway, its executor keeping the other subgraphs' data when one does not answer. */
-export function keepOtherSubgraphsData(gateway: ApolloGateway, owners: Map<string, string>): GatewayLike {
+export function keepOtherSubgraphsData(gateway: ApolloGateway, owners: ReadonlyMap<string, string>): GatewayLike {
   return {
     load: async (options) => {
       const loaded = await gateway.load(options);

@@ -16,7 +16,7 @@ import { connectionCap, limitConnections, openFileLimit } from './connections.ts
 import { createAuthentication, type Authentication } from './authentication.ts';
 import { AuthenticatedDataSource, type GatewayContext } from './data-source.ts';
 import { errorPathsPlugin, rootFieldOwners } from './error-paths.ts';
-import { registerIdempotency } from './idempotency.ts';
+import { registerIdempotency, type RootFieldRules } from './idempotency.ts';
 import { registerDocs } from './reference/route.ts';
 import { queryLimitRules } from './limits.ts';
 import { operationChecksPlugin } from './operation-checks.ts';
@@ -44,10 +44,9 @@ export interface GatewayOptions {
 }
 
 /** The GraphQL engine: the supergraph, routed through authenticated data sources, under the query limits. */
-function createApollo(config: GatewaySettings, logger: Logger, app: FastifyInstance): ApolloServer<GatewayContext> {
+function createApollo(config: GatewaySettings, logger: Logger, app: FastifyInstance, supergraphSdl: string, rules: RootFieldRules): ApolloServer<GatewayContext> {
   const limits = config.limits;
-  const supergraphSdl = readFileSync(SUPERGRAPH_PATH, 'utf8');
-  const owners = rootFieldOwners(supergraphSdl);
+  const { owners } = rules;
   const gateway = new ApolloGateway({
     supergraphSdl: supergraphForExecution(supergraphSdl),
     buildService: ({ name }) =>
@@ -72,7 +71,7 @@ function createApollo(config: GatewaySettings, logger: Logger, app: FastifyInsta
       ApolloServerPluginLandingPageDisabled(),
       errorPathsPlugin(owners),
       operationChecksPlugin(),
-      scopeCheckPlugin(rootFieldScopes(supergraphSdl).required),
+      scopeCheckPlugin(rules.required),
       requestLogPlugin(),
       {
         async requestDidStart() {
@@ -112,7 +111,9 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
   // Only JSON bodies are GraphQL requests here; Fastify would otherwise parse text/plain too.
   app.removeContentTypeParser('text/plain');
   const authentication = createAuthentication(config, keyStore, options.redis);
-  const apollo = createApollo(config, logger, app);
+  const supergraphSdl = readFileSync(SUPERGRAPH_PATH, 'utf8');
+  const rules: RootFieldRules = { required: rootFieldScopes(supergraphSdl).required, owners: rootFieldOwners(supergraphSdl) };
+  const apollo = createApollo(config, logger, app, supergraphSdl, rules);
   await apollo.start();
 
   app.addHook('onRequest', async (request, reply) => {
@@ -121,7 +122,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
   addGatewayTimeout(app, config.limits.gatewayTimeoutMs);
   let idempotencyPurge: BackgroundLoop | undefined;
   await registerGraphqlRoute(app, apollo, authentication, (routes) => {
-    idempotencyPurge = registerIdempotency(routes, new IdempotencyStore(keyStore.db), authentication.identityOf, logger);
+    idempotencyPurge = registerIdempotency(routes, new IdempotencyStore(keyStore.db), authentication.identityOf, rules, logger);
   });
   await registerStreams(app, { config, authentication, keyStore, logger, redis: options.redis });
   addHealthRoutes(app, options.isReady);

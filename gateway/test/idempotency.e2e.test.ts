@@ -1,7 +1,8 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@ots/shared/logger';
 import type { RunningServer } from '@ots/shared/subgraph-server';
-import { IdempotencyStore, openKeyStore, type OpenedKeyStore } from '@ots/accounts';
+import { createKey, IdempotencyStore, openKeyStore, type OpenedKeyStore } from '@ots/accounts';
 import { useStack, type ApiClient } from '../../testing/fixture.ts';
 import type { HttpResult } from '../../testing/stack.ts';
 import { startGateway } from '../src/server.ts';
@@ -27,6 +28,48 @@ function send(client: ApiClient, key: string | undefined, query: string, variabl
 
 async function ordersOf(client: ApiClient, symbol: string) {
   return (await client.listAllOrders({ filter: { symbol } })).length;
+}
+
+async function strategiesNamed(client: ApiClient, name: string) {
+  const strategies = await client.data('{ listStrategies(first: 200) { nodes { name } } }');
+  return strategies.listStrategies.nodes.filter((s: { name: string }) => s.name === name).length;
+}
+
+/** Runs `request` while `service` is stopped; the service is started again whatever happens. */
+async function whileDown<T>(service: Parameters<typeof t.stack.stopService>[0], request: () => Promise<T>): Promise<T> {
+  await t.stack.stopService(service);
+  try {
+    return await request();
+  } finally {
+    await t.stack.startService(service);
+  }
+}
+
+/** An HTTP relay to `target` that holds every request for `delayMs` first: a subgraph that is slow to answer. */
+async function slowRelay(target: string, delayMs: number): Promise<{ url: string; close: () => Promise<void> }> {
+  const server: Server = createServer((incoming: IncomingMessage, outgoing) => {
+    void (async () => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of incoming) chunks.push(chunk as Buffer);
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      const headers = Object.fromEntries(
+        Object.entries(incoming.headers).filter((entry): entry is [string, string] => typeof entry[1] === 'string' && !['host', 'connection', 'content-length'].includes(entry[0])),
+      );
+      const answer = await fetch(target, { method: incoming.method, headers, body: Buffer.concat(chunks) });
+      outgoing.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' });
+      outgoing.end(await answer.text());
+    })();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}/graphql`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }
 
 const replicas: { gateway: RunningServer; keys: OpenedKeyStore }[] = [];
@@ -163,6 +206,144 @@ describe('Idempotency-Key', () => {
     expect(retried.headers.get('idempotent-replayed')).toBeNull();
     expect(retried.body.data.submitOrder.orderSubmission.symbol).toBe('IDEM.H');
     expect(await ordersOf(t.alice, 'IDEM.H')).toBe(1);
+  });
+
+  it('keeps a partial answer: an order committed while the fills service was down is replayed, not submitted again', async () => {
+    const key = freshKey();
+    const query = `mutation Partial($symbol: String!) {
+      submitOrder(input: { symbol: $symbol, side: BUY, type: MARKET, quantity: "1" }) { orderSubmission { id fills { id } } error { code } }
+    }`;
+    const first = await whileDown('fills', () => send(t.alice, key, query, { symbol: 'IDEM.P' }));
+    expect(first.status).toBe(200);
+    expect(first.body.data.submitOrder).not.toBeNull();
+    expect(first.body.errors.map((e: { extensions: { code: string } }) => e.extensions.code)).toContain('SERVICE_UNAVAILABLE');
+    expect(await ordersOf(t.alice, 'IDEM.P')).toBe(1);
+
+    const retried = await send(t.alice, key, query, { symbol: 'IDEM.P' });
+    expect(retried.headers.get('idempotent-replayed')).toBe('true');
+    expect(retried.body).toEqual(first.body);
+    expect(await ordersOf(t.alice, 'IDEM.P')).toBe(1);
+  });
+
+  it('keeps an answer whose root field another service\'s outage nulled, though the change committed', async () => {
+    await send(t.alice, undefined, SUBMIT, { symbol: 'IDEM.N' });
+    const key = freshKey();
+    const query = 'mutation { cancelOrderSubmissions(filter: { symbol: "IDEM.N" }) { cancelledCount orderSubmissions { id fills { id } } error { code } } }';
+    const first = await whileDown('fills', () => send(t.alice, key, query, {}));
+    // The order's non-null fills, lost with the fills service, null the whole answer.
+    expect(first.body.data).toBeNull();
+    expect((await t.alice.listAllOrders({ filter: { symbol: 'IDEM.N' } }))[0]!.status).toBe('CANCELLED');
+    const retried = await send(t.alice, key, query, {});
+    expect(retried.headers.get('idempotent-replayed')).toBe('true');
+    expect(retried.body).toEqual(first.body);
+  });
+
+  it('keeps the answer of two root fields of which one ran before the other\'s service was found down', async () => {
+    const key = freshKey();
+    const name = `idem-both-${key}`;
+    const query = `mutation Both($name: String!, $symbol: String!) {
+      createStrategy(input: { name: $name }) { strategy { id } error { code } }
+      submitOrder(input: { symbol: $symbol, side: BUY, type: MARKET, quantity: "1" }) { orderSubmission { id } error { code } }
+    }`;
+    const first = await whileDown('orders', () => send(t.alice, key, query, { name, symbol: 'IDEM.Q' }));
+    expect(first.body.errors.map((e: { extensions: { code: string } }) => e.extensions.code)).toContain('SERVICE_UNAVAILABLE');
+    expect(await strategiesNamed(t.alice, name)).toBe(1);
+
+    const retried = await send(t.alice, key, query, { name, symbol: 'IDEM.Q' });
+    expect(retried.headers.get('idempotent-replayed')).toBe('true');
+    expect(retried.body).toEqual(first.body);
+    expect(await ordersOf(t.alice, 'IDEM.Q')).toBe(0);
+  });
+
+  it('keeps an answer whose data merely mentions an outage code', async () => {
+    const key = freshKey();
+    const name = `idem-text-${key}`;
+    const query = 'mutation($name: String!, $d: String) { createStrategy(input: { name: $name, description: $d }) { strategy { id description } error { code } } }';
+    const first = await send(t.alice, key, query, { name, d: 'TEMPORARILY_UNAVAILABLE' });
+    expect(first.body.data.createStrategy.strategy.description).toBe('TEMPORARILY_UNAVAILABLE');
+    const retried = await send(t.alice, key, query, { name, d: 'TEMPORARILY_UNAVAILABLE' });
+    expect(retried.headers.get('idempotent-replayed')).toBe('true');
+    expect(retried.body).toEqual(first.body);
+    expect(await strategiesNamed(t.alice, name)).toBe(1);
+  });
+
+  it('does not keep a payload that is only TEMPORARILY_UNAVAILABLE: the retry runs once the dependency is back', async () => {
+    const strategy = await t.alice.createdStrategy(`idem-dependency-${process.pid}`);
+    const key = freshKey();
+    const query = 'mutation($s: ID!) { submitOrder(input: { symbol: "IDEM.R", side: BUY, type: MARKET, quantity: "1", strategyId: $s }) { orderSubmission { id } error { code } } }';
+    const down = await whileDown('strategies', () => send(t.alice, key, query, { s: strategy.id }));
+    expect(down.body.data.submitOrder).toMatchObject({ orderSubmission: null, error: { code: 'TEMPORARILY_UNAVAILABLE' } });
+    const retried = await send(t.alice, key, query, { s: strategy.id });
+    expect(retried.headers.get('idempotent-replayed')).toBeNull();
+    expect(retried.body.data.submitOrder.error).toBeNull();
+    expect(await ordersOf(t.alice, 'IDEM.R')).toBe(1);
+  });
+
+  it('replays an answer only to a key that may make the request: a read-only key of the account gets FORBIDDEN', async () => {
+    const { apiKey: readOnly } = await createKey(t.stack.operator, { accountId: t.alice.accountId, scopes: ['read'] });
+    const { apiKey: fullAccess } = await createKey(t.stack.operator, { accountId: t.alice.accountId });
+    const reader = { apiKey: readOnly } as ApiClient;
+    const key = freshKey();
+    const variables = { name: `idem-scope-${key}` };
+    const unreplayed = await send(reader, undefined, CREATE_STRATEGY, variables);
+    expect(unreplayed.body.errors[0].extensions.code).toBe('FORBIDDEN');
+
+    const first = await send(t.alice, key, CREATE_STRATEGY, variables);
+    expect(first.body.data.createStrategy.strategy).not.toBeNull();
+    const refused = await send(reader, key, CREATE_STRATEGY, variables);
+    expect(refused.status).toBe(unreplayed.status);
+    expect(refused.headers.get('idempotent-replayed')).toBeNull();
+    expect(refused.body).toEqual(unreplayed.body);
+    // Another key of the account that may make it (after a roll, say) is still replayed.
+    const other = await send({ apiKey: fullAccess } as ApiClient, key, CREATE_STRATEGY, variables);
+    expect(other.headers.get('idempotent-replayed')).toBe('true');
+    expect(other.body).toEqual(first.body);
+  });
+
+  it('does not keep a refusal for lack of scope: the account\'s key that may make the request runs it', async () => {
+    const { apiKey: readOnly } = await createKey(t.stack.operator, { accountId: t.alice.accountId, scopes: ['read'] });
+    const key = freshKey();
+    const refused = await send({ apiKey: readOnly } as ApiClient, key, SUBMIT, { symbol: 'IDEM.S' });
+    expect(refused.body.errors[0].extensions.code).toBe('FORBIDDEN');
+    const ran = await send(t.alice, key, SUBMIT, { symbol: 'IDEM.S' });
+    expect(ran.headers.get('idempotent-replayed')).toBeNull();
+    expect(ran.body.data.submitOrder.orderSubmission.symbol).toBe('IDEM.S');
+    expect(await ordersOf(t.alice, 'IDEM.S')).toBe(1);
+  });
+
+  it('answers the retries of a mutation that outlived the gateway timeout with its own late answer, running it once', async () => {
+    const relay = await slowRelay(t.stack.urls.strategies, 1_500);
+    const config = t.stack.config;
+    const gateway = await t.stack.anotherGateway({
+      config: { limits: { ...config.limits, gatewayTimeoutMs: 500 }, subgraphUrls: { ...config.subgraphUrls, strategies: relay.url } },
+    });
+    try {
+      const key = freshKey();
+      const variables = { name: `idem-late-${key}` };
+      const timedOut = await send(t.alice, key, CREATE_STRATEGY, variables, gateway.url);
+      expect(timedOut.status).toBe(504);
+      const meanwhile = await send(t.alice, key, CREATE_STRATEGY, variables, gateway.url);
+      expect(meanwhile.status).toBe(409);
+      await expect.poll(async () => (await send(t.alice, key, CREATE_STRATEGY, variables)).status, { timeout: 5_000, interval: 200 }).toBe(200);
+      const replayed = await send(t.alice, key, CREATE_STRATEGY, variables);
+      expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+      expect(replayed.body.data.createStrategy).toMatchObject({ strategy: { id: expect.any(String) }, error: null });
+      expect(await strategiesNamed(t.alice, variables.name)).toBe(1);
+    } finally {
+      await gateway.close();
+      await relay.close();
+    }
+  });
+
+  it('keeps a claim whose request still runs in progress past its first lease, while the gateway renews it', async () => {
+    const store = new IdempotencyStore(t.stack.running.keys.db, { leaseMs: 1_000 });
+    const hash = Buffer.alloc(32, 3);
+    const now = new Date();
+    const key = freshKey();
+    expect(await store.claim(t.alice.accountId, key, hash, now)).toEqual({ kind: 'claimed' });
+    await store.renewLease(t.alice.accountId, key, new Date(now.getTime() + 800));
+    expect(await store.claim(t.alice.accountId, key, hash, new Date(now.getTime() + 1_500))).toEqual({ kind: 'in-progress' });
+    expect(await store.claim(t.alice.accountId, key, hash, new Date(now.getTime() + 2_000))).toEqual({ kind: 'claimed' });
   });
 
   it('forgets a key after 24 hours, and a claim abandoned past its lease can be taken over by the same request', async () => {

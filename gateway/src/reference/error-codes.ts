@@ -114,7 +114,11 @@ export const OTHER_ERROR_CODES: Record<string, ErrorCodeDoc> = {
     when: 'The service owning these fields did not answer; the fields of the others are still in `data`.',
     todo: 'Retry after a back-off; mutations with the same Idempotency-Key or natural id are safe to retry.',
   },
-  GATEWAY_TIMEOUT: { where: 'top-level', when: 'No answer within the gateway timeout (10 s); HTTP 504.', todo: 'Retry after a back-off with the same Idempotency-Key.' },
+  GATEWAY_TIMEOUT: {
+    where: 'top-level',
+    when: 'No answer within the gateway timeout (10 s); HTTP 504. A mutation may still be running.',
+    todo: 'Retry after a back-off with the same Idempotency-Key: 409 while the mutation still runs, then its answer.',
+  },
   INTERNAL_SERVER_ERROR: {
     where: 'top-level',
     when: 'A fault of ours. The message is masked; the response header x-request-id identifies the request in our logs.',

@@ -30,8 +30,9 @@ export interface IdempotencyStoreOptions {
   /** How long a key and its answer are kept: 24 hours (contract section 4). */
   retentionMs?: number;
   /**
-   * How long a claim without an answer counts as in progress. Past it, the gateway that claimed the
-   * key has answered or died (its own timeout is far shorter), so the same request may run again.
+   * How long a claim without an answer counts as in progress unless renewed. The gateway that claimed
+   * the key renews it while the request still runs (`renewLease`), so a claim past its lease is one
+   * whose gateway died: the same request may run again.
    */
   leaseMs?: number;
 }
@@ -44,7 +45,7 @@ export interface IdempotencyStoreOptions {
 export class IdempotencyStore {
   private readonly db: Kysely<IdempotencyDatabase>;
   readonly retentionMs: number;
-  private readonly leaseMs: number;
+  readonly leaseMs: number;
 
   constructor(db: AccountsDb, options: IdempotencyStoreOptions = {}) {
     this.db = db.withTables<IdempotencyDatabase>() as unknown as Kysely<IdempotencyDatabase>;
@@ -110,6 +111,17 @@ export class IdempotencyStore {
     await this.db
       .updateTable('idempotency_keys')
       .set({ response_status: answer.status, response_content_type: answer.contentType, response_body: answer.body })
+      .where('account_id', '=', accountId)
+      .where('key', '=', key)
+      .where('response_status', 'is', null)
+      .execute();
+  }
+
+  /** Keeps a claim of a request that is still running in progress for another lease. */
+  async renewLease(accountId: string, key: string, now: Date): Promise<void> {
+    await this.db
+      .updateTable('idempotency_keys')
+      .set({ locked_until: new Date(now.getTime() + this.leaseMs) })
       .where('account_id', '=', accountId)
       .where('key', '=', key)
       .where('response_status', 'is', null)
