@@ -148,9 +148,10 @@ export class OtsClient {
       this.paginate(options, async (first, after) => (await this.query(ops.ListEventsDocument, { filter: options.filter, first, after })).listEvents),
     get: async (id: string): Promise<Event | null> => (await this.query(ops.GetEventDocument, { id })).event,
     /**
-     * The events as they happen (GraphQL over SSE), from `after` (a kept cursor) or from now. It
-     * reconnects with back-off and resumes after the last event it handed out, so each event comes
-     * once, in order, across disconnects; `cursor` is the position to keep.
+     * The events as they happen (GraphQL over SSE), from `after` (a kept cursor) or from now (the
+     * feed's end, read when iteration begins). It reconnects with back-off, outages of the service
+     * included, and resumes after the last event it handed out, so each event comes once, in order,
+     * across disconnects; `cursor` is the position to keep.
      */
     stream: (options: EventStreamOptions = {}) => new EventStream(this.transport, options),
   };

@@ -1,11 +1,19 @@
 import { createClient, NetworkError } from 'graphql-sse';
-import { OtsAuthenticationError, OtsError, OtsPermissionError, OtsRequestError } from './errors.js';
-import { EventsDocument, type EventFieldsFragment, type EventFilter, type EventsSubscription, type EventsSubscriptionVariables } from './generated/operations.js';
+import { OtsApiError, OtsAuthenticationError, OtsError, OtsPermissionError, OtsRateLimitError, OtsRequestError } from './errors.js';
+import {
+  EventFeedEndDocument,
+  type EventFeedEndQuery,
+  EventsDocument,
+  type EventFieldsFragment,
+  type EventFilter,
+  type EventsSubscription,
+  type EventsSubscriptionVariables,
+} from './generated/operations.js';
 import { backoffMs, errorOf, retryAfterSeconds, type GraphqlError, type Transport } from './transport.js';
 
 export interface EventStreamOptions {
   filter?: EventFilter;
-  /** Resume after this cursor (an `EventStream.cursor` or a `listEvents` cursor kept from before); absent: from now. */
+  /** Resume after this cursor (an `EventStream.cursor` or a `listEvents` cursor kept from before); absent: from the feed's end when the stream starts. */
   after?: string;
 }
 
@@ -14,11 +22,17 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** The most back-off between reconnections: a stream that keeps failing still tries every few seconds. */
 const MAX_RECONNECT_ATTEMPT = 4;
 
+/** The failures a reconnection cannot mend: the key, its scope, the account's access, or the request itself. */
+function endsForGood(failure: OtsError): boolean {
+  return failure instanceof OtsAuthenticationError || failure instanceof OtsPermissionError || failure instanceof OtsRequestError;
+}
+
 /**
- * The account's events, live, over GraphQL over SSE. A dropped connection, a server restart or a
- * SLOW_CONSUMER ending is followed by a reconnection from the last cursor handed out, so a consumer
- * sees each event once and in order. Authentication and permission failures end the iteration with
- * the matching `OtsError`; break out of the loop to close the stream.
+ * The account's events, live, over GraphQL over SSE. A dropped connection, a server restart, an
+ * outage of the events service (TEMPORARILY_UNAVAILABLE, SERVICE_UNAVAILABLE) or a SLOW_CONSUMER
+ * ending is followed by a reconnection from the last cursor handed out, so a consumer sees each event
+ * once and in order. Authentication, permission and request failures end the iteration with the
+ * matching `OtsError`; break out of the loop to close the stream.
  */
 export class EventStream implements AsyncIterable<EventFieldsFragment> {
   private position: string | undefined;
@@ -30,7 +44,10 @@ export class EventStream implements AsyncIterable<EventFieldsFragment> {
     this.position = options.after;
   }
 
-  /** The cursor of the last event handed out: keep it to resume from there after a restart. */
+  /**
+   * The stream's place: the cursor of the last event handed out, or, before the first, where it
+   * started (`after`, or the feed's end it fixed when iteration began). Keep it to resume from there.
+   */
   get cursor(): string | undefined {
     return this.position;
   }
@@ -48,30 +65,44 @@ export class EventStream implements AsyncIterable<EventFieldsFragment> {
       for (;;) {
         let delayMs: number;
         try {
+          // "From now" is fixed before the stream opens: a stream cut before its first event then
+          // resumes from there, not from a later "now" that would skip what committed meanwhile.
+          this.position ??= await this.feedEnd();
           const variables: EventsSubscriptionVariables = { filter: this.options.filter, after: this.position };
           const results = client.iterate<EventsSubscription>({ query: EventsDocument.toString(), variables });
+          let ending: GraphqlError | undefined;
           for await (const result of results) {
-            const error = result.errors?.[0] as GraphqlError | undefined;
-            if (error) {
-              // The stream ended for a consumer that fell behind: carry on from the last event handed out.
-              if (error.extensions?.code === 'SLOW_CONSUMER') break;
+            ending = result.errors?.[0] as GraphqlError | undefined;
+            if (ending) {
               // A key without `read`, revoked or of an account whose access was disabled: reconnecting cannot help.
-              throw errorOf(error);
+              const failure = errorOf(ending);
+              if (endsForGood(failure)) throw failure;
+              // Fallen behind (SLOW_CONSUMER), or the events service out (TEMPORARILY_UNAVAILABLE,
+              // SERVICE_UNAVAILABLE): carry on from the last event handed out.
+              break;
             }
             const item = result.data!.events;
             this.position = item.cursor;
             failures = 0;
             yield item.event;
           }
-          delayMs = backoffMs(0);
+          // SLOW_CONSUMER asks for a resumption at once; any other ending backs off as a failed connection does.
+          if (ending && ending.extensions?.code !== 'SLOW_CONSUMER') {
+            delayMs = backoffMs(Math.min(failures, MAX_RECONNECT_ATTEMPT));
+            failures += 1;
+          } else {
+            delayMs = backoffMs(0);
+          }
         } catch (error) {
-          if (error instanceof OtsError) throw error;
+          if (error instanceof OtsError && endsForGood(error)) throw error;
           const status = error instanceof NetworkError ? error.response?.status : undefined;
           if (status === 401) throw new OtsAuthenticationError('Invalid or expired API key', { status });
           if (status === 403) throw new OtsPermissionError('API access is not enabled for this account', { status });
           if (status === 400 || status === 415 || status === 422) throw new OtsRequestError(`The stream was refused (HTTP ${status})`, { status });
           const response = error instanceof NetworkError ? (error.response as Response | undefined) : undefined;
-          delayMs = status === 429 && response?.headers ? retryAfterSeconds(response) * 1000 : backoffMs(Math.min(failures, MAX_RECONNECT_ATTEMPT));
+          if (error instanceof OtsRateLimitError) delayMs = error.retryAfterSeconds * 1000;
+          else if (status === 429 && response?.headers) delayMs = retryAfterSeconds(response) * 1000;
+          else delayMs = backoffMs(Math.min(failures, MAX_RECONNECT_ATTEMPT));
           failures += 1;
         }
         await sleep(delayMs);
@@ -79,5 +110,13 @@ export class EventStream implements AsyncIterable<EventFieldsFragment> {
     } finally {
       client.dispose();
     }
+  }
+
+  /** The feed's current end, read without reading any event (its transport call retries as any other). */
+  private async feedEnd(): Promise<string> {
+    const answer = await this.transport.execute<EventFeedEndQuery>(EventFeedEndDocument.toString(), {}, 'query');
+    const end = answer.listEvents.pageInfo.endCursor;
+    if (!end) throw new OtsApiError('The service named no place in the feed to start the stream from');
+    return end;
   }
 }

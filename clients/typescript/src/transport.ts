@@ -35,6 +35,11 @@ interface GraphqlResponse {
 const INITIAL_DELAY_MS = 500;
 const MAX_DELAY_MS = 8_000;
 const REQUEST_ERROR_CODES = new Set(['BAD_USER_INPUT', 'BAD_REQUEST', 'GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED']);
+/**
+ * Top-level errors of an outage, a dependency's (TEMPORARILY_UNAVAILABLE) or a whole service's
+ * (SERVICE_UNAVAILABLE): the gateway keeps neither under an Idempotency-Key, so a retry runs again.
+ */
+const OUTAGE_CODES = new Set(['TEMPORARILY_UNAVAILABLE', 'SERVICE_UNAVAILABLE']);
 
 /** Exponential back-off with jitter: between half and all of 0.5 s, 1 s, 2 s, ... up to 8 s. */
 export function backoffMs(attempt: number, random: () => number = Math.random): number {
@@ -85,9 +90,10 @@ function unavailablePayload(data: Record<string, unknown> | null | undefined): P
 
 /**
  * Sends one GraphQL operation, with the retries of contract section 10: a network error, a timeout,
- * 409 (the same call still in progress), 429 (after `Retry-After`), 5xx and TEMPORARILY_UNAVAILABLE are
- * tried again up to `maxNetworkRetries` times. A mutation carries one `Idempotency-Key` on every attempt,
- * so a retry whose first attempt did run is answered with that attempt's answer and runs nothing again.
+ * 409 (the same call still in progress), 429 (after `Retry-After`), 5xx, TEMPORARILY_UNAVAILABLE and
+ * SERVICE_UNAVAILABLE (a service down) are tried again up to `maxNetworkRetries` times. A mutation
+ * carries one `Idempotency-Key` on every attempt, so a retry whose first attempt did run is answered
+ * with that attempt's answer and runs nothing again.
  */
 export class Transport {
   constructor(private readonly options: TransportOptions) {}
@@ -157,7 +163,7 @@ export class Transport {
     if (!parsed) throw new AttemptFailure(new OtsApiError('The answer was not JSON', context), true);
 
     const first = parsed.errors?.[0];
-    if (first) throw new AttemptFailure(errorOf(first, { status, requestId }), first.extensions?.code === 'TEMPORARILY_UNAVAILABLE');
+    if (first) throw new AttemptFailure(errorOf(first, { status, requestId }), OUTAGE_CODES.has(first.extensions?.code ?? ''));
     const unavailable = unavailablePayload(parsed.data);
     if (unavailable) throw new AttemptFailure(new OtsPayloadError(unavailable, requestId), true);
     return parsed.data ?? {};

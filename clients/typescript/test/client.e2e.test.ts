@@ -80,6 +80,29 @@ describe('a call whose answer is lost', () => {
   });
 });
 
+describe('a call while the service it needs is down', () => {
+  it('is retried after SERVICE_UNAVAILABLE with its one Idempotency-Key, and creates once when the service is back', async () => {
+    const { client } = await newClient({ maxNetworkRetries: 6 });
+    const from = proxy.requests.length;
+    const answered = proxy.statuses.length;
+    await t.stack.stopService('strategies');
+    let outcome: Promise<unknown>;
+    try {
+      outcome = client.strategies.create({ name: 'Through an outage' }).catch((error: unknown) => error);
+      // The first attempt is answered (SERVICE_UNAVAILABLE) while the service is still down.
+      await expect.poll(() => proxy.statuses.length).toBeGreaterThan(answered);
+    } finally {
+      await t.stack.startService('strategies');
+    }
+    const strategy = await outcome;
+    expect(strategy).toMatchObject({ name: 'Through an outage' });
+    expect((await client.strategies.list().toArray()).map((s) => s.id)).toEqual([(strategy as { id: string }).id]);
+    const attempts = proxy.requests.slice(from).filter(mutation('createStrategy'));
+    expect(attempts.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(attempts.map((request) => request.headers['idempotency-key'])).size).toBe(1);
+  });
+});
+
 describe('the rate limit', () => {
   it('is honoured: a burst over it completes by waiting as Retry-After says', async () => {
     const { client } = await newClient({ maxNetworkRetries: 6 });

@@ -1,12 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey, updateKey } from '@ots/accounts';
+import { TcpProxy } from '@ots/shared/testing/tcp-proxy';
 import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
 import { FaultProxy } from '../../../testing/fault-proxy.ts';
-import { OtsClient, OtsPermissionError } from '../src/index.ts';
+import { OtsClient, OtsPermissionError, type Event } from '../src/index.ts';
 
 /**
  * `client.events.stream` against the real stack's GraphQL-over-SSE endpoint, through a relay that
- * cuts open streams (contract section 10): every event arrives once, in order, across the cuts.
+ * cuts open streams (contract section 10): every event arrives once, in order, across the cuts, an
+ * outage of the events service, and a cut before the first event of a stream opened from now.
  */
 const t = useStack({ env: NO_RATE_LIMIT_ENV, accounts: [] });
 let proxy: FaultProxy;
@@ -18,6 +20,27 @@ afterAll(async () => {
   await proxy?.close();
 });
 
+/** A `fetch` for the client that counts the event streams it opened (their answers' headers came). */
+function countingStreams() {
+  const counter = {
+    opened: 0,
+    fetch: (async (input, init) => {
+      const response = await fetch(input, init);
+      if (String(input).endsWith('/graphql/stream') && response.ok) counter.opened += 1;
+      return response;
+    }) as typeof fetch,
+  };
+  return counter;
+}
+
+/** The names of the stream's first `count` events, pushed to `seen` as they come; then the stream is closed. */
+async function take(events: AsyncIterable<Event>, count: number, seen: string[]): Promise<void> {
+  for await (const event of events) {
+    seen.push(String(event.data.name));
+    if (seen.length === count) return;
+  }
+}
+
 describe('the event stream', () => {
   it('resumes after dropped connections with every event once, in order', async () => {
     const { apiKey } = await t.stack.createAccountWithKey();
@@ -28,12 +51,7 @@ describe('the event stream', () => {
     const stream = client.events.stream({ filter: { types: ['strategy.created'] }, after: start.cursor });
     const names = Array.from({ length: 12 }, (_, i) => `Streamed ${i}`);
     const seen: string[] = [];
-    const consumed = (async () => {
-      for await (const event of stream) {
-        seen.push(String(event.data.name));
-        if (seen.length === names.length) return;
-      }
-    })();
+    const consumed = take(stream, names.length, seen);
     for (const [i, name] of names.entries()) {
       await client.strategies.create({ name });
       if (i % 4 === 3) proxy.dropStreams();
@@ -41,6 +59,61 @@ describe('the event stream', () => {
     await consumed;
     expect(seen).toEqual(names);
     expect(stream.cursor).toBeDefined();
+  });
+
+  it('outlives an outage of the events service: it reconnects and sees every event once, in order', { timeout: 60_000 }, async () => {
+    const { apiKey } = await t.stack.createAccountWithKey();
+    const streams = countingStreams();
+    const client = new OtsClient({ apiKey, baseUrl: proxy.origin, fetch: streams.fetch });
+    const start = client.events.list();
+    await start.toArray();
+    const seen: string[] = [];
+    const consumed = take(client.events.stream({ filter: { types: ['strategy.created'] }, after: start.cursor }), 3, seen);
+    await client.strategies.create({ name: 'Before the stop' });
+    await expect.poll(() => seen).toEqual(['Before the stop']);
+    await t.stack.stopService('events');
+    try {
+      // Its event waits in the strategies outbox until the events service is back.
+      await client.strategies.create({ name: 'During the stop' });
+      // The connection is lost meanwhile: the stream that replaces it finds the feed unanswered, and
+      // the gateway ends it with TEMPORARILY_UNAVAILABLE after 5 s; the client opens another.
+      proxy.dropStreams();
+      await expect.poll(() => streams.opened, { timeout: 15_000 }).toBe(3);
+    } finally {
+      await t.stack.startService('events');
+    }
+    await client.strategies.create({ name: 'After the restart' });
+    await consumed;
+    expect(seen).toEqual(['Before the stop', 'During the stop', 'After the restart']);
+  });
+
+  it('opened from now and cut before its first event, it still sees the events committed during the cut', async () => {
+    const { apiKey } = await t.stack.createAccountWithKey();
+    const gateway = new URL(t.stack.gatewayUrl);
+    const relay = new TcpProxy(gateway.hostname, Number(gateway.port));
+    await relay.start();
+    const streams = countingStreams();
+    const client = new OtsClient({ apiKey, baseUrl: `http://127.0.0.1:${relay.port}`, fetch: streams.fetch });
+    const direct = new OtsClient({ apiKey, baseUrl: t.stack.gatewayUrl });
+    const stream = client.events.stream({ filter: { types: ['strategy.created'] } });
+    const seen: string[] = [];
+    const consumed = take(stream, 2, seen);
+    try {
+      await expect.poll(() => streams.opened).toBe(1);
+      const startedAt = stream.cursor;
+      await relay.cut();
+      await direct.strategies.create({ name: 'During the cut' });
+      await relay.restore();
+      await expect.poll(() => streams.opened).toBe(2);
+      await direct.strategies.create({ name: 'After the cut' });
+      await expect.poll(() => seen).toContain('After the cut');
+      expect(seen).toEqual(['During the cut', 'After the cut']);
+      await consumed;
+      // Where it started is a place to keep, before any event.
+      expect(startedAt).toBeDefined();
+    } finally {
+      await relay.cut();
+    }
   });
 
   it('ends with OtsAuthenticationError for a bad key', async () => {

@@ -247,6 +247,11 @@ export type ListEventsQueryVariables = Exact<{
 
 export type ListEventsQuery = { listEvents: { edges: Array<{ cursor: string, node: { id: string, type: string, occurredAt: string, data: Record<string, unknown> } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
 
+export type EventFeedEndQueryVariables = Exact<{ [key: string]: never; }>;
+
+
+export type EventFeedEndQuery = { listEvents: { pageInfo: { endCursor: string | null } } };
+
 export type GetEventQueryVariables = Exact<{
   id: Scalars['ID']['input'];
 }>;
@@ -608,6 +613,15 @@ fragment PageInfoFields on PageInfo {
   hasNextPage
   endCursor
 }`) as unknown as TypedDocumentString<ListEventsQuery, ListEventsQueryVariables>;
+export const EventFeedEndDocument = new TypedDocumentString(`
+    query EventFeedEnd {
+  listEvents(filter: {types: []}, first: 1) {
+    pageInfo {
+      endCursor
+    }
+  }
+}
+    `) as unknown as TypedDocumentString<EventFeedEndQuery, EventFeedEndQueryVariables>;
 export const GetEventDocument = new TypedDocumentString(`
     query GetEvent($id: ID!) {
   event(id: $id) {
