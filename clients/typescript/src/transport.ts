@@ -37,7 +37,9 @@ const MAX_DELAY_MS = 8_000;
 const REQUEST_ERROR_CODES = new Set(['BAD_USER_INPUT', 'BAD_REQUEST', 'GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED']);
 /**
  * Top-level errors of an outage, a dependency's (TEMPORARILY_UNAVAILABLE) or a whole service's
- * (SERVICE_UNAVAILABLE): the gateway keeps neither under an Idempotency-Key, so a retry runs again.
+ * (SERVICE_UNAVAILABLE). A mutation's retry carries the same Idempotency-Key: when nothing ran the
+ * gateway kept no answer and the retry runs; when part of it ran, the retry is answered with what ran
+ * and nothing runs twice.
  */
 const OUTAGE_CODES = new Set(['TEMPORARILY_UNAVAILABLE', 'SERVICE_UNAVAILABLE']);
 
