@@ -41,6 +41,9 @@ export type KeyAuthorisation =
   | { kind: 'abandoned' }
   | { kind: 'authorised'; headers: Record<string, string>; identity: GatewayContext; key: AuthorisedKey };
 
+/** Section 5's verdict now on a key authorised earlier: while it holds, the key's scopes and expiry as they are now (a roll moves the expiry). */
+export type KeyStatus = { kind: 'authenticated'; caller: GatewayContext['caller']; expiresAt: number | null } | { kind: 'invalid' } | { kind: 'access-disabled' };
+
 export interface Authentication {
   /** A Fastify preHandler: answers the request itself unless the caller holds a live key. */
   authenticate: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>;
@@ -50,8 +53,8 @@ export interface Authentication {
   keyOf: (request: FastifyRequest) => AuthorisedKey | undefined;
   /** Section 5 for a presented key (not empty), then the per-key rate limit: what /graphql and the streams both apply. */
   authoriseKey: (apiKey: string, client: ClientConnection) => Promise<KeyAuthorisation>;
-  /** What section 5 says of a key authorised earlier, as the key cache knows it now (revoked, expired, access disabled). */
-  keyStatus: (key: AuthorisedKey) => Promise<'authenticated' | 'invalid' | 'access-disabled' | 'read-revoked'>;
+  /** What section 5 says of a key authorised earlier, from the client address it was presented from, as the key cache knows it now. */
+  keyStatus: (key: AuthorisedKey) => Promise<KeyStatus>;
   /** A fresh signed assertion for a caller authorised earlier (assertions are short-lived; a stream outlives one). */
   assertionFor: (caller: GatewayContext['caller']) => string;
 }
@@ -152,11 +155,12 @@ export function createAuthentication(config: GatewaySettings, keyStore: ApiKeySt
     };
   };
 
-  const keyStatus = async (key: AuthorisedKey) => {
-    const decision = decideKey(await keyStore.lookup(key.keyHash), Date.now(), key.address);
-    if (decision.kind === 'address-refused') return 'invalid';
-    if (decision.kind === 'authenticated' && !decision.scopes.includes('read')) return 'read-revoked';
-    return decision.kind;
+  const keyStatus = async (key: AuthorisedKey): Promise<KeyStatus> => {
+    const record = await keyStore.lookup(key.keyHash);
+    const decision = decideKey(record, Date.now(), key.address);
+    if (decision.kind === 'access-disabled') return { kind: 'access-disabled' };
+    if (decision.kind !== 'authenticated') return { kind: 'invalid' };
+    return { kind: 'authenticated', caller: { accountId: decision.accountId, apiKeyId: decision.apiKeyId, scopes: decision.scopes }, expiresAt: record!.expiresAt };
   };
 
   return { authenticate, identityOf: (request) => identities.get(request), keyOf: (request) => keys.get(request), authoriseKey, keyStatus, assertionFor: (caller) => assertions.tokenFor(caller) };

@@ -2,7 +2,7 @@ import http from 'node:http';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { revokeKey, setApiAccess } from '@ots/accounts';
+import { revokeKey, rollKey, setApiAccess, updateKey } from '@ots/accounts';
 import { createClient as createSseClient } from 'graphql-sse';
 import { createClient as createWsClient, type Client as WsClient } from 'graphql-ws';
 import WebSocket from 'ws';
@@ -24,12 +24,16 @@ function rawStream(): RawSseStream {
   return stream;
 }
 
-function wsClient(apiKey: string | undefined, options: { viaHeader?: boolean } = {}): WsClient & { closed: Promise<{ code: number; reason: string }> } {
+type ObservedWsClient = WsClient & { connected: Promise<void>; closed: Promise<{ code: number; reason: string }> };
+
+function wsClient(apiKey: string | undefined, options: { viaHeader?: boolean; url?: string; headers?: Record<string, string> } = {}): ObservedWsClient {
+  let connected!: () => void;
+  const connectedPromise = new Promise<void>((resolve) => (connected = resolve));
   let closed!: (event: { code: number; reason: string }) => void;
   const closedPromise = new Promise<{ code: number; reason: string }>((resolve) => (closed = resolve));
-  const headers = options.viaHeader && apiKey ? { 'x-api-key': apiKey } : {};
+  const headers = { ...options.headers, ...(options.viaHeader && apiKey ? { 'x-api-key': apiKey } : {}) };
   const client = createWsClient({
-    url: urls().ws,
+    url: options.url ?? urls().ws,
     webSocketImpl: class extends WebSocket {
       constructor(address: string, protocols?: string | string[]) {
         super(address, protocols, { headers });
@@ -39,10 +43,10 @@ function wsClient(apiKey: string | undefined, options: { viaHeader?: boolean } =
     retryAttempts: 0,
     lazy: false,
     onNonLazyError: () => undefined,
-    on: { closed: (event) => closed(event as { code: number; reason: string }) },
+    on: { connected: () => connected(), closed: (event) => closed(event as { code: number; reason: string }) },
   });
   cleanups.push(() => client.dispose());
-  return Object.assign(client, { closed: closedPromise });
+  return Object.assign(client, { connected: connectedPromise, closed: closedPromise });
 }
 
 /** The feed's end now, for a stream that starts from it (listEvents' endCursor after reading everything). */
@@ -319,6 +323,87 @@ describe('ending streams', () => {
     expect(all).toEqual(await feedIds(client, start));
     expect(new Set(all)).toEqual(new Set(written));
   }, 120_000);
+});
+
+describe('a key that changes after its WebSocket was acknowledged', () => {
+  const VIEWER = '{ viewer { __typename } }';
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  /** Reads a subscription on the socket until it ends: what it delivered, and how it ended. */
+  function subscribe(ws: ObservedWsClient, after: string) {
+    const received: StreamedEvent[] = [];
+    const ended = (async () => {
+      try {
+        for await (const result of ws.iterate<{ events: StreamedEvent }>({ query: EVENTS_SUBSCRIPTION, variables: { after } })) {
+          if (result.data) received.push(result.data.events);
+          else return result.errors;
+        }
+        return 'completed';
+      } catch (error) {
+        return error;
+      }
+    })();
+    return { received, ended };
+  }
+
+  it('a revoked key subscribes nothing on a socket acknowledged before: it is closed 4401 within the second', async () => {
+    const client = await t.newAccount('Revoked idle');
+    const after = await endCursor(client);
+    const ws = wsClient(client.apiKey, { viaHeader: true });
+    await ws.connected;
+    await revokeKey(t.stack.operator, { keyId: client.apiKeyId });
+    const revokedAt = Date.now();
+    const closed = ws.closed.then(({ code, reason }) => ({ code, reason, afterRevocationMs: Date.now() - revokedAt }));
+    await expect.poll(async () => (await t.stack.graphql(client.apiKey, VIEWER)).status).toBe(401);
+
+    const late = subscribe(ws, after);
+    await ingestEvents(t.stack.config, client.accountId, 1, 'after revocation');
+    expect(await Promise.race([closed, sleep(3_000).then(() => 'still open')])).toMatchObject({ code: 4401, reason: 'Invalid or expired API key' });
+    expect((await closed).afterRevocationMs).toBeLessThanOrEqual(1_000);
+    await late.ended;
+    expect(late.received).toEqual([]);
+  });
+
+  it('a key that lost read cannot subscribe again on the socket its stream ended on', async () => {
+    const client = await t.newAccount('Read removed');
+    const after = await endCursor(client);
+    const ws = wsClient(client.apiKey);
+    const first = subscribe(ws, after);
+    await sleep(300);
+    await updateKey(t.stack.operator, { keyId: client.apiKeyId, scopes: ['orders:write'] });
+    expect(await first.ended).toMatchObject([{ extensions: { code: 'FORBIDDEN', requiredScope: 'read' } }]);
+
+    const again = subscribe(ws, after);
+    await ingestEvents(t.stack.config, client.accountId, 1, 'after read removed');
+    expect(await Promise.race([again.ended, sleep(2_000).then(() => 'still open')])).toMatchObject([{ extensions: { code: 'FORBIDDEN', requiredScope: 'read' } }]);
+    expect(again.received).toEqual([]);
+  });
+
+  it("ends a rolled key's stream within the second after its grace", async () => {
+    const client = await t.newAccount('Rolled');
+    const sse = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION);
+    expect(sse.status).toBe(200);
+    const { previousExpiresAt } = await rollKey(t.stack.operator, { keyId: client.apiKeyId, graceMs: 2_000 });
+    await sse.waitFor(() => sse.items.length >= 1, 4_000);
+    const endedAt = Date.now();
+    expect(sse.items[0]!.errors![0]!.extensions!.code).toBe('UNAUTHENTICATED');
+    // Not during the grace (a timer may fire a millisecond or so early by the wall clock).
+    expect(endedAt - previousExpiresAt.getTime()).toBeGreaterThanOrEqual(-50);
+    expect(endedAt - previousExpiresAt.getTime()).toBeLessThanOrEqual(1_000);
+  });
+});
+
+describe('WebSocket behind a TLS-terminating proxy', () => {
+  it('in production, takes the scheme the trusted proxy appended to X-Forwarded-Proto, not the one its client sent', async () => {
+    const gateway = await t.stack.anotherGateway({ config: { production: true, trustProxy: ['loopback'] } });
+    cleanups.push(() => gateway.close());
+    const url = streamUrls(gateway.url).ws;
+    // The client claimed https; the proxy, which received plain HTTP, appended http.
+    const spoofed = wsClient(t.alice.apiKey, { viaHeader: true, url, headers: { 'x-forwarded-proto': 'https, http' } });
+    expect(await Promise.race([spoofed.closed, spoofed.connected.then(() => 'acknowledged')])).toMatchObject({ code: 4400, reason: 'API keys are accepted over HTTPS only' });
+    const proxied = wsClient(t.alice.apiKey, { viaHeader: true, url, headers: { 'x-forwarded-proto': 'http, https' } });
+    await proxied.connected;
+  });
 });
 
 /** The places the key's open streams hold in Redis, across gateways (gateway/src/streams/leases.ts). */

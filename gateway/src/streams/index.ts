@@ -92,6 +92,7 @@ export async function registerStreams(app: FastifyInstance, deps: StreamDeps): P
       if (!(await registry.open(stream, key))) throw tooManyStreams(limits.perKey);
       return stream;
     },
+    onKeysChanged: (listener) => deps.keyStore.onChange(listener),
   };
 
   await registerSseRoute(app, services);

@@ -1,17 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@ots/shared/logger';
-import type { AuthorisedKey } from '../authentication.ts';
+import type { AuthorisedKey, KeyStatus } from '../authentication.ts';
 import type { EndReason, EventStream } from './event-stream.ts';
 import { RENEW_MS, type StreamLeases } from './leases.ts';
 
 /** The key a stream was opened with: enough to check it again, and when it expires. */
 export type StreamKey = AuthorisedKey;
 
-/** Section 5's verdict on a key now, as `Authentication.keyStatus` gives it. */
-export type KeyStatus = 'authenticated' | 'invalid' | 'access-disabled' | 'read-revoked';
-
 interface OpenStream {
   stream: EventStream;
+  /** As last checked: a roll moves the key's expiry to the end of its grace. */
   key: StreamKey;
   /** Its place among the key's streams of every gateway. */
   leaseId: string;
@@ -27,8 +25,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * while Redis does not answer (an outage never refuses every stream); each ended within the
  * second when its key is revoked, expires or loses the `read` scope or its allowed address, or its
  * account's API access is disabled (checked again
- * whenever the key cache sees a change, which it does within half a second of any, and at the key's
- * expiry); all ended on shutdown.
+ * once it is registered, whenever the key cache sees a change, which it does within half a second of
+ * any, and at the key's expiry as last seen); all ended on shutdown.
  */
 export class StreamRegistry {
   private readonly byKey = new Map<string, Set<OpenStream>>();
@@ -70,6 +68,8 @@ export class StreamRegistry {
     set.add(entry);
     // Admitted while the gateway was stopping: it ends with the others.
     if (this.stopped) stream.end('shutdown');
+    // A change seen between the transport's look at the key and this registration found no stream to end: look once more.
+    else await this.check([entry]);
     return true;
   }
 
@@ -161,22 +161,41 @@ export class StreamRegistry {
   }
 
   private async checkKeys(): Promise<void> {
+    await Promise.all([...this.byKey.values()].map((set) => this.check([...set])));
+  }
+
+  /** Ends the streams (of one key) whose key may no longer read, and follows the expiry of the others; once per client address, which the key may have stopped allowing. */
+  private async check(entries: OpenStream[]): Promise<void> {
+    const byAddress = new Map<string, OpenStream[]>();
+    for (const entry of entries) {
+      const sameAddress = byAddress.get(entry.key.address);
+      if (sameAddress) sameAddress.push(entry);
+      else byAddress.set(entry.key.address, [entry]);
+    }
     await Promise.all(
-      [...this.byKey.values()].map(async (set) => {
-        const [first] = set;
-        if (!first) return;
+      [...byAddress.values()].map(async (sameAddress) => {
         let status: KeyStatus;
         try {
-          status = await this.keyStatus(first.key);
+          status = await this.keyStatus(sameAddress[0]!.key);
         } catch {
           // The key store could not answer: the next change, or the generation poll, checks again.
           return;
         }
-        if (status === 'authenticated') return;
-        const reason: EndReason = status === 'invalid' ? 'key-invalid' : status;
-        for (const entry of set) entry.stream.end(reason);
+        if (status.kind === 'authenticated' && status.caller.scopes.includes('read')) {
+          for (const entry of sameAddress) this.expireAt(entry, status.expiresAt);
+          return;
+        }
+        const reason: EndReason = status.kind === 'invalid' ? 'key-invalid' : status.kind === 'access-disabled' ? 'access-disabled' : 'read-revoked';
+        for (const entry of sameAddress) entry.stream.end(reason);
       }),
     );
+  }
+
+  private expireAt(entry: OpenStream, expiresAt: number | null): void {
+    if (entry.key.expiresAt === expiresAt || entry.stream.ended) return;
+    entry.key = { ...entry.key, expiresAt };
+    clearTimeout(entry.expiry);
+    this.armExpiry(entry);
   }
 
   /** Ends every stream (shutdown); each transport closes its connection so that clients reconnect elsewhere. */

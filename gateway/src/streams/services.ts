@@ -17,6 +17,8 @@ export interface StreamServices {
   logger: Logger;
   /** Opens a stream for the caller, or throws FORBIDDEN without the `read` scope, TOO_MANY_STREAMS when its key holds `perKey` already. */
   openStream(caller: GatewayContext['caller'], key: AuthorisedKey, args: EventsArgs, transport: StreamTransport): Promise<EventStream>;
+  /** Calls `listener` whenever the key cache sees a change to keys or accounts; returns the function that stops the calls. */
+  onKeysChanged(listener: () => void): () => void;
 }
 
 interface StreamTransport {

@@ -6,8 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { GraphQLError, type ExecutionArgs } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { GatewayContext } from '../data-source.ts';
-import type { AuthorisedKey, KeyAuthorisation } from '../authentication.ts';
+import type { AuthorisedKey, KeyAuthorisation, KeyStatus } from '../authentication.ts';
 import type { EndReason, EventStream } from './event-stream.ts';
 import { tooManyStreams, type StreamServices } from './services.ts';
 import { prepareSubscription, type StreamContext } from './schema.ts';
@@ -29,7 +28,7 @@ const CLOSE = {
 } as const;
 
 type Connection = {
-  caller?: GatewayContext['caller'];
+  /** The key as onConnect authorised it, from the socket's client address. */
   key?: AuthorisedKey;
 };
 
@@ -39,8 +38,9 @@ type StreamArgs = ExecutionArgs & { contextValue: StreamContext & { stream?: Eve
  * GraphQL over WebSocket, the `graphql-transport-ws` subprotocol served by `graphql-ws` at
  * `/graphql/ws`. The key comes in the upgrade request's X-API-Key header or, for clients that
  * cannot set headers, in the connection_init payload; section 5's verdict closes the socket with
- * 4401 or 4403. A revoked key's or disabled account's connection is closed the same way within the
- * second; the server's pings are the heartbeat.
+ * 4401 or 4403. Each subscribe looks at the key again, as /graphql does for each request, and runs
+ * with its scopes as they are then. A revoked key's or disabled account's connection, streams or
+ * not, is closed the same way within the second; the server's pings are the heartbeat.
  */
 export function attachWebSocketServer(app: FastifyInstance, services: StreamServices): { close(): Promise<void> } {
   const { authentication, registry, limits, schema } = services;
@@ -61,13 +61,28 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
     const agent = request.headers['user-agent'];
     const userAgent = typeof agent === 'string' ? agent : undefined;
     if (!trusted) return { address: request.socket.remoteAddress ?? '', protocol: encrypted ? 'https' : 'http', userAgent };
-    const forwardedProto = String(request.headers['x-forwarded-proto'] ?? '').split(',')[0]?.trim();
+    // The last entry, as Fastify takes it: the one the trusted proxy appended, not what its client sent.
+    const forwardedProto = String(request.headers['x-forwarded-proto'] ?? '').split(',').at(-1)?.trim();
     const fromProxy = trusted(request.socket.remoteAddress ?? '', 0);
     return { address: proxyAddr(request, trusted), protocol: encrypted ? 'https' : fromProxy && forwardedProto ? forwardedProto : 'http', userAgent };
   };
   const closeWith = (socket: WebSocket, [code, reason]: readonly [number, string]) => socket.close(code, reason);
   const closeFor = (decision: Extract<KeyAuthorisation, { kind: 'refused' }>) =>
     decision.status === 403 ? CLOSE.accessDisabled : decision.status === 429 ? CLOSE.tooManyRequests : decision.status === 400 ? CLOSE.httpsOnly : CLOSE.invalidKey;
+
+  /** The key's status now; a socket whose key section 5 now refuses is closed with the contract's code. */
+  const recheck = async (socket: WebSocket, key: AuthorisedKey): Promise<KeyStatus> => {
+    const status = await authentication.keyStatus(key);
+    if (status.kind === 'invalid') closeWith(socket, CLOSE.invalidKey);
+    if (status.kind === 'access-disabled') closeWith(socket, CLOSE.accessDisabled);
+    return status;
+  };
+  // Sockets without streams too: the registry's checks see only the keys of open streams.
+  const authorisedSockets = new Map<WebSocket, AuthorisedKey>();
+  const stopFollowingKeys = services.onKeysChanged(() => {
+    // A key store that does not answer leaves the socket open: the next change, or the next subscribe, looks again.
+    for (const [socket, key] of authorisedSockets) recheck(socket, key).catch(() => undefined);
+  });
 
   useServer<Record<string, unknown> | undefined, Connection>(
     {
@@ -86,18 +101,29 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
           closeWith(ctx.extra.socket, closeFor(decision));
           return false;
         }
-        ctx.extra.caller = decision.identity.caller;
+        // Closed while its key was looked up: nothing left to follow.
+        if (ctx.extra.socket.readyState !== ctx.extra.socket.OPEN) return false;
         ctx.extra.key = decision.key;
+        authorisedSockets.set(ctx.extra.socket, decision.key);
         return true;
+      },
+      onClose: (ctx) => {
+        authorisedSockets.delete(ctx.extra.socket);
       },
       onSubscribe: async (ctx, _id, payload): Promise<StreamArgs | readonly GraphQLError[]> => {
         const prepared = prepareSubscription(schema, services.config.limits, payload);
         if (!prepared.ok) return prepared.errors;
-        // graphql-ws subscribes only after onConnect accepted the connection, which set both.
-        const { caller, key } = ctx.extra;
-        if (!caller || !key) return [new GraphQLError('Invalid or expired API key', { extensions: { code: 'UNAUTHENTICATED' } })];
-        if (await registry.full(key.apiKeyId)) return [tooManyStreams(limits.perKey)];
         const socket = ctx.extra.socket;
+        // graphql-ws subscribes only after onConnect accepted the connection, which set it.
+        const authorised = ctx.extra.key;
+        if (!authorised) return [new GraphQLError(CLOSE.invalidKey[1], { extensions: { code: 'UNAUTHENTICATED' } })];
+        // Revoked, expired, fenced off, disabled or changed in scope since the socket opened: what /graphql would answer now.
+        const status = await recheck(socket, authorised);
+        if (status.kind === 'invalid') return [new GraphQLError(CLOSE.invalidKey[1], { extensions: { code: 'UNAUTHENTICATED' } })];
+        if (status.kind === 'access-disabled') return [new GraphQLError(CLOSE.accessDisabled[1], { extensions: { code: 'FORBIDDEN' } })];
+        const { caller } = status;
+        const key = { ...authorised, expiresAt: status.expiresAt };
+        if (await registry.full(key.apiKeyId)) return [tooManyStreams(limits.perKey)];
         const contextValue: StreamArgs['contextValue'] = {
           openStream: async (args) => {
             const stream = await services.openStream(caller, key, args, {
@@ -106,6 +132,7 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
                 if (reason === 'key-invalid') closeWith(socket, CLOSE.invalidKey);
                 if (reason === 'access-disabled') closeWith(socket, CLOSE.accessDisabled);
                 if (reason === 'shutdown') closeWith(socket, CLOSE.shutdown);
+                // A key that lost `read` keeps its socket: each later subscribe looks again and is refused FORBIDDEN while it lacks it.
               },
             });
             contextValue.stream = stream;
@@ -125,6 +152,7 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
   return {
     close: async () => {
       app.server.off('upgrade', onUpgrade);
+      stopFollowingKeys();
       for (const socket of server.clients) closeWith(socket, CLOSE.shutdown);
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
