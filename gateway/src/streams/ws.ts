@@ -70,18 +70,37 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
   const closeFor = (decision: Extract<KeyAuthorisation, { kind: 'refused' }>) =>
     decision.status === 403 ? CLOSE.accessDisabled : decision.status === 429 ? CLOSE.tooManyRequests : decision.status === 400 ? CLOSE.httpsOnly : CLOSE.invalidKey;
 
-  /** The key's status now; a socket whose key section 5 now refuses is closed with the contract's code. */
-  const recheck = async (socket: WebSocket, key: AuthorisedKey): Promise<KeyStatus> => {
-    const status = await authentication.keyStatus(key);
+  /** Closes a socket whose key section 5 now refuses, with the contract's code. */
+  const closeRefused = (socket: WebSocket, status: KeyStatus) => {
     if (status.kind === 'invalid') closeWith(socket, CLOSE.invalidKey);
     if (status.kind === 'access-disabled') closeWith(socket, CLOSE.accessDisabled);
+  };
+  const recheck = async (socket: WebSocket, key: AuthorisedKey): Promise<KeyStatus> => {
+    const status = await authentication.keyStatus(key);
+    closeRefused(socket, status);
     return status;
   };
   // Sockets without streams too: the registry's checks see only the keys of open streams.
   const authorisedSockets = new Map<WebSocket, AuthorisedKey>();
   const stopFollowingKeys = services.onKeysChanged(() => {
-    // A key store that does not answer leaves the socket open: the next change, or the next subscribe, looks again.
-    for (const [socket, key] of authorisedSockets) recheck(socket, key).catch(() => undefined);
+    // One look-up per key and client address, however many sockets share them: a change of any
+    // account's key comes here, and a gateway may hold thousands of idle sockets.
+    const sharing = new Map<string, { key: AuthorisedKey; sockets: WebSocket[] }>();
+    for (const [socket, key] of authorisedSockets) {
+      const group = `${key.apiKeyId}\n${key.address}`;
+      const same = sharing.get(group);
+      if (same) same.sockets.push(socket);
+      else sharing.set(group, { key, sockets: [socket] });
+    }
+    for (const { key, sockets } of sharing.values()) {
+      authentication.keyStatus(key).then(
+        (status) => {
+          for (const socket of sockets) closeRefused(socket, status);
+        },
+        // A key store that does not answer leaves the sockets open: the next change, or the next subscribe, looks again.
+        () => undefined,
+      );
+    }
   });
 
   useServer<Record<string, unknown> | undefined, Connection>(
