@@ -8,7 +8,7 @@ import {
   type ASTVisitor,
   type FieldNode,
   type GraphQLField,
-  type GraphQLType,
+  type GraphQLNamedType,
   type SelectionSetNode,
   type ValidationRule,
   isObjectType,
@@ -36,19 +36,40 @@ function tooComplex(message: string): GraphQLError {
 export function depthLimit(maxDepth: number): ValidationRule {
   return (context) => {
     const fragments = fragmentsOf(context.getDocument());
-    // Stops descending once past the limit, so a deep (or, before validation refuses it, cyclic) document costs little.
-    const exceeds = (selectionSet: SelectionSetNode | undefined, fragmentPath: ReadonlySet<string>, level: number, limit: number): boolean => {
-      if (!selectionSet) return false;
-      if (level >= limit) return true;
-      return fieldsOf(selectionSet, fragments, fragmentPath).some(({ field, fragmentPath: inner }) =>
-        exceeds(field.selectionSet, inner, level + 1, level === 0 && isIntrospection(field) ? INTROSPECTION_DEPTH : limit),
-      );
+    // A fragment's depth is the same wherever it is spread: measured once, so a fragment spread twice
+    // at each of many levels costs one pass. One already being measured counts for nothing, so a cycle
+    // (refused by graphql's NoFragmentCycles rule, which runs alongside) ends.
+    const fragmentDepths = new Map<string, number>();
+    const fragmentsMeasured = new Set<string>();
+    /** How many selection sets deep the selection set reaches, itself included. */
+    const depthOf = (selectionSet: SelectionSetNode): number => 1 + depthBelow(selectionSet);
+    const depthBelow = (selectionSet: SelectionSetNode): number => {
+      let deepest = 0;
+      for (const selection of selectionSet.selections) {
+        let depth: number;
+        if (selection.kind === Kind.FIELD) depth = selection.selectionSet ? depthOf(selection.selectionSet) : 0;
+        else if (selection.kind === Kind.INLINE_FRAGMENT) depth = depthBelow(selection.selectionSet);
+        else depth = fragmentDepth(selection.name.value);
+        deepest = Math.max(deepest, depth);
+      }
+      return deepest;
+    };
+    const fragmentDepth = (name: string): number => {
+      const known = fragmentDepths.get(name);
+      if (known !== undefined) return known;
+      const fragment = fragments.get(name);
+      if (!fragment || fragmentsMeasured.has(name)) return 0;
+      fragmentsMeasured.add(name);
+      const depth = depthBelow(fragment.selectionSet);
+      fragmentDepths.set(name, depth);
+      return depth;
     };
     return {
       OperationDefinition(operation) {
-        if (exceeds(operation.selectionSet, new Set(), 0, maxDepth)) {
-          context.reportError(tooComplex(`Query depth exceeds the limit of ${maxDepth}`));
-        }
+        const exceeds = fieldsOf(operation.selectionSet, fragments).some(
+          (field) => field.selectionSet !== undefined && 1 + depthOf(field.selectionSet) > (isIntrospection(field) ? INTROSPECTION_DEPTH : maxDepth),
+        );
+        if (exceeds) context.reportError(tooComplex(`Query depth exceeds the limit of ${maxDepth}`));
       },
     };
   };
@@ -79,9 +100,8 @@ function pageArgument(field: FieldNode, definition: GraphQLField<unknown, unknow
   return given.value.kind === Kind.INT ? Math.min(Number(given.value.value), MAX_PAGE) : MAX_PAGE;
 }
 
-function fieldDefinition(parent: GraphQLType, name: string): GraphQLField<unknown, unknown> | undefined {
-  const named = getNamedType(parent);
-  if (isObjectType(named) || isInterfaceType(named)) return named.getFields()[name];
+function fieldDefinition(owner: GraphQLNamedType, name: string): GraphQLField<unknown, unknown> | undefined {
+  if (isObjectType(owner) || isInterfaceType(owner)) return owner.getFields()[name];
   return undefined;
 }
 
@@ -96,28 +116,50 @@ export function costLimit(maxCost: number): ValidationRule {
   return (context) => {
     const schema = context.getSchema();
     const fragments = fragmentsOf(context.getDocument());
-    const cost = (selectionSet: SelectionSetNode | undefined, parent: GraphQLType, path: ReadonlySet<string>, page?: number): number => {
-      if (!selectionSet) return 0;
+    // A fragment's cost depends only on the type and the page it is spread in: costed once for each,
+    // so a fragment spread twice at each of many levels costs one pass (its cost still counts twice).
+    // One already being costed counts for nothing, so a cycle (refused by NoFragmentCycles) ends.
+    const fragmentCosts = new Map<string, number>();
+    const fragmentsCosted = new Set<string>();
+    /** Fields are looked up on the innermost type condition around them, else on the parent type. */
+    const costOf = (selectionSet: SelectionSetNode, parent: GraphQLNamedType, page: number | undefined, typeCondition?: string): number => {
+      const owner = typeCondition ? (schema.getType(typeCondition) ?? parent) : parent;
       let total = 0;
-      for (const { field, typeCondition, fragmentPath } of fieldsOf(selectionSet, fragments, path)) {
-        if (isIntrospection(field)) continue;
-        const owner = typeCondition ? (schema.getType(typeCondition) ?? parent) : parent;
-        const definition = fieldDefinition(owner, field.name.value);
-        if (!definition) continue;
-        const type = getNullableType(definition.type);
-        if (!isCompositeType(getNamedType(type))) continue;
-        const below = cost(field.selectionSet, getNamedType(type), fragmentPath, pageArgument(field, definition));
-        const isPageItems = page !== undefined && (field.name.value === 'nodes' || field.name.value === 'edges');
-        if (isPageItems) total += 1 + page * (1 + below);
-        else total += 1 + (isListType(type) ? UNPAGED_LIST_SIZE : 1) * below;
+      for (const selection of selectionSet.selections) {
+        if (selection.kind === Kind.FIELD) total += fieldCost(selection, owner, page);
+        else if (selection.kind === Kind.INLINE_FRAGMENT) total += costOf(selection.selectionSet, parent, page, selection.typeCondition?.name.value ?? typeCondition);
+        else total += fragmentCost(selection.name.value, parent, page);
       }
       return total;
+    };
+    const fragmentCost = (name: string, parent: GraphQLNamedType, page: number | undefined): number => {
+      const key = `${name} ${parent.name} ${page ?? ''}`;
+      const known = fragmentCosts.get(key);
+      if (known !== undefined) return known;
+      const fragment = fragments.get(name);
+      if (!fragment || fragmentsCosted.has(key)) return 0;
+      fragmentsCosted.add(key);
+      const found = costOf(fragment.selectionSet, parent, page, fragment.typeCondition.name.value);
+      fragmentCosts.set(key, found);
+      return found;
+    };
+    const fieldCost = (field: FieldNode, owner: GraphQLNamedType, page: number | undefined): number => {
+      if (isIntrospection(field)) return 0;
+      const definition = fieldDefinition(owner, field.name.value);
+      if (!definition) return 0;
+      const type = getNullableType(definition.type);
+      const returned = getNamedType(type);
+      if (!isCompositeType(returned)) return 0;
+      const below = field.selectionSet ? costOf(field.selectionSet, returned, pageArgument(field, definition)) : 0;
+      const isPageItems = page !== undefined && (field.name.value === 'nodes' || field.name.value === 'edges');
+      if (isPageItems) return 1 + page * (1 + below);
+      return 1 + (isListType(type) ? UNPAGED_LIST_SIZE : 1) * below;
     };
     return {
       OperationDefinition(operation) {
         const root = operation.operation === 'mutation' ? schema.getMutationType() : schema.getQueryType();
         if (!root) return;
-        const found = cost(operation.selectionSet, root, new Set());
+        const found = costOf(operation.selectionSet, root, undefined);
         if (found > maxCost) context.reportError(tooComplex(`Query cost ${found} exceeds the limit of ${maxCost}`));
       },
     };

@@ -9,9 +9,10 @@ import {
 } from 'graphql';
 
 /**
- * The one walk over a document's selections that the gateway uses: the first-response paths of an
- * unauthenticated request, the paths of errors raised outside a field, the gateway timeout's paths
- * and the query limits all see the same fields, through named and inline fragments.
+ * The root fields of a document as the gateway sees them: the first-response paths of an
+ * unauthenticated request, the paths of errors raised outside a field, the gateway timeout's paths,
+ * the scopes a request needs and the depth limit's root fields all see the same fields, through named
+ * and inline fragments.
  */
 
 export function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode> {
@@ -22,33 +23,28 @@ export function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinit
   );
 }
 
-export interface ExpandedField {
-  field: FieldNode;
-  typeCondition?: string;
-  /** The fragments expanded to reach this field; expanding one of them again below it would loop. */
-  fragmentPath: ReadonlySet<string>;
-}
-
-/** Fields of a selection set with fragments expanded; a fragment already on the path is not expanded again. */
-export function fieldsOf(
-  selectionSet: SelectionSetNode,
-  fragments: Map<string, FragmentDefinitionNode>,
-  fragmentPath: ReadonlySet<string> = new Set(),
-): ExpandedField[] {
-  const fields: ExpandedField[] = [];
-  for (const selection of selectionSet.selections) {
-    if (selection.kind === Kind.FIELD) fields.push({ field: selection, fragmentPath });
-    else if (selection.kind === Kind.INLINE_FRAGMENT) {
-      const typeCondition = selection.typeCondition?.name.value;
-      for (const entry of fieldsOf(selection.selectionSet, fragments, fragmentPath)) fields.push({ ...entry, typeCondition: entry.typeCondition ?? typeCondition });
-    } else if (!fragmentPath.has(selection.name.value)) {
-      const fragment = fragments.get(selection.name.value);
-      if (fragment) {
-        const inner = fieldsOf(fragment.selectionSet, fragments, new Set([...fragmentPath, fragment.name.value]));
-        for (const entry of inner) fields.push({ ...entry, typeCondition: entry.typeCondition ?? fragment.typeCondition.name.value });
+/**
+ * The fields of a selection set with fragments expanded, as graphql-js `collectFields` collects them:
+ * each named fragment is expanded once per selection set, however often it is spread. So a document
+ * whose fragments spread each other twice over, level upon level, costs one pass (this runs before
+ * authentication, on a document that is never validated), and a fragment cycle ends. Unlike
+ * `collectFields` it needs no schema: type conditions and `@skip`/`@include` are not evaluated.
+ */
+export function fieldsOf(selectionSet: SelectionSetNode, fragments: Map<string, FragmentDefinitionNode>): FieldNode[] {
+  const fields: FieldNode[] = [];
+  const expandedFragments = new Set<string>();
+  const collect = (from: SelectionSetNode) => {
+    for (const selection of from.selections) {
+      if (selection.kind === Kind.FIELD) fields.push(selection);
+      else if (selection.kind === Kind.INLINE_FRAGMENT) collect(selection.selectionSet);
+      else if (!expandedFragments.has(selection.name.value)) {
+        expandedFragments.add(selection.name.value);
+        const fragment = fragments.get(selection.name.value);
+        if (fragment) collect(fragment.selectionSet);
       }
     }
-  }
+  };
+  collect(selectionSet);
   return fields;
 }
 
@@ -81,7 +77,7 @@ export interface RootField {
 /** The operation's root fields, through fragments, in document order, one per response key. */
 export function rootFieldsOf(document: DocumentNode, operation: OperationDefinitionNode): RootField[] {
   const byKey = new Map<string, RootField>();
-  for (const { field } of fieldsOf(operation.selectionSet, fragmentsOf(document))) {
+  for (const field of fieldsOf(operation.selectionSet, fragmentsOf(document))) {
     const key = field.alias?.value ?? field.name.value;
     if (!byKey.has(key)) byKey.set(key, { key, name: field.name.value });
   }

@@ -5,6 +5,7 @@ import { SERVICE_NAMES, type Config } from '@ots/shared/config';
 import { useStack } from '../../testing/fixture.ts';
 import type { HttpResult } from '../../testing/stack.ts';
 import { generateApiKey } from '@ots/accounts';
+import { doublingFragments } from '@ots/shared/testing/doubling-fragments';
 
 const ORDER_FIELDS =
   'id clientOrderId symbol side type timeInForce quantity limitPrice stopPrice status filledQuantity remainingQuantity averageFillPrice submittedAt updatedAt cancelledAt';
@@ -142,6 +143,23 @@ describe('with the default limits', () => {
       expectRefusedBeforeExecution(await t.stack.graphql(own, creates(16)), /alias/i);
       const list = await t.stack.graphql(own, '{ listStrategies { nodes { id } } }');
       expect(list.body.data.listStrategies.nodes).toEqual([]);
+    });
+
+    // 190 levels of fragments that each spread the next twice fit in 2,000 tokens: 2^190 viewers if
+    // expanded at every spread. The gateway answers at once, and goes on answering everyone else.
+    it('fragments spreading the next one twice, 190 levels: Variant A without a key, the cost refusal with one, both at once', async () => {
+      const doubling = doublingFragments({ levels: 190, on: 'Query', innermost: 'viewer { account { id } }' });
+      const started = performance.now();
+      const [anonymous, keyed, health] = await Promise.all([
+        t.stack.graphql(undefined, doubling),
+        t.stack.graphql(t.limits.apiKey, doubling),
+        fetch(t.stack.gatewayUrl.replace(/\/graphql$/, '/healthz')),
+      ]);
+      expect(anonymous.status).toBe(200);
+      expect(anonymous.body).toEqual({ data: null, errors: [{ message: 'Authentication required', path: ['viewer'], extensions: { code: 'UNAUTHENTICATED' } }] });
+      expectRefusedBeforeExecution(keyed, /cost/i);
+      expect(health.status).toBe(200);
+      expect(performance.now() - started).toBeLessThan(2_000);
     });
 
     // graphql's own NoFragmentCycles rule refuses the document; the limit rules must not crash meanwhile.

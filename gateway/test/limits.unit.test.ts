@@ -1,6 +1,7 @@
 import { buildSchema, parse, validate, type GraphQLError, type ValidationRule } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '@ots/shared/config';
+import { doublingFragments } from '@ots/shared/testing/doubling-fragments';
 import { aliasLimit, costLimit, depthLimit } from '../src/limits.ts';
 
 /** A small schema shaped like the supergraph's orders, strategies and fills. */
@@ -70,6 +71,19 @@ describe('depthLimit', () => {
   it('a wide but shallow query is fine', () => {
     const wide = `{ ${Array.from({ length: 40 }, () => 'viewer { id name }').join(' ')} }`;
     expect(errorsOf(wide, depthLimit(10))).toEqual([]);
+  });
+
+  // Fragments that spread the next one twice, level upon level: 2^levels paths, one fragment each level.
+  it.each([30, 190])('measures %i levels of fragments spreading the next twice in moments, through them as through one', (levels) => {
+    const started = performance.now();
+    const shallow = doublingFragments({ levels, on: 'Node', innermost: 'child { id }', root: '{ node { ...F0 } }' });
+    expect(errorsOf(shallow, depthLimit(10))).toEqual([]);
+    // node, then 9 children and id: depth 11.
+    const deep = doublingFragments({ levels, on: 'Node', innermost: `${'child { '.repeat(9)}id${' }'.repeat(9)}`, root: '{ node { ...F0 } }' });
+    const errors = errorsOf(deep, depthLimit(10));
+    expect(errors).toHaveLength(1);
+    expect(errors[0]!.message).toMatch(/depth/i);
+    expect(performance.now() - started).toBeLessThan(1_000);
   });
 
   // A fragment cycle is refused by graphql's own NoFragmentCycles rule, which runs alongside these
@@ -153,6 +167,23 @@ describe('costLimit', () => {
   it('mutations are costed too', () => {
     expect(errorsOf('mutation { createStrategy(name: "x") { id orderSubmissions(first: 200) { nodes { id } } } }', costLimit(limits.cost))).toEqual([]);
     expect(errorsOf('mutation { createStrategy(name: "x") { orderSubmissions(first: 200) { nodes { strategy { orderSubmissions(first: 200) { nodes { id } } } } } } }', costLimit(limits.cost))).toHaveLength(1);
+  });
+
+  // Each spread still counts: the cost is that of the expanded document, 2^levels viewers, found in moments.
+  it.each([30, 190])('costs %i levels of fragments spreading the next twice as 2^levels selections, in moments', (levels) => {
+    const started = performance.now();
+    const errors = errorsOf(doublingFragments({ levels, on: 'Query', innermost: 'viewer { id }' }), costLimit(limits.cost));
+    expect(errors.map((error) => error.message)).toEqual([`Query cost ${2 ** levels} exceeds the limit of ${limits.cost}`]);
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
+  it('costs a fragment by the page it is spread in, each time', () => {
+    const fragment = 'fragment P on OrderConnection { nodes { strategy { orderSubmissions(first: 200) { nodes { id } } } } }';
+    // One order's strategy page: 1 + (1 + 1 × (1 + 1 + 1 + (1 + 200))) = 206.
+    expect(errorsOf(`{ listOrderSubmissions(first: 1) { ...P } } ${fragment}`, costLimit(limits.cost))).toEqual([]);
+    // The same fragment in a page of 200 orders: 1 + (1 + 200 × 204) = 40,802 more.
+    const both = `{ one: listOrderSubmissions(first: 1) { ...P } many: listOrderSubmissions(first: 200) { ...P } } ${fragment}`;
+    expect(errorsOf(both, costLimit(limits.cost)).map((error) => error.message)).toEqual([`Query cost ${206 + 40_802} exceeds the limit of ${limits.cost}`]);
   });
 
   it('does not loop on a fragment cycle', () => {

@@ -1,5 +1,6 @@
 import { parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
+import { doublingFragments } from '@ots/shared/testing/doubling-fragments';
 import { rootFieldsOf, selectedOperation } from '../src/root-fields.ts';
 
 const rootKeys = (query: string, operationName?: string) => {
@@ -41,6 +42,17 @@ describe('the root fields of a document', () => {
   it('ends at a fragment cycle and skips a spread of a missing fragment', () => {
     const query = '{ ...A ...Missing } fragment A on Query { viewer { id } ...B } fragment B on Query { x: viewer { id } ...A }';
     expect(rootKeys(query).map(({ key }) => key)).toEqual(['viewer', 'x']);
+  });
+
+  // This runs before authentication: one request must not hold the event loop for 2^levels expansions.
+  it.each([30, 190])('expands each fragment once, however often it is spread: %i levels of fragments spreading the next twice take moments', (levels) => {
+    const started = performance.now();
+    const query = doublingFragments({ levels, on: 'Query', innermost: 'viewer { id } s: strategy(id: "x") { id }' });
+    expect(rootKeys(query)).toEqual([
+      { key: 'viewer', name: 'viewer' },
+      { key: 's', name: 'strategy' },
+    ]);
+    expect(performance.now() - started).toBeLessThan(1_000);
   });
 
   it('uses the operation chosen by operationName, and its own fragments', () => {

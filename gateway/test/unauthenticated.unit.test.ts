@@ -1,5 +1,6 @@
 import { GraphQLError } from 'graphql';
 import { describe, expect, it } from 'vitest';
+import { doublingFragments } from '@ots/shared/testing/doubling-fragments';
 import { refusal } from '@ots/shared/testing/refusal';
 import { AUTHENTICATION_REQUIRED, variantABody } from '../src/unauthenticated.ts';
 
@@ -60,6 +61,13 @@ describe('variantABody (contract section 5, Variant A)', () => {
     expect(() => variantABody('{ viewer { account { id } ', undefined, 2000)).toThrow(GraphQLError);
     expect(() => variantABody('{ viewer { account { id } ', undefined, 2000)).toThrow(/Syntax Error/);
     expect(() => variantABody('not graphql at all', undefined, 2000)).toThrow(/Syntax Error/);
+  });
+
+  it('answers at once for fragments that spread the next one twice, as deep as 2,000 tokens allow', () => {
+    const started = performance.now();
+    const body = variantABody(doublingFragments({ levels: 190, on: 'Query', innermost: 'viewer { account { id } }' }), undefined, 2000);
+    expect(paths(body)).toEqual([['viewer']]);
+    expect(performance.now() - started).toBeLessThan(1_000);
   });
 
   it('throws when the document is over the token limit', () => {
