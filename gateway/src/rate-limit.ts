@@ -37,6 +37,8 @@ export class RateLimiter {
 
   /** Sets a key's bucket: a fallback bucket follows the shared bucket's last known state this way. */
   seed(key: string, tokens: number, now = Date.now()): void {
+    // Seeded on every answer from Redis, so swept here too: `take` runs only while Redis is away.
+    this.sweep(now);
     this.buckets.set(key, { tokens: Math.min(this.burst, tokens), at: now });
   }
 

@@ -54,6 +54,17 @@ describe('RateLimiter (per key token bucket)', () => {
     expect(limiter.take('key', T0 + 5 + 1_000).allowed).toBe(true);
   });
 
+  it('forgets the buckets it follows for Redis once they would be full again, though it never takes from them', () => {
+    const limiter = new RateLimiter(50, 100, 'api-key');
+    const start = Date.now();
+    limiter.seed('key-seen-once', 40, start);
+    expect(limiter.tokensOf('key-seen-once', start)).toBe(40);
+    // Past the sweep interval, and past the two seconds a bucket takes to fill up again.
+    limiter.seed('another-key', 40, start + 61_000);
+    expect(limiter.tokensOf('key-seen-once', start + 61_000)).toBeUndefined();
+    expect(limiter.tokensOf('another-key', start + 61_000)).toBe(40);
+  });
+
   it('describes itself in IETF RateLimit-Policy and RateLimit headers', () => {
     const limiter = new RateLimiter(50, 100, 'api-key');
     const state = limiter.take('key', T0);
