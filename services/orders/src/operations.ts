@@ -6,8 +6,7 @@ import { notFoundInAccount } from '@ots/shared/messages';
 import { loaderOfGroups } from '@ots/shared/loaders';
 import type { EventType } from '@ots/shared/contracts/events';
 import { toConnection, type Connection } from '@ots/shared/pagination';
-import { feedEndAt, readFeedHorizon } from '@ots/shared/commit-order';
-import type { Kysely } from 'kysely';
+import { feedEndAt } from '@ots/shared/commit-order';
 import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
 import {
   CANCELLABLE_STATUSES,
@@ -375,13 +374,13 @@ export async function listOrderSubmissions({ db, accountId }: OrdersScope, reque
   const page = pageOf(request);
   const position = request.position;
   if (position.orderBy !== 'UPDATED_AT_ASC') return connectionOf(page ? await repository.listOrders(db, accountId, page) : [], request);
-  // The incremental sync keeps its place (contract section 4): an empty page answers the position it
-  // was asked from; asked from nowhere, the horizon its rows were bounded by, behind which nothing
-  // matching can still appear.
-  const horizon = position.after ? undefined : await readFeedHorizon(db as unknown as Kysely<unknown>);
-  const rows = page ? await repository.listOrders(db, accountId, { ...page, ...(horizon === undefined ? {} : { horizon }) }) : [];
+  const horizons = await repository.readSyncHorizons(db);
+  const { rows, heldBack } = page ? await repository.listSyncPage(db, accountId, page, horizons) : { rows: [], heldBack: undefined };
   const connection = connectionOf(rows, request);
-  const stayed = position.after ?? feedEndAt(horizon!);
+  // The incremental sync keeps its place (contract section 4): an empty page answers the position it
+  // was asked from; asked from nowhere, just before the row it stopped at, or else the horizon its
+  // rows were bounded by, behind which nothing matching can still appear.
+  const stayed = position.after ?? feedEndAt(heldBack ? heldBack.commit_xid : horizons.xid);
   return { ...connection, pageInfo: { ...connection.pageInfo, endCursor: connection.pageInfo.endCursor ?? request.cursors.sync.encode(stayed) } };
 }
 

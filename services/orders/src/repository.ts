@@ -549,7 +549,7 @@ export type OrderPage = ListPosition & {
   horizon?: string;
 };
 
-function filtered(query: OrdersQuery, accountId: string, page: OrderPage): OrdersQuery {
+function filtered<O>(query: SelectQueryBuilder<OrdersDatabase, 'order_submissions', O>, accountId: string, page: OrderPage): SelectQueryBuilder<OrdersDatabase, 'order_submissions', O> {
   const { filter } = page;
   let scoped = query.where('account_id', '=', accountId);
   if (filter.statuses) scoped = scoped.where('status', 'in', filter.statuses);
@@ -567,6 +567,59 @@ function filtered(query: OrdersQuery, accountId: string, page: OrderPage): Order
 /** One keyset page of the account's orders: page N costs what page 1 costs. */
 export async function listOrders(db: OrdersDb, accountId: string, page: OrderPage): Promise<OrderRow[]> {
   return filtered(db.selectFrom('order_submissions').selectAll(), accountId, page).execute();
+}
+
+/** Where the incremental sync may hand out up to: read before its page (`readSyncHorizons`). */
+export interface SyncHorizons {
+  /** The transaction-id horizon (commit-order.ts `readFeedHorizon`). */
+  xid: string;
+  /** No write still to come can stamp its change earlier than this. */
+  stamp: Date;
+}
+
+/**
+ * Contract section 4: a client that keeps the last `updatedAt` it saw gets every change since. Stamps
+ * do not follow commit order (a write stamps its change when its statement runs, or, for a
+ * replacement order, when its transaction began, and may commit after a later-stamped one), so the
+ * sync hands out only changes stamped before every change it cannot hand out yet. Read before the
+ * page, so that whatever the page's snapshot lacks lies beyond it: a write still in flight stamps at
+ * or after its transaction began, and so at or after the oldest transaction of this role on this
+ * database still running now; a later one after this clock reading. (Transactions of other
+ * services sharing the role hold it back too, as they hold the transaction-id horizon back.)
+ */
+export async function readSyncHorizons(db: OrdersDb): Promise<SyncHorizons> {
+  const { rows } = await sql<{ xid: string; stamp: Date }>`
+    select pg_snapshot_xmin(pg_current_snapshot())::text as xid,
+      least(clock_timestamp(), (
+        select min(xact_start) from pg_stat_activity
+        where datname = current_database() and usename = current_user and pid <> pg_backend_pid()
+      )) as stamp`.execute(db);
+  return rows[0]!;
+}
+
+export interface SyncPage {
+  rows: OrderRow[];
+  /** The first row in commit order that the page stopped before, held back by its stamp. */
+  heldBack: OrderRow | undefined;
+}
+
+/**
+ * A page of the sync: rows in commit order below `horizons.xid`, up to (not including) the first one
+ * stamped at or after the earliest stamp not yet handed out: `horizons.stamp`, or that of a change
+ * of the account committed above the transaction-id horizon (there, but not to be handed out yet).
+ * A millisecond is taken off both, since stamps are rounded to the millisecond. Stopping at that
+ * row, rather than leaving it out, keeps every page a prefix of the commit order, so the cursor
+ * never passes a row held back.
+ */
+export async function listSyncPage(db: OrdersDb, accountId: string, page: OrderPage, horizons: SyncHorizons): Promise<SyncPage> {
+  const held = sql<boolean>`updated_at >= least(${horizons.stamp}::timestamptz, (
+      select min(later.updated_at) from order_submissions later
+      where later.account_id = ${accountId} and later.commit_xid >= ${horizons.xid}::xid8
+    )) - interval '1 millisecond'`;
+  const rows = await filtered(db.selectFrom('order_submissions').selectAll().select(held.as('stamp_held')), accountId, { ...page, horizon: horizons.xid }).execute();
+  const stop = rows.findIndex((row) => row.stamp_held);
+  const kept = (stop === -1 ? rows : rows.slice(0, stop)).map(({ stamp_held: _, ...row }) => row);
+  return { rows: kept, heldBack: stop === -1 ? undefined : rows[stop] };
 }
 
 /**

@@ -494,6 +494,30 @@ describe('the incremental sync (UPDATED_AT_ASC, paged by commit order)', () => {
     expect(next.rows[0]!.updated_at).toEqual(slowCancel.updated_at);
   });
 
+  it('lets a client that keeps the last updatedAt it saw miss nothing: a change waits for any stamped before it that has not committed yet', async () => {
+    const accountId = someAccount();
+    const poll = async (updatedAfter: Date) =>
+      (await listOrderSubmissions(testScope(db, accountId), listRequest({ orderBy: 'UPDATED_AT_ASC', filter: { updatedAfter } }, listCursorsOf(accountId)))).nodes;
+    let kept = new Date(Date.now() - 60_000);
+    const seen = new Set<string>();
+    const keep = (rows: readonly OrderRow[]) => {
+      for (const row of rows) {
+        seen.add(row.id);
+        if (row.updated_at > kept) kept = row.updated_at;
+      }
+    };
+    // A submit stamps its order with its transaction's start: this one began first and commits last.
+    const open = await db.startTransaction().execute();
+    await sleep(5);
+    const later = await submitted(accountId);
+    keep(await poll(kept));
+    const earlier = await submitOrder({ ...testScope(open, accountId), lookupStrategy: strategies().lookup }, limitOrder());
+    if (!earlier.ok) throw new Error(earlier.error.message);
+    await open.commit().execute();
+    expect(earlier.value.updated_at.getTime()).toBeLessThan(later.updated_at.getTime());
+    await expect.poll(async () => (keep(await poll(kept)), [...seen].sort())).toEqual([earlier.value.id, later.id].sort());
+  });
+
   it('keeps updatedAfter a plain filter: changed strictly after the instant', async () => {
     const accountId = someAccount();
     const first = await submitted(accountId);
