@@ -35,21 +35,19 @@ function scaled(value: Decimal | string): bigint {
 }
 
 /**
- * A symbol's position, exact. An average cost is a quotient (1 @ 1 and 2 @ 2 cost 5/3 each), so the
- * open round trip (from flat to flat) is kept as fractions over one growing denominator,
- * SCALE² × `multiplier`, that each partial close multiplies by the quantity it closed from; every
- * step multiplies a large integer by a small one only. When the position is flat again, the trip's
- * realized PnL is simply its cash (sells minus buys: all cost added has been taken out again), an
- * exact figure over SCALE², and the fractions start afresh.
+ * A symbol's position, exact. An average cost is a quotient (1 @ 1 and 2 @ 2 cost 5/3 each), so it is
+ * kept as a fraction in lowest terms. A close leaves the average alone, and the realized PnL of the
+ * open round trip (from flat to flat) needs no fraction of its own: it is the trip's cash (sells
+ * minus buys) plus the cost basis still open for a long, minus it for a short. So the fraction changes
+ * only when a fill adds to the position, and its size is that of the exact average, whatever the
+ * number of fills.
  */
 interface Book {
   /** Signed open quantity, in units of 1/SCALE. */
   quantity: bigint;
-  /** Cost basis of the open quantity, over SCALE² × multiplier. */
-  openCost: bigint;
-  /** Realized PnL of the partial closes of the open trip, over SCALE² × multiplier. */
-  openRealized: bigint;
-  multiplier: bigint;
+  /** Average cost of the open quantity, in units of 1/SCALE: averageNumerator / averageDenominator, in lowest terms. */
+  averageNumerator: bigint;
+  averageDenominator: bigint;
   /** Sells minus buys of the open trip, over SCALE². */
   tripCash: bigint;
   /** Realized PnL of finished trips, over SCALE². */
@@ -58,16 +56,36 @@ interface Book {
   fees: bigint;
 }
 
-const EMPTY_BOOK: Book = { quantity: 0n, openCost: 0n, openRealized: 0n, multiplier: 1n, tripCash: 0n, settledRealized: 0n, fees: 0n };
+const EMPTY_BOOK: Book = { quantity: 0n, averageNumerator: 0n, averageDenominator: 1n, tripCash: 0n, settledRealized: 0n, fees: 0n };
 
 const abs = (value: bigint) => (value < 0n ? -value : value);
 const signOf = (value: bigint) => (value < 0n ? -1n : value > 0n ? 1n : 0n);
 
+/** Euclid, for non-negative integers: no dependency offers a rational type, and the fills only ever need a gcd with one small side. */
+function gcd(a: bigint, b: bigint): bigint {
+  while (b !== 0n) [a, b] = [b, a % b];
+  return a;
+}
+
 /**
- * One fill by the average-cost method: a fill on the side of the position (or opening one) adds its
- * cost to the basis; a fill against it realizes (price − average cost) per closed unit for a long,
- * (average cost − price) for a short, and leaves the average cost alone; the part of a fill that
- * crosses zero opens the other side at the fill's own price. Every fee is a realized loss.
+ * The average after adding `size` at `price` to `held` at average n/q (in lowest terms):
+ * (n·held + q·size·price) / (q·(held + size)), reduced. As gcd(n, q) = 1, a common factor of that
+ * fraction divides gcd(held, q) · (held + size), a number of the fills' own size, so the reduction
+ * only ever divides a large integer by a small one, never takes the gcd of two large ones.
+ */
+function addedAverage(book: Book, held: bigint, size: bigint, price: bigint): Pick<Book, 'averageNumerator' | 'averageDenominator'> {
+  if (held === 0n) return { averageNumerator: price, averageDenominator: 1n };
+  const numerator = book.averageNumerator * held + book.averageDenominator * size * price;
+  const common = gcd(numerator, gcd(book.averageDenominator, held) * (held + size));
+  return { averageNumerator: numerator / common, averageDenominator: (book.averageDenominator * (held + size)) / common };
+}
+
+/**
+ * One fill by the average-cost method: a fill on the side of the position (or opening one) moves the
+ * average cost to the quantity-weighted mean; a fill against it realizes (price − average cost) per
+ * closed unit for a long, (average cost − price) for a short, and leaves the average cost alone; the
+ * part of a fill that crosses zero opens the other side at the fill's own price. Every fee is a
+ * realized loss.
  */
 function applyFill(book: Book, fill: Pick<PositionFill, 'side' | 'quantity' | 'price' | 'fee'>): Book {
   const size = scaled(fill.quantity);
@@ -79,9 +97,9 @@ function applyFill(book: Book, fill: Pick<PositionFill, 'side' | 'quantity' | 'p
   if (held === 0n || signOf(book.quantity) === direction) {
     return {
       ...book,
+      ...addedAverage(book, held, size, price),
       fees,
       quantity: book.quantity + direction * size,
-      openCost: book.openCost + size * price * book.multiplier,
       tripCash: book.tripCash - direction * size * price,
     };
   }
@@ -92,27 +110,14 @@ function applyFill(book: Book, fill: Pick<PositionFill, 'side' | 'quantity' | 'p
     const opened = size - closed;
     return {
       quantity: direction * opened,
-      openCost: opened * price,
-      openRealized: 0n,
-      multiplier: 1n,
+      averageNumerator: opened === 0n ? 0n : price,
+      averageDenominator: 1n,
       tripCash: -direction * opened * price,
       settledRealized: book.settledRealized + tripCash,
       fees,
     };
   }
-
-  // Closing `closed` of `held` takes that share of the basis: cost × (held − closed) / held.
-  const gainSign = signOf(book.quantity);
-  const proceedsAtPrice = closed * price * book.multiplier * held;
-  return {
-    ...book,
-    fees,
-    tripCash,
-    quantity: book.quantity + direction * closed,
-    openRealized: book.openRealized * held + gainSign * (proceedsAtPrice - closed * book.openCost),
-    openCost: book.openCost * (held - closed),
-    multiplier: book.multiplier * held,
-  };
+  return { ...book, fees, tripCash, quantity: book.quantity + direction * closed };
 }
 
 /**
@@ -130,12 +135,15 @@ export function roundHalfEven(numerator: bigint, denominator: bigint): Decimal {
 }
 
 function positionOf(symbol: string, book: Book): Position {
-  const denominator = SCALE * SCALE * book.multiplier;
+  const { quantity, averageNumerator, averageDenominator } = book;
+  // The open trip's realized PnL is its cash plus (long) or minus (short) the open cost basis, average × held.
+  const openBasis = signOf(quantity) * averageNumerator * abs(quantity);
+  const cashAndFees = book.settledRealized + book.tripCash - book.fees * SCALE;
   return {
     symbol,
-    netQuantity: roundHalfEven(book.quantity, SCALE),
-    averageCost: book.quantity === 0n ? null : roundHalfEven(book.openCost, SCALE * book.multiplier * abs(book.quantity)),
-    realizedPnl: roundHalfEven(book.settledRealized * book.multiplier + book.openRealized - book.fees * SCALE * book.multiplier, denominator),
+    netQuantity: roundHalfEven(quantity, SCALE),
+    averageCost: quantity === 0n ? null : roundHalfEven(averageNumerator, SCALE * averageDenominator),
+    realizedPnl: roundHalfEven(cashAndFees * averageDenominator + openBasis, SCALE * SCALE * averageDenominator),
   };
 }
 

@@ -269,3 +269,36 @@ describe('positions against the lot-by-lot reference', () => {
     );
   });
 });
+
+describe('positions of long histories', () => {
+  it('computes 64,000 fills of a long that never goes flat in well under a second, exactly', () => {
+    // When each partial close multiplied the fractions by the open quantity, these fills took 40 s.
+    const fills = [fill('BUY', '1000', '100.25', '0.01')];
+    while (fills.length < 64_000) fills.push(fills.length % 2 === 1 ? fill('SELL', '0.5', '101.75', '0.01') : fill('BUY', '0.5', '100.25', '0.01'));
+
+    const started = performance.now();
+    const positions = computePositions(fills);
+    const elapsed = performance.now() - started;
+
+    // 32,000 sells of 0.5 each realize (101.75 − 100.25) × 0.5 = 0.75; 64,000 fees of 0.01 cost 640.
+    expect(wire(positions)).toEqual([{ symbol: 'ACME', netQuantity: '999.5', averageCost: '100.25', realizedPnl: '23360' }]);
+    expect(elapsed).toBeLessThan(2000);
+  });
+
+  it('keeps an average that never settles exact over many round trips of a partial position', () => {
+    // From 5/3, each sell of 1 @ 2 and buy of 1 @ 2 moves the average a third of the way to 2:
+    // after n pairs it is 2 − (2/3)ⁿ/3, and the sells have realized 1 − (2/3)ⁿ.
+    const pairs = 30n;
+    const fills = [fill('BUY', '1', '1'), fill('BUY', '2', '2')];
+    for (let pair = 0n; pair < pairs; pair++) fills.push(fill('SELL', '1', '2'), fill('BUY', '1', '2'));
+
+    expect(wire(computePositions(fills))).toEqual([
+      {
+        symbol: 'ACME',
+        netQuantity: '3',
+        averageCost: round10(frac(2n * 3n ** (pairs + 1n) - 2n ** pairs, 3n ** (pairs + 1n))),
+        realizedPnl: round10(frac(3n ** pairs - 2n ** pairs, 3n ** pairs)),
+      },
+    ]);
+  });
+});
