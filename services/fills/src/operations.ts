@@ -5,7 +5,7 @@ import type { KeysetPosition } from '@ots/shared/pagination';
 import { toConnection, type Connection } from '@ots/shared/pagination';
 import type { Scope } from '@ots/shared/scope';
 import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
-import { duplicateExecutionId, isSameFill, orderNotFound, settlementOf, validateRecordFill, type FillFilter, type RecordFillInput } from './domain.ts';
+import { duplicateExecutionId, isSameFill, orderNotFound, settlementOf, validateRecordFill, type FillFilter, type FillTerms, type RecordFillInput } from './domain.ts';
 import { appliedRowOf, fillObject, keptFillOf, recordedTermsOf, type FillObject } from './mappers.ts';
 import { applyFillToOrder, type AppliedFillVerdict, type AppliedOrder, type OrdersLink } from './orders-client.ts';
 import { findFillByExecutionId, keepFills, listAppliedFills, type AppliedFillRow, type FillsDb } from './repository.ts';
@@ -48,22 +48,31 @@ export async function recordFill(scope: FillsScope, input: RecordFillInput): Pro
     const recorded = await findFillByExecutionId(scope.db, scope.accountId, terms.executionId);
     return { ok: false, error: recorded ? duplicateExecutionId(terms.executionId) : orderNotFound(terms.orderSubmissionId.sent) };
   }
+  const fillInput = {
+    executionId: terms.executionId,
+    orderSubmissionId: terms.orderSubmissionId.sent,
+    quantity: formatDecimal(terms.quantity),
+    price: formatDecimal(terms.price),
+    fee: formatDecimal(terms.fee),
+    liquidity: terms.liquidity,
+    executedAt: terms.executedAt?.toISOString() ?? null,
+  };
   let verdict: AppliedFillVerdict;
   try {
-    verdict = await applyFillToOrder(scope.orders, {
-      executionId: terms.executionId,
-      orderSubmissionId: terms.orderSubmissionId.sent,
-      quantity: formatDecimal(terms.quantity),
-      price: formatDecimal(terms.price),
-      fee: formatDecimal(terms.fee),
-      liquidity: terms.liquidity,
-      executedAt: terms.executedAt?.toISOString() ?? null,
-    });
+    verdict = await applyFillToOrder(scope.orders, fillInput);
+    if (verdict.outcome === 'MAYBE_RECORDED_BEFORE_UPGRADE') {
+      // The account has fills orders recorded before it kept execution ids, not yet backfilled: this may be one of them, and this subgraph keeps every one.
+      const keptBefore = await findFillByExecutionId(scope.db, scope.accountId, terms.executionId);
+      if (keptBefore) return answerRecordedBefore(keptBefore, terms, verdict.orderSubmission ?? null);
+      // Sent only now, so that an orders release without the field still takes every first call during a rolling upgrade.
+      verdict = await applyFillToOrder(scope.orders, { ...fillInput, notRecordedBeforeUpgrade: true });
+    }
   } catch (error) {
     if (!(error instanceof SubgraphUnavailableError)) throw error;
     scope.log.warn({ err: error, executionId: terms.executionId }, 'orders unavailable while recording a fill');
     return fail('TEMPORARILY_UNAVAILABLE', UNAVAILABLE);
   }
+  if (verdict.outcome === 'MAYBE_RECORDED_BEFORE_UPGRADE') throw new Error(`orders left execution id ${terms.executionId} undecided though this subgraph keeps no fill with it`);
 
   const { fill, orderSubmission: order } = verdict;
   if (!fill || !order) {
@@ -77,6 +86,16 @@ export async function recordFill(scope: FillsScope, input: RecordFillInput): Pro
   const row = appliedRowOf(kept);
   if (verdict.outcome === 'ALREADY_APPLIED' && !isSameFill(recordedTermsOf(row), terms)) return { ok: false, error: duplicateExecutionId(terms.executionId) };
   return ok({ fill: row, order });
+}
+
+/**
+ * A fill kept here, recorded before orders kept execution ids: a retry of it is answered with it and
+ * with the order as orders answered (the order asked for, which a retry names), anything else is a
+ * reuse of its execution id.
+ */
+function answerRecordedBefore(kept: AppliedFillRow, terms: FillTerms, order: AppliedOrder | null): Result<RecordedFill> {
+  if (!order || !isSameFill(recordedTermsOf(kept), terms)) return { ok: false, error: duplicateExecutionId(terms.executionId) };
+  return ok({ fill: kept, order });
 }
 
 /** A listFills page's arguments once the resolver has parsed them. */

@@ -118,9 +118,25 @@ const keepFillsStatement = compiledStatement(
   { prepared: true },
 );
 
-/** The account's fill with this execution id, if this subgraph keeps one. */
-export async function findFillByExecutionId(db: FillsDb, accountId: string, executionId: string): Promise<FillRow | undefined> {
-  return db.selectFrom('fills').selectAll().where('account_id', '=', accountId).where('execution_id', '=', executionId).executeTakeFirst();
+/** The account's fill with this execution id, if this subgraph keeps one (every fill kept is applied since migration 006). */
+export async function findFillByExecutionId(db: FillsDb, accountId: string, executionId: string): Promise<AppliedFillRow | undefined> {
+  return db
+    .selectFrom('fills')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('execution_id', '=', executionId)
+    .where('status', '=', 'APPLIED')
+    .$narrowType<AppliedColumns>()
+    .executeTakeFirst();
+}
+
+/** Fills of any account by id: what the backfill of orders' applications made before its migration 005 brings back. */
+export async function findKeptFillsById(
+  db: FillsDb,
+  ids: readonly Uuid[],
+): Promise<Pick<FillRow, 'id' | 'account_id' | 'execution_id' | 'fee' | 'liquidity' | 'executed_at'>[]> {
+  if (ids.length === 0) return [];
+  return db.selectFrom('fills').select(['id', 'account_id', 'execution_id', 'fee', 'liquidity', 'executed_at']).where('id', 'in', ids).execute();
 }
 
 export async function findAppliedFills(db: FillsDb, accountId: string, ids: readonly Uuid[]): Promise<AppliedFillRow[]> {

@@ -5,6 +5,7 @@ import { loadTypeDefs } from '@ots/shared/subgraph-server';
 import { migrations, SCHEMA } from '../migrations/index.ts';
 import { createFillsContext, type FillsContext } from './context.ts';
 import { FILLS_ORDERING } from './domain.ts';
+import { startLegacyFillsBackfill } from './legacy-fills.ts';
 import { registerRecoveryRoute } from './recovery.ts';
 import type { FillsDatabase } from './repository.ts';
 import { resolvers } from './resolvers.ts';
@@ -23,4 +24,5 @@ export const fillsService: ServiceDefinition<FillsDatabase, FillsContext, 'fills
   resolvers,
   createContext: (base, runtime) => createFillsContext(base, runtime, fillCursorsOf(runtime)),
   registerRoutes: registerRecoveryRoute,
+  startBackground: startLegacyFillsBackfill,
 };

@@ -4,6 +4,7 @@ import * as commitOrder from './002_commit_order.ts';
 import * as replaceAndLateFills from './003_replace_and_late_fills.ts';
 import * as outbox from './004_outbox.ts';
 import * as fillsRecordedByOrders from './005_fills_recorded_by_orders.ts';
+import * as applicationsLackingExecutionId from './006_applications_lacking_execution_id.ts';
 
 export const SCHEMA = 'orders';
 
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '003_replace_and_late_fills': replaceAndLateFills,
   '004_outbox': outbox,
   '005_fills_recorded_by_orders': fillsRecordedByOrders,
+  '006_applications_lacking_execution_id': applicationsLackingExecutionId,
 };

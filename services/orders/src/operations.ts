@@ -171,11 +171,16 @@ export interface FillRequest {
   liquidity: Liquidity;
   /** When the venue executed the fill; absent: now (after any cancel or replace, so never a late fill). */
   executedAt?: Date | null;
+  /** The fills subgraph found no fill of its own with this execution id, after a MAYBE_RECORDED_BEFORE_UPGRADE. */
+  notRecordedBeforeUpgrade?: boolean | null;
 }
 
 export interface FillResult {
-  /** ALREADY_APPLIED: the execution id was recorded before (the caller compares the terms); nothing changed. */
-  outcome: FillDecision['outcome'];
+  /**
+   * ALREADY_APPLIED: the execution id was recorded before (the caller compares the terms); nothing
+   * changed. MAYBE_RECORDED_BEFORE_UPGRADE: nothing decided (see `applyFill`).
+   */
+  outcome: FillDecision['outcome'] | 'MAYBE_RECORDED_BEFORE_UPGRADE';
   /** The fill as recorded, now or before; null when refused. */
   fill: repository.RecordedFillRow | null;
   /** The order after the call (the recorded fill's, for ALREADY_APPLIED); null when it was not found. */
@@ -188,12 +193,21 @@ export interface FillResult {
  * compare-and-set statement writes the order, the fill and both events (see `decideThenWrite`).
  * The execution id's unique index makes a concurrent duplicate fail whole; it is then decided again,
  * and answered with the fill the other request recorded.
+ *
+ * Applications recorded before migration 005 lack their execution id until the fills subgraph has
+ * brought it back (`legacy-fills.ts`). While the account has one, an execution id not found here may
+ * be one of them, and deciding it would apply that fill a second time: it is answered
+ * MAYBE_RECORDED_BEFORE_UPGRADE, nothing decided, and fills, which keeps every execution id, answers
+ * the one it keeps or asks again with `notRecordedBeforeUpgrade`. Such applications are no longer
+ * made, so a fill fills does not keep is not one of them, then or later. Once the backfill has run,
+ * the question costs a probe of an empty index in the statement that reads the order.
  */
 export async function applyFill({ db, accountId }: OrdersScope, fill: FillRequest): Promise<FillResult> {
   const attempt = async (db: OrdersDb): Promise<FillResult | typeof CHANGED> => {
     const found = await repository.findFillContext(db, accountId, fill.orderSubmissionId, fill.executionId);
     const order = found.order ?? null;
     if (found.recorded) return { outcome: 'ALREADY_APPLIED', fill: found.recorded, order };
+    if (found.lacksExecutionIds && !fill.notRecordedBeforeUpgrade) return { outcome: 'MAYBE_RECORDED_BEFORE_UPGRADE', fill: null, order };
     const decision = decideFill(found.order && fillStateOf(found.order), false, { ...fill, executedAt: fill.executedAt ?? null });
     // A refusal read on a consistent version is final: an order never regains quantity or reopens.
     if (decision.outcome !== 'APPLIED') return { outcome: decision.outcome, fill: null, order };

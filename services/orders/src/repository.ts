@@ -208,14 +208,17 @@ export interface RecordedFillRow {
 
 type FillContextRow = { [Column in keyof OrderRow]: OrderRow[Column] | null } & {
   [Column in keyof RecordedFillRow as `recorded_${Column}`]: RecordedFillRow[Column] | null;
-};
+} & { lacks_execution_ids: boolean };
 
 const findFillContextStatement = compiledStatement(
   (db: OrdersDb, p: { accountId: string; id: Uuid | null; executionId: string }) => ({
     compile: () =>
       sql<FillContextRow>`
         select ${sql.join(ORDER_COLUMNS.map((column) => sql.ref(`o.${column}`)))},
-          ${sql.join(RECORDED_FILL_COLUMNS.map(([column, source]) => sql`${sql.ref(`recorded.${source}`)} as ${sql.ref(`recorded_${column}`)}`))}
+          ${sql.join(RECORDED_FILL_COLUMNS.map(([column, source]) => sql`${sql.ref(`recorded.${source}`)} as ${sql.ref(`recorded_${column}`)}`))},
+          -- A probe of a partial index that is empty once the backfill has run (migration 006).
+          exists (select 1 from fill_applications as legacy where legacy.account_id = ${p.accountId} and legacy.execution_id is null)
+            as lacks_execution_ids
         from (select 1) as one
         left join fill_applications as recorded on recorded.account_id = ${p.accountId} and recorded.execution_id = ${p.executionId}
         -- The recorded fill's order if there is one (a retry names it), else the order asked for.
@@ -240,22 +243,25 @@ const RECORDED_FILL_COLUMNS = Object.entries({
 
 /**
  * What a fill is decided on, read in one statement (one snapshot): the fill recorded with this
- * execution id, if any, and the order — the recorded fill's, or else the one asked for. No lock:
- * the write that follows only succeeds if the order is still this version (see
- * `recordFillApplication`), and the execution id's unique index refuses a second recording.
+ * execution id, if any, and the order — the recorded fill's, or else the one asked for — and whether
+ * the account has applications recorded before migration 005 that still lack their execution id (a
+ * fill not found here may be one of them). No lock: the write that follows only succeeds if the
+ * order is still this version (see `recordFillApplication`), and the execution id's unique index
+ * refuses a second recording.
  */
 export async function findFillContext(
   db: OrdersDb,
   accountId: string,
   id: Uuid | undefined,
   executionId: string,
-): Promise<{ order: OrderRow | undefined; recorded: RecordedFillRow | undefined }> {
+): Promise<{ order: OrderRow | undefined; recorded: RecordedFillRow | undefined; lacksExecutionIds: boolean }> {
   const [row] = await findFillContextStatement(db, { accountId, id: id ?? null, executionId });
   const order = Object.fromEntries(ORDER_COLUMNS.map((column) => [column, row![column]])) as OrderRow;
   const recorded = Object.fromEntries(RECORDED_FILL_COLUMNS.map(([column]) => [column, row![`recorded_${column}` as keyof FillContextRow]]));
   return {
     order: row!.id === null ? undefined : order,
     recorded: row!.recorded_fill_id === null ? undefined : (recorded as unknown as RecordedFillRow),
+    lacksExecutionIds: row!.lacks_execution_ids,
   };
 }
 
@@ -539,6 +545,48 @@ export function isExecutionIdRecorded(error: unknown): boolean {
 }
 
 const UNIQUE_VIOLATION = '23505';
+
+/** A fill recorded before migration 005, as the fills subgraph keeps it: what its application lacks. */
+export interface LegacyFillTerms {
+  accountId: Uuid;
+  fillId: Uuid;
+  executionId: string;
+  fee: string;
+  liquidity: Liquidity;
+  executedAt: Date;
+}
+
+/**
+ * Gives applications recorded before migration 005 the terms they lack, in one statement; an
+ * application that has them already is left as it is. One whose execution id another application of
+ * the account holds is left without: that fill was applied twice before the backfill existed, and is
+ * for a person to repair (the route logs it). Returns how many it completed.
+ */
+export async function completeLegacyApplications(db: OrdersDb, fills: readonly LegacyFillTerms[]): Promise<number> {
+  if (fills.length === 0) return 0;
+  const result = await sql`
+    update fill_applications as application
+    set execution_id = kept.execution_id, fee = kept.fee, liquidity = kept.liquidity, executed_at = kept.executed_at
+    from unnest(${fills.map((fill) => fill.accountId)}::uuid[], ${fills.map((fill) => fill.fillId)}::text[],
+      ${fills.map((fill) => fill.executionId)}::text[], ${fills.map((fill) => fill.fee)}::numeric[],
+      ${fills.map((fill) => fill.liquidity)}::text[], ${fills.map((fill) => fill.executedAt.toISOString())}::timestamptz[])
+      as kept(account_id, fill_id, execution_id, fee, liquidity, executed_at)
+    where application.account_id = kept.account_id and application.fill_id = kept.fill_id and application.execution_id is null
+      and not exists (select 1 from fill_applications as taken where taken.account_id = kept.account_id and taken.execution_id = kept.execution_id)
+  `.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}
+
+/** The next applications, in key order after `after`, that lack their execution id (migration 006's index). */
+export async function findApplicationsLackingExecutionId(
+  db: OrdersDb,
+  after: { accountId: Uuid; fillId: string } | null,
+  limit: number,
+): Promise<{ account_id: string; fill_id: string }[]> {
+  let query = db.selectFrom('fill_applications').select(['account_id', 'fill_id']).where('execution_id', 'is', null);
+  if (after) query = query.where(sql<boolean>`(account_id, fill_id) > (${after.accountId}::uuid, ${after.fillId})`);
+  return query.orderBy('account_id').orderBy('fill_id').limit(limit).execute();
+}
 
 /** A page of a list: where it starts in its ordering, and what it keeps. */
 export type OrderPage = ListPosition & {

@@ -5,6 +5,7 @@ import type { ServiceDefinition, ServiceRuntime } from '@ots/shared/service';
 import { loadTypeDefs } from '@ots/shared/subgraph-server';
 import { migrations, SCHEMA } from '../migrations/index.ts';
 import { createOrdersContext, type OrdersContext } from './context.ts';
+import { registerLegacyFillsRoute } from './legacy-fills.ts';
 import { SUBMITTED_AT_DESC } from './domain.ts';
 import type { OrdersDatabase } from './repository.ts';
 import { resolvers } from './resolvers.ts';
@@ -24,6 +25,10 @@ function createOrdersService(): ServiceDefinition<OrdersDatabase, OrdersContext,
       newestFirst: new SealedKeysetCursors(secret, { tag: SUBMITTED_AT_DESC, keyInfo: CURSOR_KEY_INFO }),
     };
   });
+  // The fills orders records reach the fills subgraph through the outbox too: recordFill's recovery path.
+  const relay = outboxRelay<OrdersDatabase, OrdersContext>((config) => [
+    { types: ['fill.recorded'], url: () => new URL(RECORDED_FILLS_PATH, config.subgraphUrls.fills) },
+  ]);
   return {
     name: 'orders',
     schema: SCHEMA,
@@ -31,10 +36,11 @@ function createOrdersService(): ServiceDefinition<OrdersDatabase, OrdersContext,
     typeDefs: loadTypeDefs(new URL('../schema.graphql', import.meta.url)),
     resolvers,
     createContext: (base, runtime) => createOrdersContext(base, runtime, cursorsOf(runtime)),
-    // The fills orders records reach the fills subgraph through the outbox too: recordFill's recovery path.
-    ...outboxRelay<OrdersDatabase, OrdersContext>((config) => [
-      { types: ['fill.recorded'], url: () => new URL(RECORDED_FILLS_PATH, config.subgraphUrls.fills) },
-    ]),
+    startBackground: relay.startBackground,
+    registerRoutes: async (app, runtime) => {
+      await relay.registerRoutes!(app, runtime);
+      await registerLegacyFillsRoute(app, runtime);
+    },
   };
 }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { fillRecordedData } from './events.ts';
-import { wireUuid } from './wire.ts';
+import { wireDecimal, wireInstant, wireUuid } from './wire.ts';
 
 /**
  * The routes outbox relays post to (shared/src/outbox.ts sends and signs the batches): not under
@@ -20,6 +20,38 @@ export const RECORDED_FILLS_PATH = '/internal/recorded-fills';
 export const recordedFillsBatch = z.object({
   events: z.array(z.object({ accountId: wireUuid, type: z.literal('fill.recorded'), data: fillRecordedData })),
 });
+
+/**
+ * Orders' route for the backfill of the applications it recorded before it kept execution ids (its
+ * migration 005): the fills subgraph, which kept every fill whole, brings back their execution id,
+ * fee, liquidity and execution time (services/fills/src/legacy-fills.ts, services/orders/src/legacy-fills.ts).
+ * Signed as the relays' batches are.
+ */
+export const LEGACY_FILLS_PATH = '/internal/legacy-fills';
+
+/** An application's place in the backfill's walk: the order of orders' key on them. */
+const legacyApplication = z.object({ accountId: wireUuid, fillId: z.string() });
+
+/**
+ * One step of the backfill: the terms of the fills orders named in its last answer (none at first),
+ * and where its walk got to (null at first).
+ */
+export const legacyFillsStep = z.object({
+  fills: z.array(
+    z.object({
+      accountId: wireUuid,
+      id: wireUuid,
+      executionId: z.string().min(1),
+      fee: wireDecimal,
+      liquidity: z.enum(['MAKER', 'TAKER', 'UNKNOWN']),
+      executedAt: wireInstant,
+    }),
+  ),
+  after: legacyApplication.nullable(),
+});
+
+/** Orders' answer: the next applications after `after` that lack their execution id; none when the walk is done. */
+export const legacyFillsAnswer = z.object({ completed: z.number(), lacking: z.array(legacyApplication) });
 
 /**
  * What a relay posts to either route: the wire contract the events service's ingest and fills'

@@ -27,6 +27,11 @@ export type ApplyFillInput = {
   executionId: Scalars['String']['input'];
   fee: Scalars['Decimal']['input'];
   liquidity: Liquidity;
+  /**
+   * Set by the fills subgraph after a MAYBE_RECORDED_BEFORE_UPGRADE answer, once it found no fill of its own
+   * with this execution id: the fill is not one recorded before orders kept execution ids, so orders decides it.
+   */
+  notRecordedBeforeUpgrade?: InputMaybe<Scalars['Boolean']['input']>;
   orderSubmissionId: Scalars['ID']['input'];
   price: Scalars['Decimal']['input'];
   quantity: Scalars['Decimal']['input'];
@@ -39,6 +44,12 @@ export type ApplyFillOutcome =
   | 'APPLIED'
   /** The fill's quantity is more than the order's remaining quantity. */
   | 'EXCEEDS_REMAINING'
+  /**
+   * Nothing decided: the execution id is not among the account's fills here, but the account has fills
+   * recorded before orders kept execution ids (migration 005) that the backfill has not completed yet, and
+   * the fill may be one of them. The fills subgraph, which keeps every execution id, looks in its own fills.
+   */
+  | 'MAYBE_RECORDED_BEFORE_UPGRADE'
   /** The order is FILLED, or CANCELLED or REPLACED before the fill was executed. */
   | 'NOT_FILLABLE'
   /** No such order in the caller's account. */

@@ -6,6 +6,12 @@ export const ApplyFillOutcome = {
   Applied: 'APPLIED',
   /** The fill's quantity is more than the order's remaining quantity. */
   ExceedsRemaining: 'EXCEEDS_REMAINING',
+  /**
+   * Nothing decided: the execution id is not among the account's fills here, but the account has fills
+   * recorded before orders kept execution ids (migration 005) that the backfill has not completed yet, and
+   * the fill may be one of them. The fills subgraph, which keeps every execution id, looks in its own fills.
+   */
+  MaybeRecordedBeforeUpgrade: 'MAYBE_RECORDED_BEFORE_UPGRADE',
   /** The order is FILLED, or CANCELLED or REPLACED before the fill was executed. */
   NotFillable: 'NOT_FILLABLE',
   /** No such order in the caller's account. */

@@ -34,6 +34,11 @@ export type ApplyFillInput = {
   executionId: Scalars['String']['input'];
   fee: Scalars['Decimal']['input'];
   liquidity: Liquidity;
+  /**
+   * Set by the fills subgraph after a MAYBE_RECORDED_BEFORE_UPGRADE answer, once it found no fill of its own
+   * with this execution id: the fill is not one recorded before orders kept execution ids, so orders decides it.
+   */
+  notRecordedBeforeUpgrade?: InputMaybe<Scalars['Boolean']['input']>;
   orderSubmissionId: Scalars['ID']['input'];
   price: Scalars['Decimal']['input'];
   quantity: Scalars['Decimal']['input'];
@@ -46,6 +51,12 @@ export type ApplyFillOutcome =
   | 'APPLIED'
   /** The fill's quantity is more than the order's remaining quantity. */
   | 'EXCEEDS_REMAINING'
+  /**
+   * Nothing decided: the execution id is not among the account's fills here, but the account has fills
+   * recorded before orders kept execution ids (migration 005) that the backfill has not completed yet, and
+   * the fill may be one of them. The fills subgraph, which keeps every execution id, looks in its own fills.
+   */
+  | 'MAYBE_RECORDED_BEFORE_UPGRADE'
   /** The order is FILLED, or CANCELLED or REPLACED before the fill was executed. */
   | 'NOT_FILLABLE'
   /** No such order in the caller's account. */
@@ -511,6 +522,7 @@ export type FederationReferenceTypes = {
 export type ResolversTypes = {
   ApplyFillInput: ApplyFillInput;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
+  Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
   ID: ResolverTypeWrapper<Scalars['ID']['output']>;
   ApplyFillOutcome: ApplyFillOutcome;
   ApplyFillResult: ResolverTypeWrapper<Omit<ApplyFillResult, 'orderSubmission'> & { orderSubmission?: Maybe<ResolversTypes['OrderSubmission']> }>;
@@ -518,7 +530,6 @@ export type ResolversTypes = {
   CancelOrderSubmissionsFilter: CancelOrderSubmissionsFilter;
   CancelOrderSubmissionsPayload: ResolverTypeWrapper<Omit<CancelOrderSubmissionsPayload, 'orderSubmissions'> & { orderSubmissions: Array<ResolversTypes['OrderSubmission']> }>;
   Int: ResolverTypeWrapper<Scalars['Int']['output']>;
-  Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
   DateTime: ResolverTypeWrapper<Scalars['DateTime']['output']>;
   Decimal: ResolverTypeWrapper<Scalars['Decimal']['output']>;
   Liquidity: Liquidity;
@@ -547,13 +558,13 @@ export type ResolversTypes = {
 export type ResolversParentTypes = {
   ApplyFillInput: ApplyFillInput;
   String: Scalars['String']['output'];
+  Boolean: Scalars['Boolean']['output'];
   ID: Scalars['ID']['output'];
   ApplyFillResult: Omit<ApplyFillResult, 'orderSubmission'> & { orderSubmission?: Maybe<ResolversParentTypes['OrderSubmission']> };
   CancelOrderSubmissionPayload: Omit<CancelOrderSubmissionPayload, 'orderSubmission'> & { orderSubmission?: Maybe<ResolversParentTypes['OrderSubmission']> };
   CancelOrderSubmissionsFilter: CancelOrderSubmissionsFilter;
   CancelOrderSubmissionsPayload: Omit<CancelOrderSubmissionsPayload, 'orderSubmissions'> & { orderSubmissions: Array<ResolversParentTypes['OrderSubmission']> };
   Int: Scalars['Int']['output'];
-  Boolean: Scalars['Boolean']['output'];
   DateTime: Scalars['DateTime']['output'];
   Decimal: Scalars['Decimal']['output'];
   Mutation: Record<PropertyKey, never>;
