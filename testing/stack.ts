@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
 import { loadConfig, type Config, type ServiceName } from '@ots/shared/config';
 import { launchStack, migrateAll, type RunningStack } from '../scripts/stack.ts';
-import { createAccount, createKey, operatorScope, type OperatorScope } from '@ots/accounts';
+import { createAccount, createKey, operatorScope, type ApiKeyStore, type OperatorScope } from '@ots/accounts';
 import { createLogger, type Logger } from '@ots/shared/logger';
 import type { RunningServer } from '@ots/shared/subgraph-server';
 import { createTestDatabase } from '@ots/shared/testing/database';
@@ -40,9 +40,9 @@ export interface TestStack {
   /**
    * Another gateway over this stack's subgraphs and key store, on a port of its own: the stack's
    * configuration with `config` over it, silent unless given a logger, the console on `consoleClock`
-   * if given. The caller closes it.
+   * if given, and `keyStore` in place of the stack's (one wrapped to slow its look-ups, say). The caller closes it.
    */
-  anotherGateway(options?: { config?: Partial<Config>; logger?: Logger; consoleClock?: () => number }): Promise<RunningServer>;
+  anotherGateway(options?: { config?: Partial<Config>; logger?: Logger; consoleClock?: () => number; keyStore?: ApiKeyStore }): Promise<RunningServer>;
   /** POST a GraphQL request to the gateway with X-API-Key (omitted when apiKey is undefined). */
   graphql(apiKey: string | undefined, query: string, variables?: Record<string, unknown>): Promise<HttpResult>;
   /** POST any body with any headers to a URL (default the gateway). */
@@ -120,7 +120,7 @@ export async function startStack(options: StackOptions = {}): Promise<TestStack>
     anotherGateway: (options = {}) =>
       startGateway({
         config: { ...running.config, ...options.config },
-        keyStore: running.keys.keyStore,
+        keyStore: options.keyStore ?? running.keys.keyStore,
         logger: options.logger ?? createLogger('another-gateway', 'silent'),
         port: 0,
         isReady: async () => true,

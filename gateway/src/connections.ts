@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Logger } from '@ots/shared/logger';
 
 /** When the file limit cannot be read (not Linux), the cap an unconfigured gateway takes. */
@@ -40,19 +41,33 @@ interface Connection {
   address: string;
   /** The request being answered on it, until its response is done. */
   request: IncomingMessage | undefined;
-  /** Upgraded (a WebSocket): in use for as long as it stays open. */
-  upgraded: boolean;
+  /** Upgraded: the socket its upgrade request came on (the TLS one over HTTPS), whose server says whether it is in use. */
+  upgraded: Duplex | undefined;
 }
 
-/** The request's headers are in and its body too, and its answer is being made: a connection in use. */
-const inUse = (connection: Connection) => connection.upgraded || (connection.request !== undefined && connection.request.complete);
+/** Upgraded sockets whose server tells whether they are in use; one that does not say is in use while it is open. */
+const upgradeInUse = new WeakMap<Duplex, () => boolean>();
+
+/**
+ * Tells the cap how to see whether an upgraded connection is in use (a WebSocket is while it carries
+ * a subscription): when it is not, it may be closed for a new connection, as an idle keep-alive one is.
+ */
+export function reportUpgradeUse(socket: Duplex, inUse: () => boolean): void {
+  upgradeInUse.set(socket, inUse);
+}
+
+/** The request's headers are in and its body too, and its answer is being made, or its upgrade's server says so: a connection in use. */
+const inUse = (connection: Connection) =>
+  connection.upgraded ? (upgradeInUse.get(connection.upgraded)?.() ?? true) : connection.request !== undefined && connection.request.complete;
 
 /**
  * Keeps at most `cap` connections open. At the cap, a new connection takes the place of one that is
- * not in use — still sending its headers or body, or idle between requests — taken from the address
- * holding the most connections, least recently active first; when every connection is in use, the new
- * one is closed. So connections that send slowly or nothing, from one address or many, cannot keep
- * out a health check or another client, whose requests arrive whole and are answered at once.
+ * not in use — still sending its headers or body, idle between requests, or a WebSocket without a
+ * subscription — taken from the address holding the most connections, least recently active first;
+ * when every connection is in use, the new one is closed. So connections that send slowly or nothing,
+ * from one address or many, cannot keep out a health check or another client, whose requests arrive
+ * whole and are answered at once. Addresses are kept in buckets by how many connections they hold, so
+ * that a flood from many addresses costs no sort of them all at each new connection.
  */
 export function limitConnections(server: Server, cap: number): void {
   // Per address, in order of last activity (a Map keeps insertion order; activity re-inserts).
@@ -60,6 +75,22 @@ export function limitConnections(server: Server, cap: number): void {
   const byKey = new Map<string, Connection>();
   // The HTTPS server hands requests the TLS socket and `connection` the TCP one; both have the same ends.
   const keyOf = (socket: Socket) => `${socket.remoteAddress}|${socket.remotePort}`;
+
+  // Addresses by how many connections each holds, and the most any holds.
+  const byCount = new Map<number, Set<string>>();
+  let mostConnections = 0;
+  const recount = (address: string, from: number, to: number) => {
+    const bucket = byCount.get(from);
+    bucket?.delete(address);
+    if (bucket?.size === 0) byCount.delete(from);
+    if (to > 0) {
+      if (!byCount.has(to)) byCount.set(to, new Set());
+      byCount.get(to)!.add(address);
+    }
+    // Counts move by one: the most is `to` when it rose, or one less when the last address at the most lost one.
+    if (to > mostConnections) mostConnections = to;
+    else if (from === mostConnections && !byCount.has(from)) mostConnections = to;
+  };
 
   const touch = (key: string, connection: Connection) => {
     const own = byAddress.get(connection.address);
@@ -71,18 +102,20 @@ export function limitConnections(server: Server, cap: number): void {
     if (byKey.get(key) !== connection) return;
     byKey.delete(key);
     const own = byAddress.get(connection.address);
-    own?.delete(key);
-    if (own?.size === 0) byAddress.delete(connection.address);
+    if (!own?.delete(key)) return;
+    recount(connection.address, own.size + 1, own.size);
+    if (own.size === 0) byAddress.delete(connection.address);
   };
 
   const evictOne = (): boolean => {
-    const addresses = [...byAddress.values()].sort((a, b) => b.size - a.size);
-    for (const connections of addresses) {
-      for (const [key, connection] of connections) {
-        if (inUse(connection)) continue;
-        forget(key, connection);
-        connection.socket.destroy();
-        return true;
+    for (let count = mostConnections; count > 0; count -= 1) {
+      for (const address of byCount.get(count) ?? []) {
+        for (const [key, connection] of byAddress.get(address) ?? []) {
+          if (inUse(connection)) continue;
+          forget(key, connection);
+          connection.socket.destroy();
+          return true;
+        }
       }
     }
     return false;
@@ -96,10 +129,12 @@ export function limitConnections(server: Server, cap: number): void {
       return;
     }
     const key = keyOf(socket);
-    const connection: Connection = { socket, address, request: undefined, upgraded: false };
+    const connection: Connection = { socket, address, request: undefined, upgraded: undefined };
     byKey.set(key, connection);
     if (!byAddress.has(address)) byAddress.set(address, new Map());
-    byAddress.get(address)!.set(key, connection);
+    const own = byAddress.get(address)!;
+    own.set(key, connection);
+    recount(address, own.size - 1, own.size);
     socket.once('close', () => forget(key, connection));
   });
 
@@ -123,7 +158,7 @@ export function limitConnections(server: Server, cap: number): void {
     watchingUpgrades = true;
     server.prependListener('upgrade', (request: IncomingMessage) => {
       const connection = byKey.get(keyOf(request.socket));
-      if (connection) connection.upgraded = true;
+      if (connection) connection.upgraded = request.socket;
     });
   });
 }

@@ -3,12 +3,22 @@ import { graphqlBody, operationNameOf } from './graphql-body.ts';
 import { rootResponseKeysOf } from './unauthenticated.ts';
 
 /**
+ * A route's config for an answer that lasts as long as its client keeps it (a stream): no gateway
+ * timeout, since its opening is bounded by those of the look-ups it makes; its body still has the body timeout.
+ */
+export interface LongLivedRoute {
+  longLived?: boolean;
+}
+
+/**
  * A request still unanswered after the gateway timeout gets a 504 whose errors name its root fields
  * (contract section 2), or carry no path when the document names none. One whose body has not
  * arrived by then is closed after it (a body trickled a byte at a time must not hold its connection).
+ * Long-lived routes (the SSE stream) are left out.
  */
 export function addGatewayTimeout(app: FastifyInstance, timeoutMs: number): void {
   app.addHook('onRequest', async (request, reply) => {
+    if ((request.routeOptions.config as LongLivedRoute).longLived) return;
     const timer = setTimeout(() => {
       if (!reply.sent) {
         const body = graphqlBody(request);

@@ -2,9 +2,11 @@ import { execFile } from 'node:child_process';
 import net from 'node:net';
 import { promisify } from 'node:util';
 import { describe, expect, it, vi } from 'vitest';
+import WebSocket from 'ws';
 import type { Limits } from '@ots/shared/config';
 import type { RunningServer } from '@ots/shared/subgraph-server';
 import { useStack } from '../../testing/fixture.ts';
+import { EVENTS_SUBSCRIPTION, streamUrls } from '../../testing/streams.ts';
 
 const t = useStack({ accounts: ['edge'] });
 
@@ -68,7 +70,40 @@ async function viewerStatus(gateway: RunningServer): Promise<number> {
   return response.status;
 }
 
+/** A WebSocket on /graphql/ws, acknowledged for the edge key. */
+async function acknowledgedSocket(gateway: RunningServer): Promise<WebSocket> {
+  const socket = new WebSocket(streamUrls(gateway.url).ws, 'graphql-transport-ws', { headers: { 'x-api-key': t.edge.apiKey } });
+  socket.on('error', () => undefined);
+  await new Promise<void>((resolve, reject) => {
+    socket.once('open', () => socket.send(JSON.stringify({ type: 'connection_init' })));
+    socket.once('message', (data) => (JSON.parse(String(data)).type === 'connection_ack' ? resolve() : reject(new Error(String(data)))));
+    socket.once('close', (code) => reject(new Error(`closed with ${code}`)));
+  });
+  return socket;
+}
+
 describe('the connection edge', () => {
+  it('WebSockets without a subscription filling the cap give way to health checks and requests; one with a subscription stays', async () => {
+    const cap = 10;
+    const gateway = await gatewayWith({ maxConnections: cap });
+    const sockets: WebSocket[] = [];
+    try {
+      const subscribed = await acknowledgedSocket(gateway);
+      sockets.push(subscribed);
+      subscribed.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: EVENTS_SUBSCRIPTION } }));
+      while (sockets.length < cap) sockets.push(await acknowledgedSocket(gateway));
+      for (let i = 0; i < 3; i += 1) {
+        expect(await healthOf(gateway)).toBe(200);
+        expect(await viewerStatus(gateway)).toBe(200);
+      }
+      expect(subscribed.readyState).toBe(WebSocket.OPEN);
+    } finally {
+      for (const socket of sockets) socket.terminate();
+      await gateway.close();
+    }
+  });
+
+
   it('a flood of slow-header connections three times the cap: no more than the cap stay open, and health checks and requests are answered', async () => {
     const cap = 20;
     const gateway = await gatewayWith({ maxConnections: cap });

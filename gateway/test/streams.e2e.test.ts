@@ -17,6 +17,7 @@ afterEach(async () => {
 });
 
 const urls = () => streamUrls(t.stack.gatewayUrl);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function rawStream(): RawSseStream {
   const stream = new RawSseStream();
@@ -252,6 +253,58 @@ describe('isolation and limits', () => {
     await expect.poll(async () => (await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION)).status).toBe(200);
   });
 
+  it("refuses a key's WebSocket connections past 20 with 4429 while another key still connects; closing one frees its place", async () => {
+    const client = await t.newAccount('Many sockets');
+    const sockets = Array.from({ length: 20 }, () => wsClient(client.apiKey, { viaHeader: true }));
+    await Promise.all(sockets.map((ws) => ws.connected));
+    const refused = wsClient(client.apiKey, { viaHeader: true });
+    expect(await refused.closed).toMatchObject({ code: 4429, reason: 'At most 20 WebSocket connections per API key: close one first' });
+
+    const other = await t.newAccount('Other sockets');
+    await wsClient(other.apiKey, { viaHeader: true }).connected;
+
+    await sockets[0]!.dispose();
+    await expect
+      .poll(async () => {
+        const again = wsClient(client.apiKey, { viaHeader: true });
+        return Promise.race([again.connected.then(() => 'connected'), again.closed.then(({ code }) => code)]);
+      })
+      .toBe('connected');
+  });
+
+  it('opens an SSE stream whose opening outlasts the gateway timeout, and frees its place once it is closed', async () => {
+    const client = await t.newAccount('Slow opening');
+    const keyStore = t.stack.running.keys.keyStore;
+    // Authentication answers from the key cache; the look-up a stream makes once registered is the slow one.
+    await t.stack.graphql(client.apiKey, '{ viewer { __typename } }');
+    const slowLookups = new Proxy(keyStore, {
+      get: (target, property) => {
+        if (property === 'lookup') {
+          return async (...args: Parameters<typeof keyStore.lookup>) => {
+            await sleep(600);
+            return target.lookup(...args);
+          };
+        }
+        const value: unknown = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const gateway = await t.stack.anotherGateway({ config: { limits: { ...t.stack.config.limits, gatewayTimeoutMs: 200 } }, keyStore: slowLookups });
+    cleanups.push(() => gateway.close());
+    const url = streamUrls(gateway.url).sse;
+
+    const streams = await Promise.all(Array.from({ length: 10 }, () => rawStream().open(url, client.apiKey, EVENTS_SUBSCRIPTION)));
+    expect(streams.map((stream) => stream.status)).toEqual(Array(10).fill(200));
+    for (const stream of streams) stream.close();
+    await expect
+      .poll(async () => {
+        const again = await rawStream().open(url, client.apiKey, EVENTS_SUBSCRIPTION);
+        again.close();
+        return again.status;
+      })
+      .toBe(200);
+  });
+
   it('answers authentication failures before the stream opens, as /graphql does', async () => {
     const bad = await rawStream().open(urls().sse, 'svc_live_not-a-key', EVENTS_SUBSCRIPTION);
     expect(bad.status).toBe(401);
@@ -327,7 +380,6 @@ describe('ending streams', () => {
 
 describe('a key that changes after its WebSocket was acknowledged', () => {
   const VIEWER = '{ viewer { __typename } }';
-  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
   /** Reads a subscription on the socket until it ends: what it delivered, and how it ended. */
   function subscribe(ws: ObservedWsClient, after: string) {

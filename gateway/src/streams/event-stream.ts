@@ -33,7 +33,11 @@ interface StreamLimits {
   maxBehind: number;
 }
 
-export const DEFAULT_STREAM_LIMITS = { maxBehind: 1_000, perKey: 10, heartbeatMs: 8_000 };
+/**
+ * `perKey` open streams per key (contract section 6); `socketsPerKey` WebSocket connections per key on
+ * each gateway, streams or not, so that one key's idle sockets cannot fill the connection cap.
+ */
+export const DEFAULT_STREAM_LIMITS = { maxBehind: 1_000, perKey: 10, socketsPerKey: 20, heartbeatMs: 8_000 };
 
 interface StreamItem {
   cursor: string;

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createHandler } from 'graphql-sse';
 import { REQUEST_ID_HEADER } from '@ots/shared/subgraph-server';
+import type { LongLivedRoute } from '../timeouts.ts';
 import type { EventStream } from './event-stream.ts';
 import type { StreamServices } from './services.ts';
 import { prepareSubscription, type StreamContext } from './schema.ts';
@@ -32,7 +33,7 @@ export async function registerSseRoute(app: FastifyInstance, services: StreamSer
 
   await app.register(async (scope) => {
     scope.addHook('preHandler', authentication.authenticate);
-    scope.post(SSE_PATH, async (request, reply) => {
+    scope.post(SSE_PATH, { config: { longLived: true } satisfies LongLivedRoute }, async (request, reply) => {
       const caller = authentication.identityOf(request)?.caller;
       const key = authentication.keyOf(request);
       if (!caller || !key) return reply.code(500).send({ detail: 'Internal error' });
@@ -74,6 +75,12 @@ export async function registerSseRoute(app: FastifyInstance, services: StreamSer
         return reply.code(init.status).headers(init.headers ?? {}).send(body ?? undefined);
       }
 
+      // Answered meanwhile (the stream took its place in the registry): nothing will read it, so it ends now.
+      if (reply.sent || response.headersSent) {
+        stream?.end('client-gone');
+        void body.return(undefined);
+        return reply;
+      }
       reply.hijack();
       response.writeHead(200, { ...init.headers, [REQUEST_ID_HEADER]: String(request.id), 'x-accel-buffering': 'no' });
       let lastWrite = Date.now();

@@ -7,6 +7,7 @@ import { GraphQLError, type ExecutionArgs } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { AuthorisedKey, KeyAuthorisation, KeyStatus } from '../authentication.ts';
+import { reportUpgradeUse } from '../connections.ts';
 import type { EndReason, EventStream } from './event-stream.ts';
 import { tooManyStreams, type StreamServices } from './services.ts';
 import { prepareSubscription, type StreamContext } from './schema.ts';
@@ -40,17 +41,24 @@ type StreamArgs = ExecutionArgs & { contextValue: StreamContext & { stream?: Eve
  * cannot set headers, in the connection_init payload; section 5's verdict closes the socket with
  * 4401 or 4403. Each subscribe looks at the key again, as /graphql does for each request, and runs
  * with its scopes as they are then. A revoked key's or disabled account's connection, streams or
- * not, is closed the same way within the second; the server's pings are the heartbeat.
+ * not, is closed the same way within the second; the server's pings are the heartbeat. A key holds
+ * at most `socketsPerKey` sockets on this gateway (4429 beyond), and one without a subscription is
+ * idle to the connection cap, which may close it to make room.
  */
 export function attachWebSocketServer(app: FastifyInstance, services: StreamServices): { close(): Promise<void> } {
   const { authentication, registry, limits, schema } = services;
   const server = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
+  const contexts = new WeakMap<WebSocket, { subscriptions: Record<string, unknown> }>();
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (new URL(request.url ?? '/', 'http://gateway').pathname !== WS_PATH) {
       socket.destroy();
       return;
     }
-    server.handleUpgrade(request, socket, head, (webSocket) => server.emit('connection', webSocket, request));
+    // Without a subscription, pending or open, the socket is idle: at the connection cap it may make room.
+    server.handleUpgrade(request, socket, head, (webSocket) => {
+      reportUpgradeUse(request.socket, () => Object.keys(contexts.get(webSocket)?.subscriptions ?? {}).length > 0);
+      server.emit('connection', webSocket, request);
+    });
   };
   app.server.on('upgrade', onUpgrade);
 
@@ -82,6 +90,16 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
   };
   // Sockets without streams too: the registry's checks see only the keys of open streams.
   const authorisedSockets = new Map<WebSocket, AuthorisedKey>();
+  // How many each key holds: past `socketsPerKey` its next is refused, so one key's sockets cannot take every connection.
+  const socketsOfKey = new Map<string, number>();
+  const forgetSocket = (socket: WebSocket) => {
+    const key = authorisedSockets.get(socket);
+    if (!key) return;
+    authorisedSockets.delete(socket);
+    const left = (socketsOfKey.get(key.apiKeyId) ?? 1) - 1;
+    if (left > 0) socketsOfKey.set(key.apiKeyId, left);
+    else socketsOfKey.delete(key.apiKeyId);
+  };
   const stopFollowingKeys = services.onKeysChanged(() => {
     // One look-up per key and client address, however many sockets share them: a change of any
     // account's key comes here, and a gateway may hold thousands of idle sockets.
@@ -107,6 +125,7 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
     {
       schema,
       onConnect: async (ctx) => {
+        contexts.set(ctx.extra.socket, ctx);
         const header = ctx.extra.request.headers['x-api-key'];
         const fromInit = ctx.connectionParams?.['X-API-Key'] ?? ctx.connectionParams?.['x-api-key'];
         const apiKey = (typeof header === 'string' && header.trim()) || (typeof fromInit === 'string' ? fromInit.trim() : '');
@@ -122,12 +141,18 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
         }
         // Closed while its key was looked up: nothing left to follow.
         if (ctx.extra.socket.readyState !== ctx.extra.socket.OPEN) return false;
+        const held = socketsOfKey.get(decision.key.apiKeyId) ?? 0;
+        if (held >= limits.socketsPerKey) {
+          closeWith(ctx.extra.socket, [CLOSE.tooManyRequests[0], `At most ${limits.socketsPerKey} WebSocket connections per API key: close one first`]);
+          return false;
+        }
         ctx.extra.key = decision.key;
         authorisedSockets.set(ctx.extra.socket, decision.key);
+        socketsOfKey.set(decision.key.apiKeyId, held + 1);
         return true;
       },
       onClose: (ctx) => {
-        authorisedSockets.delete(ctx.extra.socket);
+        forgetSocket(ctx.extra.socket);
       },
       onSubscribe: async (ctx, _id, payload): Promise<StreamArgs | readonly GraphQLError[]> => {
         const prepared = prepareSubscription(schema, services.config.limits, payload);
