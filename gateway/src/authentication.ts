@@ -151,7 +151,7 @@ export function createAuthentication(config: GatewaySettings, keyStore: ApiKeySt
       kind: 'authorised',
       headers,
       key: { apiKeyId: decision.apiKeyId, keyHash, expiresAt: record!.expiresAt, address: client.address },
-      identity: { caller, assertion: assertions.tokenFor(caller), requestId: '', unavailableServices: new Set() },
+      identity: { caller, assertion: assertions.tokenFor(caller), requestId: '', unavailableServices: new Set(), servicesThatMayHaveRun: new Set() },
     };
   };
 

@@ -2,7 +2,7 @@ import { RemoteGraphQLDataSource, type GraphQLDataSourceProcessOptions } from '@
 import type { Fetcher, FetcherResponse } from '@apollo/utils.fetcher';
 import { GraphQLError } from 'graphql';
 import { ASSERTION_HEADER, type CallerIdentity } from '@ots/shared/assertion';
-import { postJson, type HttpAnswer } from '@ots/shared/http-client';
+import { HttpCallError, postJson, type HttpAnswer } from '@ots/shared/http-client';
 import { timedSubgraphFetch } from '@ots/shared/metrics';
 import { REQUEST_ID_HEADER } from '@ots/shared/subgraph-server';
 
@@ -12,10 +12,22 @@ export interface GatewayContext {
   requestId: string;
   /** Subgraphs that did not answer during this request. */
   unavailableServices: Set<string>;
+  /**
+   * Those of them that may have acted on the request though they did not answer: it was sent (a
+   * timeout, a reset, a 5xx), and a subgraph runs on after the gateway gives up. The others were
+   * never reached (connection refused, a name that does not resolve), so nothing of theirs ran.
+   */
+  servicesThatMayHaveRun: Set<string>;
 }
 
-function unavailable(serviceName: string): GraphQLError {
-  return new GraphQLError(`The ${serviceName} service is temporarily unavailable`, { extensions: { code: 'SERVICE_UNAVAILABLE' } });
+/** SERVICE_UNAVAILABLE, knowing whether the request may have reached the subgraph. */
+class SubgraphUnavailable extends GraphQLError {
+  constructor(
+    serviceName: string,
+    readonly mayHaveRun: boolean,
+  ) {
+    super(`The ${serviceName} service is temporarily unavailable`, { extensions: { code: 'SERVICE_UNAVAILABLE' } });
+  }
 }
 
 /**
@@ -45,7 +57,8 @@ function fetcherResponse(url: string, answer: HttpAnswer): FetcherResponse {
 /**
  * Each subgraph fetch carries the signed assertion and the request id, and gives up after the
  * subgraph timeout. A subgraph that does not answer, or answers 5xx (e.g. while it stops), is
- * reported as SERVICE_UNAVAILABLE and noted in the context, so its fields' errors name those fields.
+ * reported as SERVICE_UNAVAILABLE and noted in the context, so its fields' errors name those fields,
+ * with whether the request may have reached it (for Idempotency-Key: a change may have committed).
  */
 export class AuthenticatedDataSource extends RemoteGraphQLDataSource<GatewayContext> {
   constructor(
@@ -59,8 +72,8 @@ export class AuthenticatedDataSource extends RemoteGraphQLDataSource<GatewayCont
         try {
           const answer = await timedSubgraphFetch('gateway', serviceName, () => postJson({ url: input, headers: init.headers, body: init.body, timeoutMs }));
           return fetcherResponse(input, answer);
-        } catch {
-          throw unavailable(serviceName);
+        } catch (error) {
+          throw new SubgraphUnavailable(serviceName, !(error instanceof HttpCallError && error.notSent));
         }
       }) as unknown as Fetcher,
     });
@@ -68,7 +81,7 @@ export class AuthenticatedDataSource extends RemoteGraphQLDataSource<GatewayCont
 
   /** A subgraph that already failed this request is not waited for again (a plan may call it twice). */
   override async process(options: GraphQLDataSourceProcessOptions<GatewayContext>) {
-    if ('context' in options && options.context.unavailableServices?.has(this.serviceName)) throw unavailable(this.serviceName);
+    if ('context' in options && options.context.unavailableServices?.has(this.serviceName)) throw new SubgraphUnavailable(this.serviceName, false);
     return super.process(options);
   }
 
@@ -78,10 +91,12 @@ export class AuthenticatedDataSource extends RemoteGraphQLDataSource<GatewayCont
   }
 
   override async errorFromResponse(response: FetcherResponse) {
-    return response.status >= 500 ? unavailable(this.serviceName) : super.errorFromResponse(response);
+    return response.status >= 500 ? new SubgraphUnavailable(this.serviceName, true) : super.errorFromResponse(response);
   }
 
   override didEncounterError(error: Error, _request: unknown, _response?: unknown, context?: GatewayContext) {
-    if (error instanceof GraphQLError && error.extensions.code === 'SERVICE_UNAVAILABLE') context?.unavailableServices.add(this.serviceName);
+    if (!(error instanceof SubgraphUnavailable) || !context) return;
+    context.unavailableServices.add(this.serviceName);
+    if (error.mayHaveRun) context.servicesThatMayHaveRun.add(this.serviceName);
   }
 }

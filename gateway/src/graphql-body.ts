@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 
 export interface GraphqlBody {
   query?: unknown;
+  variables?: unknown;
   operationName?: unknown;
   extensions?: unknown;
 }

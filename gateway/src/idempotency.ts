@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { parse, type DocumentNode, type OperationDefinitionNode } from 'graphql';
-import type { IdempotencyStore } from '@ots/accounts';
+import type { IdempotencyStore, StoredAnswer } from '@ots/accounts';
 import { startLoop, type BackgroundLoop } from '@ots/shared/background';
 import type { Logger } from '@ots/shared/logger';
 import { scopeSet, type ScopeRequirement } from '@ots/shared/scopes';
@@ -9,9 +9,16 @@ import type { GatewayContext } from './data-source.ts';
 import { graphqlBody, operationNameOf } from './graphql-body.ts';
 import { rootFieldsOf, selectedOperation, type RootField } from './root-fields.ts';
 import { refusedRootFields } from './scopes.ts';
+import { gatewayTimedOut } from './timeouts.ts';
 
 const KEY_PATTERN = /^[\x20-\x7e]{1,255}$/;
 const PURGE_INTERVAL_MS = 10 * 60_000;
+/** Far deeper than any input the schema takes; deeper variables are refused before they are hashed. */
+const MAX_VARIABLES_DEPTH = 100;
+/** How long an answer that could not be kept is tried again, its claim renewed meanwhile. */
+const KEEP_ANSWER_RETRY_MS = 60_000;
+const KEEP_ANSWER_FIRST_DELAY_MS = 250;
+const KEEP_ANSWER_MAX_DELAY_MS = 10_000;
 
 /** What the gateway knows of the supergraph's root fields. */
 export interface RootFieldRules {
@@ -27,9 +34,24 @@ interface Claim {
   rootFields: RootField[];
   /** The request's context, which notes the subgraphs that did not answer. */
   context: GatewayContext;
-  /** `timed-out`: the gateway's 504 went out while the mutation may still be running. */
-  state: 'running' | 'timed-out' | 'settled';
+  /** Whether the claim was given its outcome (kept, released or left to its lease). */
+  settled: boolean;
+  /** The route's handler: a request answered by a hook never runs it. */
+  handler: 'waiting' | 'running' | 'finished';
+  /** The connection closed: the handler's answer settles the claim itself, whether or not it is sent. */
+  closed: boolean;
   leaseRenewal: NodeJS.Timeout;
+}
+
+function nestedDeeperThan(value: unknown, limit: number): boolean {
+  // Iterative: the body's JSON may nest deeper than the call stack allows.
+  const pending: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    if (!next.value || typeof next.value !== 'object') continue;
+    if (next.depth >= limit) return true;
+    for (const member of Object.values(next.value)) pending.push({ value: member, depth: next.depth + 1 });
+  }
+  return false;
 }
 
 /** A JSON value with object members in one order, so that a repeat differing only in member order is the same request. */
@@ -66,16 +88,23 @@ function mutationOf(query: string, operationName: string | undefined): { documen
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/** What an answer shows of a mutation's root fields: that none ran, that one may have, or that one did. */
+type Outcome = 'nothing-ran' | 'may-have-run' | 'ran';
+
 /**
- * An error of the root field `key` itself (not of a field below it) saying that it did not run: a
- * subgraph's TEMPORARILY_UNAVAILABLE, or SERVICE_UNAVAILABLE when the subgraph that did not answer is
- * the one owning the root field. Another subgraph's outage below a root field can null that root field
- * (GraphQL's null rule), and the gateway names the root field in its error, though its change committed.
+ * What an error of the root field `key` itself (not of a field below it) says of it: `nothing-ran` for a
+ * subgraph's TEMPORARILY_UNAVAILABLE, or SERVICE_UNAVAILABLE when the subgraph owning the root field
+ * was never reached; `may-have-run` for SERVICE_UNAVAILABLE when the request reached it (it timed out,
+ * the connection broke, it answered 5xx), since a subgraph runs on after the gateway gives up. Another
+ * subgraph's outage below a root field can null that root field (GraphQL's null rule), and the gateway
+ * names the root field in its error, though its change committed: that error says nothing here.
  */
-function rootFieldDidNotRun(error: unknown, key: string, owner: string | undefined, unavailable: ReadonlySet<string>): boolean {
-  if (!isRecord(error) || !Array.isArray(error.path) || error.path.length !== 1 || error.path[0] !== key) return false;
+function outageOfRootField(error: unknown, key: string, owner: string | undefined, context: GatewayContext): Outcome | undefined {
+  if (!isRecord(error) || !Array.isArray(error.path) || error.path.length !== 1 || error.path[0] !== key) return undefined;
   const code = isRecord(error.extensions) ? error.extensions.code : undefined;
-  return code === 'TEMPORARILY_UNAVAILABLE' || (code === 'SERVICE_UNAVAILABLE' && owner !== undefined && unavailable.has(owner));
+  if (code === 'TEMPORARILY_UNAVAILABLE') return 'nothing-ran';
+  if (code !== 'SERVICE_UNAVAILABLE' || owner === undefined || !context.unavailableServices.has(owner)) return undefined;
+  return context.servicesThatMayHaveRun.has(owner) ? 'may-have-run' : 'nothing-ran';
 }
 
 /** A payload that carries a TEMPORARILY_UNAVAILABLE error and nothing else (contract section 4: nothing was changed). */
@@ -85,31 +114,33 @@ function isOutagePayload(value: unknown): boolean {
 }
 
 /**
- * Whether an answer shows that no root field of the mutation changed anything, so that a retry with
- * the same key may run it again once the outage is over. Read from the answer's structure, never its
- * text (a strategy's description may hold any words): every root field is either null with an outage
- * error of its own or an outage payload. Any other answer, a partial one included (an order committed
- * whose fills' subgraph was down, one root field of two that ran), is kept for the retries.
+ * What an answer shows of the mutation, read from its structure, never its text (a strategy's
+ * description may hold any words). `nothing-ran`: every root field is null with an outage error of its
+ * own saying so, or is an outage payload; a retry may run it again once the outage is over.
+ * `may-have-run`: no root field is known to have run, and one may have (its subgraph got the request
+ * and did not answer); neither a retry nor this answer can be trusted. `ran`: any other answer, a
+ * partial one included (an order committed whose fills' subgraph was down, one root field of two that
+ * ran, whatever became of the other): it is kept for the retries, since running it again would repeat
+ * what ran.
  */
-function nothingRan(answer: string, claim: Claim, owners: ReadonlyMap<string, string>): boolean {
+function outcomeOf(answer: string, claim: Claim, owners: ReadonlyMap<string, string>): Outcome {
   let parsed: unknown;
   try {
     parsed = JSON.parse(answer);
   } catch {
-    return false;
+    return 'ran';
   }
-  if (!isRecord(parsed)) return false;
+  if (!isRecord(parsed) || claim.rootFields.length === 0) return 'ran';
   const data = isRecord(parsed.data) ? parsed.data : {};
-  const errors = Array.isArray(parsed.errors) ? parsed.errors : [];
-  const unavailable = claim.context.unavailableServices;
-  return (
-    claim.rootFields.length > 0 &&
-    claim.rootFields.every(({ key, name }) =>
-      data[key] === null || data[key] === undefined
-        ? errors.some((error) => rootFieldDidNotRun(error, key, owners.get(`Mutation.${name}`), unavailable))
-        : isOutagePayload(data[key]),
-    )
-  );
+  const errors: unknown[] = Array.isArray(parsed.errors) ? parsed.errors : [];
+  const outcomes = claim.rootFields.map(({ key, name }): Outcome => {
+    if (data[key] !== null && data[key] !== undefined) return isOutagePayload(data[key]) ? 'nothing-ran' : 'ran';
+    const outages = errors.map((error) => outageOfRootField(error, key, owners.get(`Mutation.${name}`), claim.context));
+    if (outages.includes('may-have-run')) return 'may-have-run';
+    return outages.includes('nothing-ran') ? 'nothing-ran' : 'ran';
+  });
+  if (outcomes.includes('ran')) return 'ran';
+  return outcomes.includes('may-have-run') ? 'may-have-run' : 'nothing-ran';
 }
 
 function payloadText(payload: unknown): string | undefined {
@@ -121,7 +152,8 @@ function payloadText(payload: unknown): string | undefined {
 /**
  * `Idempotency-Key` on mutations (contract section 4): registered on the GraphQL route after the
  * authentication hook, so the key is the account's and the rate limit has already been taken. The
- * answer is stored before it is sent, so a client that saw it and repeats is always replayed.
+ * answer is stored before it is sent, so a client that saw it and repeats is always replayed; when
+ * storing it fails, it is tried again for a minute while the claim is renewed (repeats get 409 meanwhile).
  *
  * A request the caller's key may not make (a root field outside its scopes) is left to Apollo's scope
  * check, which answers FORBIDDEN and runs nothing: keys are per account, so without this a read-only
@@ -132,7 +164,9 @@ function payloadText(payload: unknown): string | undefined {
  * released nor answered with the 504: the answer the mutation produces later is what its retries get
  * (the route's handler is wrapped for it, since Fastify drops an answer that comes after the 504). Until
  * then a retry gets 409. The claim's lease is renewed while the request runs, so it lapses only when
- * the gateway that runs it has died, however long the mutation takes.
+ * the gateway that runs it has died, however long the mutation takes. An answer whose mutation may
+ * have run in a subgraph that did not answer (`may-have-run`) is neither kept nor released: the
+ * renewal stops, and retries get 409 until the lease lapses, then run it again.
  */
 export function registerIdempotency(
   routes: FastifyInstance,
@@ -143,18 +177,46 @@ export function registerIdempotency(
 ): BackgroundLoop {
   const claims = new WeakMap<FastifyRequest, Claim>();
 
-  const settle = async (request: FastifyRequest, claim: Claim, answer: { status: number; contentType: string; body: string } | undefined) => {
-    claim.state = 'settled';
-    clearInterval(claim.leaseRenewal);
-    // Without an answer to judge (a handler that failed after the 504), the claim is left to its lease.
-    if (!answer) return;
+  const keepRetrying = async (request: FastifyRequest, claim: Claim, answer: StoredAnswer) => {
+    const giveUpAt = Date.now() + KEEP_ANSWER_RETRY_MS;
+    for (let delay = KEEP_ANSWER_FIRST_DELAY_MS; ; delay = Math.min(delay * 2, KEEP_ANSWER_MAX_DELAY_MS)) {
+      if (Date.now() + delay > giveUpAt) {
+        // The claim lapses after its lease, and then a retry runs the mutation again.
+        log.error({ requestId: String(request.id) }, 'keeping an idempotent answer failed for a minute; giving its claim up to its lease');
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, delay).unref());
+      try {
+        await store.complete(claim.accountId, claim.key, answer);
+        return;
+      } catch (error) {
+        log.warn({ err: error, requestId: String(request.id) }, 'keeping an idempotent answer failed; trying again');
+      }
+    }
+  };
+
+  const settle = async (request: FastifyRequest, claim: Claim, answer: StoredAnswer | undefined) => {
+    if (claim.settled) return;
+    claim.settled = true;
+    const outcome = answer && outcomeOf(answer.body, claim, rules.owners);
+    // Without an answer to judge (a handler that failed after the 504), or one that may have run, the
+    // claim is left to its lease.
+    if (!answer || outcome === 'may-have-run') {
+      clearInterval(claim.leaseRenewal);
+      return;
+    }
     try {
-      if (nothingRan(answer.body, claim, rules.owners)) await store.release(claim.accountId, claim.key);
+      if (outcome === 'nothing-ran') await store.release(claim.accountId, claim.key);
       else await store.complete(claim.accountId, claim.key, answer);
     } catch (error) {
-      // The answer still goes out; the key stays claimed until its lease ends, then a retry runs again.
       log.error({ err: error, requestId: String(request.id) }, 'keeping an idempotent answer failed');
+      // The answer goes out now; repeats get 409 until it is kept. A release that failed lapses instead.
+      if (outcome === 'ran') {
+        void keepRetrying(request, claim, answer).finally(() => clearInterval(claim.leaseRenewal));
+        return;
+      }
     }
+    clearInterval(claim.leaseRenewal);
   };
 
   const answerOf = (reply: FastifyReply, payload: unknown) => {
@@ -173,16 +235,41 @@ export function registerIdempotency(
     if (!KEY_PATTERN.test(key)) {
       return reply.code(400).send({ detail: 'Idempotency-Key must be 1 to 255 printable ASCII characters' });
     }
+    if (nestedDeeperThan(body?.variables, MAX_VARIABLES_DEPTH)) {
+      return reply.code(400).send({ data: null, errors: [{ message: `The variables nest deeper than ${MAX_VARIABLES_DEPTH} levels`, extensions: { code: 'BAD_REQUEST' } }] });
+    }
     if (refusedRootFields(rules.required, mutation.document, mutation.operation, scopeSet(context.caller.scopes)).length > 0) return;
     const { accountId } = context.caller;
     const claim = await store.claim(accountId, key, requestHash(body as Record<string, unknown>), new Date());
+    // The 504 went out while claiming: the handler will not run, so neither must the claim stay.
+    if (gatewayTimedOut(request) || reply.sent) {
+      if (claim.kind === 'claimed') {
+        await store.release(accountId, key).catch((error: unknown) => log.error({ err: error, requestId: String(request.id) }, 'releasing an idempotency claim failed'));
+      }
+      return;
+    }
     switch (claim.kind) {
       case 'claimed': {
         const leaseRenewal = setInterval(() => {
           store.renewLease(accountId, key, new Date()).catch((error: unknown) => log.warn({ err: error, requestId: String(request.id) }, 'renewing an idempotency claim failed'));
         }, store.leaseMs / 3);
         leaseRenewal.unref();
-        claims.set(request, { accountId, key, rootFields: rootFieldsOf(mutation.document, mutation.operation), context, state: 'running', leaseRenewal });
+        const running: Claim = {
+          accountId,
+          key,
+          rootFields: rootFieldsOf(mutation.document, mutation.operation),
+          context,
+          settled: false,
+          handler: 'waiting',
+          closed: false,
+          leaseRenewal,
+        };
+        claims.set(request, running);
+        // A backstop: once the handler has ended and the connection is gone, no answer will settle the claim.
+        reply.raw.once('close', () => {
+          running.closed = true;
+          if (running.handler === 'finished') void settle(request, running, undefined);
+        });
         return;
       }
       case 'replay':
@@ -198,32 +285,31 @@ export function registerIdempotency(
     }
   });
 
-  // The GraphQL handler's own answer, which after a 504 reaches no client and no onSend hook.
+  // The GraphQL handler's own answer, which after a 504 (or a closed connection) reaches no client and
+  // no onSend hook.
   routes.addHook('onRoute', (route) => {
     const handler = route.handler;
     route.handler = async function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+      const claim = claims.get(request);
+      if (claim) claim.handler = 'running';
       let payload: unknown;
       try {
         payload = await handler.call(this, request, reply);
       } catch (error) {
-        const claim = claims.get(request);
-        if (claim?.state === 'timed-out') await settle(request, claim, undefined);
+        if (claim) claim.handler = 'finished';
+        if (claim && (gatewayTimedOut(request) || claim.closed)) await settle(request, claim, undefined);
         throw error;
       }
-      const claim = claims.get(request);
-      if (claim?.state === 'timed-out') await settle(request, claim, answerOf(reply, payload));
+      if (claim) claim.handler = 'finished';
+      if (claim && (gatewayTimedOut(request) || claim.closed)) await settle(request, claim, answerOf(reply, payload));
       return payload;
     };
   });
 
   routes.addHook('onSend', async (request, reply, payload) => {
     const claim = claims.get(request);
-    if (!claim || claim.state === 'settled') return payload;
-    if (reply.statusCode === 504) {
-      claim.state = 'timed-out';
-      return payload;
-    }
-    // A request whose connection closed before its answer still settles here when the answer is sent.
+    // The 504 is not the mutation's answer: the handler settles the claim when it ends.
+    if (!claim || claim.settled || gatewayTimedOut(request)) return payload;
     await settle(request, claim, answerOf(reply, payload));
     return payload;
   });

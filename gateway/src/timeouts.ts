@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { graphqlBody, operationNameOf } from './graphql-body.ts';
 import { rootResponseKeysOf } from './unauthenticated.ts';
 
@@ -16,11 +16,22 @@ export interface LongLivedRoute {
  * arrived by then is closed after it (a body trickled a byte at a time must not hold its connection).
  * Long-lived routes (the SSE stream) are left out.
  */
+const timedOutRequests = new WeakSet<FastifyRequest>();
+
+/**
+ * Whether the request was answered 504, from the moment the 504 is sent: `reply.sent` turns true only
+ * once the 504 is written, after the onSend hooks, and the handler may finish in between.
+ */
+export function gatewayTimedOut(request: FastifyRequest): boolean {
+  return timedOutRequests.has(request);
+}
+
 export function addGatewayTimeout(app: FastifyInstance, timeoutMs: number): void {
   app.addHook('onRequest', async (request, reply) => {
     if ((request.routeOptions.config as LongLivedRoute).longLived) return;
     const timer = setTimeout(() => {
       if (!reply.sent) {
+        timedOutRequests.add(request);
         const body = graphqlBody(request);
         const keys = typeof body?.query === 'string' ? rootResponseKeysOf(body.query, operationNameOf(body)) : [];
         if (!request.raw.complete) void reply.header('connection', 'close');

@@ -1,11 +1,16 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from '@ots/shared/logger';
 import type { RunningServer } from '@ots/shared/subgraph-server';
 import { createKey, IdempotencyStore, openKeyStore, type OpenedKeyStore } from '@ots/accounts';
 import { useStack, type ApiClient } from '../../testing/fixture.ts';
 import type { HttpResult } from '../../testing/stack.ts';
+import type { GatewayContext } from '../src/data-source.ts';
+import { registerIdempotency } from '../src/idempotency.ts';
 import { startGateway } from '../src/server.ts';
+import { addGatewayTimeout } from '../src/timeouts.ts';
 
 /** Contract section 4: `Idempotency-Key` on every mutation, per account, kept 24 hours in Postgres. */
 const t = useStack();
@@ -89,6 +94,70 @@ async function stopReplica(replica: { gateway: RunningServer; keys: OpenedKeySto
 afterAll(async () => {
   for (const replica of [...replicas]) await stopReplica(replica);
 });
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface Harness {
+  url: string;
+  /** How many times the handler ran the mutation. */
+  runs: () => number;
+  close: () => Promise<void>;
+}
+
+/**
+ * The idempotency hooks around a stand-in GraphQL handler, on the real store, with the gateway
+ * timeout: for the orders of events a real subgraph cannot be made to produce on cue.
+ * `run` is the handler: it gets the request's context (to note a subgraph that failed) and returns the body.
+ */
+async function harness(options: {
+  store: IdempotencyStore;
+  gatewayTimeoutMs?: number;
+  run: (context: GatewayContext, run: number) => Promise<unknown>;
+  /** Registered on the route before the idempotency hooks. */
+  beforeIdempotency?: (routes: FastifyInstance) => void;
+}): Promise<Harness> {
+  const app = Fastify();
+  addGatewayTimeout(app, options.gatewayTimeoutMs ?? 5_000);
+  const contexts = new WeakMap<FastifyRequest, GatewayContext>();
+  const contextOf = (request: FastifyRequest) => {
+    if (!contexts.has(request)) {
+      contexts.set(request, {
+        caller: { accountId: t.alice.accountId, apiKeyId: 'harness', scopes: ['read', 'write'] },
+        assertion: '',
+        requestId: String(request.id),
+        unavailableServices: new Set(),
+        servicesThatMayHaveRun: new Set(),
+      });
+    }
+    return contexts.get(request)!;
+  };
+  let runs = 0;
+  let purge: { stop: () => Promise<void> } | undefined;
+  await app.register(async (routes) => {
+    options.beforeIdempotency?.(routes);
+    const rules = { required: new Map(), owners: new Map([['Mutation.createStrategy', 'strategies']]) };
+    purge = registerIdempotency(routes, options.store, contextOf, rules, createLogger('harness', 'silent'));
+    routes.post('/graphql', async (request, reply) => {
+      runs += 1;
+      const body = await options.run(contextOf(request), runs);
+      void reply.header('content-type', 'application/json');
+      return JSON.stringify(body);
+    });
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}/graphql`,
+    runs: () => runs,
+    close: async () => {
+      await purge?.stop();
+      await app.close();
+    },
+  };
+}
+
+const createdStrategy = { data: { createStrategy: { strategy: { id: 'S1' }, error: null } } };
 
 describe('Idempotency-Key', () => {
   it('answers a repeat with the first answer and Idempotent-Replayed, running the mutation once', async () => {
@@ -363,5 +432,163 @@ describe('Idempotency-Key', () => {
     expect(await store.claim(t.alice.accountId, key, other, nextDay)).toEqual({ kind: 'claimed' });
     const later = new Date(nextDay.getTime() + 24 * 60 * 60 * 1000 + 1);
     expect(await store.purgeExpired(later)).toBeGreaterThanOrEqual(1);
+  });
+
+  it('neither releases nor keeps the answer of a subgraph that timed out after it got the mutation: retries get 409, and it runs once', async () => {
+    const relay = await slowRelay(t.stack.urls.strategies, 1_000);
+    const config = t.stack.config;
+    const gateway = await t.stack.anotherGateway({
+      config: { limits: { ...config.limits, subgraphTimeoutMs: 300 }, subgraphUrls: { ...config.subgraphUrls, strategies: relay.url } },
+    });
+    try {
+      const key = freshKey();
+      const variables = { name: `idem-subgraph-timeout-${key}` };
+      const first = await send(t.alice, key, CREATE_STRATEGY, variables, gateway.url);
+      expect(first.body.errors[0].extensions.code).toBe('SERVICE_UNAVAILABLE');
+      const retried = await send(t.alice, key, CREATE_STRATEGY, variables, gateway.url);
+      expect(retried.status).toBe(409);
+      // The subgraph commits after the gateway gave up; the key is still in progress, not replaying the outage.
+      await expect.poll(() => strategiesNamed(t.alice, variables.name), { timeout: 5_000, interval: 200 }).toBe(1);
+      expect((await send(t.alice, key, CREATE_STRATEGY, variables, gateway.url)).status).toBe(409);
+      await sleep(500);
+      expect(await strategiesNamed(t.alice, variables.name)).toBe(1);
+    } finally {
+      await gateway.close();
+      await relay.close();
+    }
+  });
+
+  it('lets the claim of a mutation that may have run lapse after its lease: then a retry runs it again', async () => {
+    const mayHaveRun = { data: { createStrategy: null }, errors: [{ message: 'down', path: ['createStrategy'], extensions: { code: 'SERVICE_UNAVAILABLE' } }] };
+    const app = await harness({
+      store: new IdempotencyStore(t.stack.running.keys.db, { leaseMs: 600 }),
+      run: async (context, run) => {
+        if (run > 1) return createdStrategy;
+        context.unavailableServices.add('strategies');
+        context.servicesThatMayHaveRun.add('strategies');
+        return mayHaveRun;
+      },
+    });
+    try {
+      const key = freshKey();
+      expect((await send(t.alice, key, CREATE_STRATEGY, {}, app.url)).body).toEqual(mayHaveRun);
+      expect((await send(t.alice, key, CREATE_STRATEGY, {}, app.url)).status).toBe(409);
+      await sleep(1_000);
+      const retried = await send(t.alice, key, CREATE_STRATEGY, {}, app.url);
+      expect(retried.body).toEqual(createdStrategy);
+      expect(app.runs()).toBe(2);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('releases a claim taken while the 504 went out: the handler never ran, so the retry runs', async () => {
+    const store = new IdempotencyStore(t.stack.running.keys.db);
+    const claim = store.claim.bind(store);
+    let claims = 0;
+    store.claim = async (...args) => {
+      claims += 1;
+      if (claims === 1) await sleep(400);
+      return claim(...args);
+    };
+    const app = await harness({ store, gatewayTimeoutMs: 200, run: async () => createdStrategy });
+    try {
+      const key = freshKey();
+      expect((await send(t.alice, key, CREATE_STRATEGY, {}, app.url)).status).toBe(504);
+      await sleep(400);
+      const retried = await send(t.alice, key, CREATE_STRATEGY, {}, app.url);
+      expect(retried.status).toBe(200);
+      expect(retried.body).toEqual(createdStrategy);
+      expect(app.runs()).toBe(1);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('keeps the late answer of a handler that ends while the 504 is on its way', async () => {
+    const app = await harness({
+      store: new IdempotencyStore(t.stack.running.keys.db),
+      gatewayTimeoutMs: 200,
+      run: async () => {
+        await sleep(300);
+        return createdStrategy;
+      },
+      // An earlier onSend hook that takes its time over the 504: the handler ends before the 504 reaches the idempotency hook.
+      beforeIdempotency: (routes) =>
+        routes.addHook('onSend', async (_request, reply, payload) => {
+          if (reply.statusCode === 504) await sleep(300);
+          return payload;
+        }),
+    });
+    try {
+      const key = freshKey();
+      expect((await send(t.alice, key, CREATE_STRATEGY, {}, app.url)).status).toBe(504);
+      const replayed = await send(t.alice, key, CREATE_STRATEGY, {}, app.url);
+      expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+      expect(replayed.body).toEqual(createdStrategy);
+      expect(app.runs()).toBe(1);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('keeps trying to keep an answer that failed to be stored, renewing its claim: the repeat is replayed, not run again', async () => {
+    const store = new IdempotencyStore(t.stack.running.keys.db, { leaseMs: 600 });
+    const complete = store.complete.bind(store);
+    let failures = 0;
+    store.complete = async (...args) => {
+      if (failures < 3) {
+        failures += 1;
+        throw new Error('the database is briefly unreachable');
+      }
+      return complete(...args);
+    };
+    const app = await harness({ store, run: async () => createdStrategy });
+    try {
+      const key = freshKey();
+      expect((await send(t.alice, key, CREATE_STRATEGY, {}, app.url)).body).toEqual(createdStrategy);
+      expect((await send(t.alice, key, CREATE_STRATEGY, {}, app.url)).status).toBe(409);
+      await expect.poll(async () => (await send(t.alice, key, CREATE_STRATEGY, {}, app.url)).status, { timeout: 5_000, interval: 100 }).toBe(200);
+      const replayed = await send(t.alice, key, CREATE_STRATEGY, {}, app.url);
+      expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+      expect(app.runs()).toBe(1);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('refuses variables nested deeper than any input with 400 BAD_REQUEST, not a 500', async () => {
+    const depth = 40_000;
+    const body = `{"query": ${JSON.stringify(CREATE_STRATEGY)}, "variables": {"name": ${'['.repeat(depth)}${']'.repeat(depth)}}}`;
+    const refused = await t.stack.post(body, { 'content-type': 'application/json', 'x-api-key': t.alice.apiKey, 'idempotency-key': freshKey() });
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors[0].extensions.code).toBe('BAD_REQUEST');
+  });
+
+  it('purges expired keys in batches, passing over those another purge holds', async () => {
+    const store = new IdempotencyStore(t.stack.running.keys.db, { purgeBatch: 2 });
+    const twoDaysAgo = new Date(Date.now() - 48 * 60 * 60 * 1000);
+    const keys = Array.from({ length: 5 }, () => freshKey());
+    for (const key of keys) await store.claim(t.alice.accountId, key, Buffer.alloc(32, 4), twoDaysAgo);
+    const db = t.stack.running.keys.db;
+    let unlock = () => {};
+    const held = new Promise<void>((resolve) => (unlock = resolve));
+    let locked = () => {};
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const holder = db.transaction().execute(async (trx) => {
+      await sql`select 1 from idempotency_keys where account_id = ${t.alice.accountId} and key = ${keys[0]} for update`.execute(trx);
+      locked();
+      await held;
+    });
+    try {
+      await isLocked;
+      const purged = await Promise.race([store.purgeExpired(new Date()), sleep(3_000).then(() => 'blocked')]);
+      expect(purged).toBeGreaterThanOrEqual(4);
+    } finally {
+      unlock();
+      await holder;
+    }
+    expect(await store.purgeExpired(new Date())).toBeGreaterThanOrEqual(1);
+    expect(await store.claim(t.alice.accountId, keys[0]!, Buffer.alloc(32, 5), new Date())).toEqual({ kind: 'claimed' });
   });
 });

@@ -26,11 +26,20 @@ export interface HttpAnswer {
   body: string;
 }
 
+/**
+ * Failures that happen before a connection exists, so before any byte of the request was written:
+ * the other side cannot have acted on it. A reset, a close or the deadline may come after the
+ * request arrived (the deadline counts so even while connecting: undici does not say how far it got).
+ */
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
+
 /** The call did not complete: refused, reset, or past its deadline (`timedOut`). */
 export class HttpCallError extends Error {
   constructor(
     message: string,
     readonly timedOut: boolean,
+    /** The request never left this process (no connection could be made), so nothing of it ran. */
+    readonly notSent = false,
   ) {
     super(message);
   }
@@ -57,7 +66,8 @@ export async function postJson(post: JsonPost): Promise<HttpAnswer> {
     });
     return { status: answer.statusCode, headers: answer.headers, body: await answer.body.text() };
   } catch (error) {
-    throw new HttpCallError(timedOut ? `no answer within ${post.timeoutMs} ms` : (error as Error).message, timedOut);
+    const code = (error as { code?: unknown }).code;
+    throw new HttpCallError(timedOut ? `no answer within ${post.timeoutMs} ms` : (error as Error).message, timedOut, !timedOut && NOT_SENT_CODES.has(String(code)));
   } finally {
     clearTimeout(deadline);
   }

@@ -111,8 +111,8 @@ export const OTHER_ERROR_CODES: Record<string, ErrorCodeDoc> = {
   },
   SERVICE_UNAVAILABLE: {
     where: 'top-level',
-    when: 'The service owning these fields did not answer; the fields of the others are still in `data`.',
-    todo: 'Retry after a back-off; mutations with the same Idempotency-Key or natural id are safe to retry.',
+    when: 'The service owning these fields did not answer; the fields of the others are still in `data`. A mutation it received may still have run.',
+    todo: 'Retry after a back-off; mutations with the same Idempotency-Key or natural id are safe to retry (409 for up to 30 s when the service may have received the mutation).',
   },
   GATEWAY_TIMEOUT: {
     where: 'top-level',
@@ -132,7 +132,7 @@ export const OTHER_ERROR_CODES: Record<string, ErrorCodeDoc> = {
   '403': { where: 'http', when: '`{"detail": "API access is not enabled for this account"}`.', todo: 'An owner enables API access for the account.' },
   '409': {
     where: 'http',
-    when: '`{"detail": "A request with this Idempotency-Key is in progress"}`: the first request with this key has not answered yet.',
+    when: '`{"detail": "A request with this Idempotency-Key is in progress"}`: the first request with this key has not answered yet, or its service did not answer and may have run it (then for up to 30 s).',
     todo: 'Retry after a short back-off; you will get its answer.',
   },
   '413': { where: 'http', when: 'The body is over 100 KiB.', todo: 'Send less per request.' },

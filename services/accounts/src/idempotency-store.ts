@@ -35,6 +35,8 @@ export interface IdempotencyStoreOptions {
    * whose gateway died: the same request may run again.
    */
   leaseMs?: number;
+  /** How many expired keys one statement of the purge deletes. */
+  purgeBatch?: number;
 }
 
 /**
@@ -46,11 +48,13 @@ export class IdempotencyStore {
   private readonly db: Kysely<IdempotencyDatabase>;
   readonly retentionMs: number;
   readonly leaseMs: number;
+  private readonly purgeBatch: number;
 
   constructor(db: AccountsDb, options: IdempotencyStoreOptions = {}) {
     this.db = db.withTables<IdempotencyDatabase>() as unknown as Kysely<IdempotencyDatabase>;
     this.retentionMs = options.retentionMs ?? 24 * 60 * 60 * 1000;
     this.leaseMs = options.leaseMs ?? 30_000;
+    this.purgeBatch = options.purgeBatch ?? 5_000;
   }
 
   /**
@@ -138,12 +142,35 @@ export class IdempotencyStore {
       .execute();
   }
 
-  /** Deletes the keys past their retention; returns how many. */
+  /**
+   * Deletes the keys past their retention, in batches, so that no statement outgrows the statement
+   * timeout however many keys a day brings; returns how many. Every gateway replica purges: rows
+   * another replica's batch holds are skipped (it is deleting them), not waited for.
+   */
   async purgeExpired(now: Date): Promise<number> {
-    const result = await this.db
-      .deleteFrom('idempotency_keys')
-      .where('created_at', '<', new Date(now.getTime() - this.retentionMs))
-      .executeTakeFirst();
-    return Number(result.numDeletedRows);
+    const cutoff = new Date(now.getTime() - this.retentionMs);
+    let total = 0;
+    for (;;) {
+      const result = await this.db
+        .deleteFrom('idempotency_keys')
+        .where((eb) =>
+          eb(
+            eb.refTuple('account_id', 'key'),
+            'in',
+            eb
+              .selectFrom('idempotency_keys')
+              .select(['account_id', 'key'])
+              .where('created_at', '<', cutoff)
+              .limit(this.purgeBatch)
+              .forUpdate()
+              .skipLocked()
+              .$asTuple('account_id', 'key'),
+          ),
+        )
+        .executeTakeFirst();
+      const deleted = Number(result.numDeletedRows);
+      total += deleted;
+      if (deleted < this.purgeBatch) return total;
+    }
   }
 }
