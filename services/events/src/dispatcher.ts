@@ -136,11 +136,16 @@ async function recordAttempt(deps: DispatcherDeps, message: ClaimedMessage, atte
     if (answer.interrupted) {
       // Our stop, not the receiver's failure: due again at once, for the next replica or start.
       await settleMessage(trx, message, { state: 'PENDING', nextAttemptAt: attemptedAt });
+    } else {
+      const next = decideAfterFailure(message.created_at, message.attempts, attemptedAt, deps.random());
+      await settleMessage(trx, message, next.kind === 'retry' ? { state: 'PENDING', nextAttemptAt: next.at } : { state: 'FAILED' });
+    }
+    if (endpoint && endpoint.status !== 'ENABLED') {
+      // Disabled while the attempt was in flight: its disabling left this claimed message alone, so it waits parked with the rest.
+      await parkPendingMessages(trx, endpoint.account_id, endpoint.id);
       return;
     }
-    const next = decideAfterFailure(message.created_at, message.attempts, attemptedAt, deps.random());
-    await settleMessage(trx, message, next.kind === 'retry' ? { state: 'PENDING', nextAttemptAt: next.at } : { state: 'FAILED' });
-    if (!endpoint || endpoint.status !== 'ENABLED') return;
+    if (!endpoint || answer.interrupted) return;
     const failingSince = endpoint.failing_since ?? attemptedAt;
     if (shouldDisable(failingSince, attemptedAt)) {
       await updateEndpoint(trx, endpoint.account_id, endpoint.id, { status: 'DISABLED', disabled_reason: disabledAfterFailuresReason(failingSince) }, attemptedAt);

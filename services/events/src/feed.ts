@@ -1,4 +1,4 @@
-import { feedEndAt, positionOf, readFeedHorizon } from '@ots/shared/commit-order';
+import { feedEndAt, positionOf, readFeedHorizon, type FeedPosition } from '@ots/shared/commit-order';
 import { GraphQLError } from 'graphql';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
@@ -6,7 +6,7 @@ import { badUserInput } from '@ots/shared/errors';
 import type { EventFeedAnswer, eventFeedRoute } from '@ots/shared/event-feed';
 import type { EventsContext } from './context.ts';
 import type { SealedFeedCursors } from '@ots/shared/sealed-cursors';
-import { countEventsAfter, hasEventsAfter, listEvents, listEventsAhead, type EventRow, type EventsDb } from './repository.ts';
+import { countEventsAfter, scanEvents, type EventFilter, type EventRow, type EventsDb, type ScannedEvent } from './repository.ts';
 import { eventTypesOf } from './domain.ts';
 
 /**
@@ -14,7 +14,16 @@ import { eventTypesOf } from './domain.ts';
  * cursor, and always with a place to continue from. A forward feed keeps its place (contract
  * section 4): an empty page answers the position it was asked from, or, asked from nowhere, the
  * feed's current end, so a client that always stores `endCursor` never re-reads from the start.
+ *
+ * A filtered read goes over the account's rows of every type, a bounded number of them
+ * (`scanEvents`), and its `endCursor` is the last row it went over, matching or not: a stream or a
+ * poller with a sparse filter moves on past the rows that did not match instead of reading them
+ * again on every look. That place is a row's like any other, never past a row the horizon holds
+ * back, so an event committed late still shows up ahead of it.
  */
+
+/** Rows a filtered read goes over at most (an unfiltered one reads what it returns, plus one). */
+const FILTERED_SCAN_ROWS = 2_000;
 
 export interface FeedRequest {
   accountId: string;
@@ -33,21 +42,61 @@ export interface FeedPage {
   endCursor: string;
 }
 
+function scanLimitFor(filter: EventFilter, wanted: number): number {
+  return filter.types === undefined && filter.occurredAfter === undefined ? wanted : Math.max(wanted, FILTERED_SCAN_ROWS);
+}
+
+/** A scan read as a page of at most `size` events: where it ends, and whether more lies ahead. */
+interface ScanPage {
+  events: EventRow[];
+  /** The last event given, or past it the last row gone over that the feed may hand out; undefined when there is neither. */
+  end: FeedPosition | undefined;
+  /** Rows lie ahead that the feed may hand out now: the page is full, or the scan stopped at its bound. */
+  hasMore: boolean;
+  /** A matching row lies ahead that the horizon holds back (or may: the scan stopped among held-back rows). */
+  heldBack: boolean;
+  /** Nothing lies between the end and the horizon: every row the scan could reach was gone over. */
+  reachedHorizon: boolean;
+}
+
+function pageOfScan(rows: readonly ScannedEvent[], size: number, scanLimit: number): ScanPage {
+  // Held-back rows sort after every row the feed may hand out (commit-order.ts).
+  const ready = rows.filter((row) => !row.heldBack);
+  const matching = ready.filter((row) => row.matches);
+  const cutShort = rows.length === scanLimit;
+  if (matching.length > size) {
+    const events = matching.slice(0, size).map((row) => row.event!);
+    return { events, end: matching[size - 1]!.position, hasMore: true, heldBack: false, reachedHorizon: false };
+  }
+  return {
+    events: matching.map((row) => row.event!),
+    end: ready.at(-1)?.position,
+    hasMore: cutShort && ready.length === rows.length,
+    heldBack: rows.some((row) => row.heldBack && row.matches) || (cutShort && ready.length < rows.length),
+    reachedHorizon: !cutShort,
+  };
+}
+
 export async function readFeed(db: EventsDb, cursors: SealedFeedCursors, request: FeedRequest): Promise<FeedPage> {
   const after = cursors.decode(request.accountId, request.after);
-  const query = { types: request.types, occurredAfter: request.occurredAfter, limit: request.size + 1 };
-  if (after) return page(await listEvents(db, request.accountId, { ...query, after }), request, cursors, request.after!);
+  const scanLimit = scanLimitFor(request, request.size + 1);
+  const scan = { types: request.types, occurredAfter: request.occurredAfter, scanLimit, matchLimit: request.size };
+  if (after) {
+    const page = pageOfScan(await scanEvents(db, request.accountId, { ...scan, after, horizon: undefined }), request.size, scanLimit);
+    return pageFrom(page, request, cursors, request.after!);
+  }
   // From nowhere, the page is bounded by a horizon read first: if it finds nothing (or the stream
   // starts now), that horizon is a position behind which nothing matching can ever appear.
   const horizon = await readFeedHorizon(db as unknown as Kysely<unknown>);
   const end = cursors.encode(request.accountId, feedEndAt(horizon));
   if (request.start === 'now') return { edges: [], hasNextPage: false, endCursor: end };
-  return page(await listEvents(db, request.accountId, { ...query, after: undefined, horizon }), request, cursors, end);
+  const page = pageOfScan(await scanEvents(db, request.accountId, { ...scan, after: undefined, horizon }), request.size, scanLimit);
+  return pageFrom(page.events.length === 0 && page.reachedHorizon ? { ...page, end: undefined } : page, request, cursors, end);
 }
 
-function page(rows: readonly EventRow[], request: FeedRequest, cursors: SealedFeedCursors, whenEmpty: string): FeedPage {
-  const edges = rows.slice(0, request.size).map((node) => ({ cursor: cursors.encode(request.accountId, positionOf(node)), node }));
-  return { edges, hasNextPage: rows.length > request.size, endCursor: edges.at(-1)?.cursor ?? whenEmpty };
+function pageFrom(page: ScanPage, request: FeedRequest, cursors: SealedFeedCursors, whenNowhere: string): FeedPage {
+  const edges = page.events.map((node) => ({ cursor: cursors.encode(request.accountId, positionOf(node)), node }));
+  return { edges, hasNextPage: page.hasMore, endCursor: page.end ? cursors.encode(request.accountId, page.end) : whenNowhere };
 }
 
 /**
@@ -61,29 +110,38 @@ export async function streamFeed(input: z.output<typeof eventFeedRoute.input>, c
   try {
     const types = eventTypesOf(input.types);
     const occurredAfter = input.occurredAfter === null ? undefined : parseOccurredAfter(input.occurredAfter);
+    const filter = { types, occurredAfter };
     if (input.limit === 0) {
       const after = context.cursors.decode(accountId, input.after);
-      const beyond = after ? await countEventsAfter(context.db, accountId, { types, occurredAfter, after, limit: input.countUpTo }) : 0;
+      const beyond = after ? await countEventsAfter(context.db, accountId, { ...filter, after, countUpTo: input.countUpTo, scanLimit: scanLimitFor(filter, input.countUpTo) }) : 0;
       return { items: [], endCursor: input.after ?? '', hasMore: beyond > 0, heldBack: false, beyond };
     }
     const after = context.cursors.decode(accountId, input.after);
     if (!after) {
-      const start = await readFeed(context.db, context.cursors, { accountId, after: undefined, start: 'now', types, occurredAfter, size: input.limit });
+      const start = await readFeed(context.db, context.cursors, { accountId, after: undefined, start: 'now', ...filter, size: input.limit });
       // Asked after the horizon was read: anything committed since then wakes the stream anyway (its ingest notifies).
-      const heldBack = await hasEventsAfter(context.db, accountId, { types, occurredAfter, after: context.cursors.decode(accountId, start.endCursor)! });
+      const scanLimit = scanLimitFor(filter, 1);
+      const beyondStart = await scanEvents(context.db, accountId, {
+        ...filter,
+        after: context.cursors.decode(accountId, start.endCursor),
+        horizon: 'ahead',
+        scanLimit,
+        matchLimit: 0,
+      });
+      const heldBack = beyondStart.some((row) => row.matches) || beyondStart.length === scanLimit;
       return { items: [], endCursor: start.endCursor, hasMore: false, heldBack, beyond: null };
     }
-    const rows = await listEventsAhead(context.db, accountId, { types, occurredAfter, after, limit: input.limit + 1 });
-    const ready = rows.filter((row) => !row.held_back);
-    const items = ready.slice(0, input.limit).map((node) => ({
+    const scanLimit = scanLimitFor(filter, input.limit + 1);
+    const page = pageOfScan(await scanEvents(context.db, accountId, { ...filter, after, horizon: 'ahead', scanLimit, matchLimit: input.limit }), input.limit, scanLimit);
+    const items = page.events.map((node) => ({
       cursor: context.cursors.encode(accountId, positionOf(node)),
       event: { id: node.id, type: node.type, occurredAt: node.occurred_at.toISOString(), data: node.data as Record<string, unknown> },
     }));
     return {
       items,
-      endCursor: items.at(-1)?.cursor ?? input.after!,
-      hasMore: ready.length > input.limit,
-      heldBack: ready.length < rows.length,
+      endCursor: page.end ? context.cursors.encode(accountId, page.end) : input.after!,
+      hasMore: page.hasMore,
+      heldBack: page.heldBack,
       beyond: null,
     };
   } catch (error) {

@@ -1,5 +1,5 @@
 import { sql, type Generated, type Kysely, type Selectable } from 'kysely';
-import { aheadInCommitOrder, inCommitOrder, type FeedPosition } from '@ots/shared/commit-order';
+import { aheadInCommitOrder, inCommitOrder, positionOf, type FeedPosition } from '@ots/shared/commit-order';
 import { EVENTS_WAKE_CHANNEL, WAKE_EVERYONE } from '@ots/shared/event-feed';
 import { newId, type Uuid } from '@ots/shared/ids';
 import { inKeysetOrder, type KeysetPosition } from '@ots/shared/pagination';
@@ -135,67 +135,100 @@ export async function findEventsByIds(db: EventsDb, accountId: string, ids: read
     .execute();
 }
 
-export interface EventListQuery {
+export interface EventFilter {
   types: readonly string[] | undefined;
   occurredAfter: Date | undefined;
+}
+
+/** Whether a row is shown and matches the filter, as a column: the feed is read past rows that do not. */
+function matchesFilter(filter: EventFilter) {
+  const conditions = [
+    sql<boolean>`occurred_at >= ${retained()}`,
+    ...(filter.types ? [sql<boolean>`type = any(${[...filter.types]}::text[])`] : []),
+    ...(filter.occurredAfter ? [sql<boolean>`occurred_at > ${filter.occurredAfter}`] : []),
+  ];
+  return sql<boolean>`(${sql.join(conditions, sql` and `)})`;
+}
+
+/** One row a feed read went over: its place in the order, and the event when it matches the filter. */
+export interface ScannedEvent {
+  position: FeedPosition;
+  /** Written by a transaction at or above the horizon: the feed cannot hand it out yet (commit-order.ts). */
+  heldBack: boolean;
+  /** The row, when it matches the filter and falls among the first `matchLimit` that do; otherwise undefined. */
+  event: EventRow | undefined;
+  matches: boolean;
+}
+
+export interface EventScan extends EventFilter {
   after: FeedPosition | undefined;
-  limit: number;
-  /** Bounds the page by a horizon read before (commit-order.ts `readFeedHorizon`). */
-  horizon?: string;
-}
-
-/** Oldest first in commit order (shared/src/commit-order.ts): a reader paging forward misses nothing committed late. */
-export async function listEvents(db: EventsDb, accountId: string, query: EventListQuery): Promise<EventRow[]> {
-  if (query.types?.length === 0) return [];
-  let select = db.selectFrom('events').selectAll().where('account_id', '=', accountId).where('occurred_at', '>=', retained());
-  if (query.types) select = select.where('type', 'in', query.types);
-  if (query.occurredAfter) select = select.where('occurred_at', '>', query.occurredAfter);
-  return inCommitOrder(select, { after: query.after, limit: query.limit, horizon: query.horizon }).execute();
-}
-
-/** How many of the account's events lie beyond `query.after` in the feed, counted up to `query.limit`. */
-export async function countEventsAfter(db: EventsDb, accountId: string, query: EventListQuery): Promise<number> {
-  if (query.types?.length === 0) return 0;
-  let select = db.selectFrom('events').select(['id', 'commit_xid']).where('account_id', '=', accountId).where('occurred_at', '>=', retained());
-  if (query.types) select = select.where('type', 'in', query.types);
-  if (query.occurredAfter) select = select.where('occurred_at', '>', query.occurredAfter);
-  const page = inCommitOrder(select, { after: query.after, limit: query.limit }).as('beyond');
-  const row = await db.selectFrom(page).select((eb) => eb.fn.countAll<string>().as('count')).executeTakeFirstOrThrow();
-  return Number(row.count);
+  /** Rows to go over, matching or not: what bounds the read's cost, however sparse the filter. */
+  scanLimit: number;
+  /** Matching rows to fetch whole; a matching row beyond them is marked, not fetched. */
+  matchLimit: number;
+  /**
+   * A horizon read before (commit-order.ts `readFeedHorizon`) to stop at; or `'ahead'`: go on past
+   * the statement's own horizon, marking what it holds back (`aheadInCommitOrder`), as a stream does.
+   */
+  horizon: string | undefined | 'ahead';
 }
 
 /**
- * Whether any event of the account lies beyond `after` now, whether or not the feed can hand it out
- * yet: for a stream that starts from the feed's end, whether events the horizon holds back already
- * lie beyond it.
+ * Goes over the account's rows after `scan.after` in commit order (shared/src/commit-order.ts), every
+ * type alike, at most `scan.scanLimit` of them, and tells which match the filter. A reader moves on
+ * past what it went over, not only past what matched: a sparse filter then never reads the same
+ * rows twice (every row after the last one it was given would otherwise be read again on every look).
+ * Rows kept for less than the retention period count as not matching.
  */
-export async function hasEventsAfter(db: EventsDb, accountId: string, query: Omit<EventListQuery, 'limit' | 'horizon' | 'after'> & { after: FeedPosition }): Promise<boolean> {
-  if (query.types?.length === 0) return false;
-  let select = db
+export async function scanEvents(db: EventsDb, accountId: string, scan: EventScan): Promise<ScannedEvent[]> {
+  const feed = db
     .selectFrom('events')
-    .select(sql<number>`1`.as('found'))
-    .where('account_id', '=', accountId)
-    .where('occurred_at', '>=', retained())
-    .where(sql<boolean>`(commit_xid, id) > (${query.after.xid}::xid8, ${query.after.id})`);
-  if (query.types) select = select.where('type', 'in', query.types);
-  if (query.occurredAfter) select = select.where('occurred_at', '>', query.occurredAfter);
-  return (await select.limit(1).executeTakeFirst()) !== undefined;
+    .select(['id', 'commit_xid', 'account_id', 'type', 'occurred_at', 'data', 'received_at'])
+    .select(matchesFilter(scan).as('matches'))
+    .where('account_id', '=', accountId);
+  const scanned = (
+    scan.horizon === 'ahead' && scan.after
+      ? aheadInCommitOrder(feed, { after: scan.after, limit: scan.scanLimit })
+      : inCommitOrder(feed.select(sql<boolean>`false`.as('held_back')), { after: scan.after, limit: scan.scanLimit, horizon: scan.horizon === 'ahead' ? undefined : scan.horizon })
+  ).as('scanned');
+  // Only the first `matchLimit` matching rows carry their data back: a filter that matches most rows costs what an unfiltered page does.
+  const rows = await db
+    .selectFrom(scanned)
+    .select(['id', 'commit_xid', 'account_id', 'type', 'occurred_at', 'received_at', 'held_back', 'matches'])
+    .select(
+      sql<unknown>`case when matches and count(*) filter (where matches) over (order by commit_xid, id) <= ${scan.matchLimit} then data end`.as('data'),
+    )
+    .orderBy('commit_xid')
+    .orderBy('id')
+    .execute();
+  return rows.map(({ held_back, matches, ...row }) => ({
+    position: positionOf(row),
+    heldBack: held_back,
+    matches,
+    event: matches && row.data !== null ? row : undefined,
+  }));
 }
 
 /**
- * The events after `query.after` in commit order, those the horizon still holds back included and
- * marked (commit-order.ts `aheadInCommitOrder`): what a stream reads.
+ * How many of the account's events matching the filter lie beyond `query.after` in the feed, counted
+ * up to `countUpTo`, among the next `scanLimit` rows of the feed (a sparse filter's count stops there).
  */
-export async function listEventsAhead(
+export async function countEventsAfter(
   db: EventsDb,
   accountId: string,
-  query: Omit<EventListQuery, 'horizon' | 'after'> & { after: FeedPosition },
-): Promise<(EventRow & { held_back: boolean })[]> {
-  if (query.types?.length === 0) return [];
-  let select = db.selectFrom('events').selectAll().where('account_id', '=', accountId).where('occurred_at', '>=', retained());
-  if (query.types) select = select.where('type', 'in', query.types);
-  if (query.occurredAfter) select = select.where('occurred_at', '>', query.occurredAfter);
-  return aheadInCommitOrder(select, { after: query.after, limit: query.limit }).execute();
+  query: EventFilter & { after: FeedPosition; countUpTo: number; scanLimit: number },
+): Promise<number> {
+  const select = db
+    .selectFrom('events')
+    .select(['id', 'commit_xid'])
+    .select(matchesFilter(query).as('matches'))
+    .where('account_id', '=', accountId);
+  const scanned = inCommitOrder(select, { after: query.after, limit: query.scanLimit }).as('scanned');
+  const row = await db
+    .selectFrom(scanned)
+    .select(sql<string>`count(*) filter (where matches)`.as('count'))
+    .executeTakeFirstOrThrow();
+  return Math.min(Number(row.count), query.countUpTo);
 }
 
 /** Retention: deletes up to `batch` events older than `cutoff` (their messages and attempts go with them). */
@@ -297,7 +330,9 @@ export async function deleteEndpoint(trx: EventsDb, accountId: string, id: Uuid)
 
 /**
  * Disabling parks the endpoint's pending messages beyond every claim's range (`infinity`), so the
- * dispatcher's index scan never walks over them while the endpoint stays disabled.
+ * dispatcher's index scan never walks over them while the endpoint stays disabled. A message claimed
+ * now keeps its lease (its attempt is in flight); the attempt, once recorded, parks it if it is
+ * still pending (dispatcher.ts `recordAttempt`).
  */
 export async function parkPendingMessages(trx: EventsDb, accountId: string, endpointId: Uuid): Promise<void> {
   await trx
@@ -306,12 +341,14 @@ export async function parkPendingMessages(trx: EventsDb, accountId: string, endp
     .where('account_id', '=', accountId)
     .where('endpoint_id', '=', endpointId)
     .where('state', '=', 'PENDING')
+    .where('claim_token', 'is', null)
     .execute();
 }
 
 /**
  * Enabling again: messages that waited while the endpoint was disabled are due at once (those past
- * their 3-day window are marked failed at their next claim).
+ * their 3-day window are marked failed at their next claim). A claimed one is left to its claim: made
+ * due while its attempt is in flight, it would be claimed and sent a second time at once.
  */
 export async function resumePendingMessages(trx: EventsDb, accountId: string, endpointId: Uuid, now: Date): Promise<void> {
   await trx
@@ -320,6 +357,7 @@ export async function resumePendingMessages(trx: EventsDb, accountId: string, en
     .where('account_id', '=', accountId)
     .where('endpoint_id', '=', endpointId)
     .where('state', '=', 'PENDING')
+    .where('claim_token', 'is', null)
     .execute();
 }
 

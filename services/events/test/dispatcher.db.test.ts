@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Uuid } from '@ots/shared/ids';
+import { receiveId, type Uuid } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
 import { testScope } from '@ots/shared/testing/scope';
 import { DELIVERY_WINDOW_MS, MAX_ENDPOINTS_PER_ACCOUNT, RETRY_DELAYS_MS } from '../src/domain.ts';
 import { CLAIM_LEASE_MS, dispatchDueMessages, ENDPOINT_CONCURRENCY, startDispatcher, type DispatcherDeps } from '../src/dispatcher.ts';
-import { createEndpoint, type EventsScope } from '../src/operations.ts';
+import { createEndpoint, disableEndpoint, enableEndpoint, type EventsScope } from '../src/operations.ts';
 import { claimDueMessages } from '../src/repository.ts';
 import { ingest, ManualClock, strategyEvent, secretKey, useEventsDatabase } from './support/fixtures.ts';
 import { Receiver } from '../../../testing/webhook-receiver.ts';
@@ -42,6 +42,42 @@ async function messageOf(eventId: Uuid) {
 async function attemptsOf(eventId: Uuid) {
   return db.selectFrom('webhook_attempts').selectAll().where('event_id', '=', eventId).orderBy('attempted_at').execute();
 }
+
+describe('disabling and enabling an endpoint while an attempt is in flight', () => {
+  it('never makes the message due again under its claim: it is sent once at a time, parked when the attempt fails, and sent when enabled', async () => {
+    const clock = new ManualClock();
+    const { accountId, endpoint, deps } = await setUp(clock);
+    const scope: EventsScope = { ...testScope(db, accountId), production: false, secretKey, now: () => clock.now() };
+    receiver.answerNext('hang');
+    const event = strategyEvent(accountId, clock.now());
+    await ingest(db, [event], clock.now());
+
+    const inFlight = dispatchDueMessages(deps);
+    await expect.poll(() => receiver.received.length).toBe(1);
+    const claimed = await messageOf(event.id);
+    expect(claimed.claim_token).not.toBeNull();
+    expect((await disableEndpoint(scope, receiveId(endpoint.id))).ok).toBe(true);
+    expect((await enableEndpoint(scope, receiveId(endpoint.id))).ok).toBe(true);
+    // Still under its claim's lease: not due for a second claimer while the first attempt runs.
+    expect((await messageOf(event.id)).next_attempt_at).toEqual(claimed.next_attempt_at);
+    expect(await claimDueMessages(db, clock.now(), CLAIM_LEASE_MS, { limit: 10, perEndpoint: 10, inFlight: new Map() }, randomUUID())).toEqual([]);
+
+    // Disabled again before the attempt ends: its failure leaves the message parked with the endpoint's others.
+    expect((await disableEndpoint(scope, receiveId(endpoint.id))).ok).toBe(true);
+    expect(await inFlight).toBe(1);
+    const parked = await db
+      .selectFrom('webhook_messages')
+      .select(['state', 'claim_token', sql<boolean>`next_attempt_at = 'infinity'`.as('parked')])
+      .where('event_id', '=', event.id)
+      .executeTakeFirstOrThrow();
+    expect(parked).toEqual({ state: 'PENDING', claim_token: null, parked: true });
+
+    expect((await enableEndpoint(scope, receiveId(endpoint.id))).ok).toBe(true);
+    expect(await dispatchDueMessages(deps)).toBe(1);
+    expect((await messageOf(event.id)).state).toBe('DELIVERED');
+    expect(receiver.received).toHaveLength(2);
+  });
+});
 
 describe('delivery with retries against a real receiver', () => {
   it('retries a 500 and a time-out on the schedule, with jitter, and delivers on the 200 with the same webhook-id', async () => {

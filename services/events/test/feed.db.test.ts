@@ -1,16 +1,26 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { deleteExpiredEvents } from '../src/dispatcher.ts';
 import { RETENTION_MS } from '../src/domain.ts';
 import { createEndpoint } from '../src/operations.ts';
-import { findEventsByIds, ingestEvents, listEvents } from '../src/repository.ts';
+import type { EventsContext } from '../src/context.ts';
+import { readFeed, streamFeed } from '../src/feed.ts';
+import { findEventsByIds, ingestEvents, type EventsDb, type IncomingEvent } from '../src/repository.ts';
 import { ingest, strategyEvent, secretKey, useEventsDatabase } from './support/fixtures.ts';
-import { positionOf, type FeedPosition } from '@ots/shared/commit-order';
+import type { EventFeedAnswer } from '@ots/shared/event-feed';
+import { newId } from '@ots/shared/ids';
+import { SealedFeedCursors } from '@ots/shared/sealed-cursors';
 import { testScope } from '@ots/shared/testing/scope';
 
 const { db } = await useEventsDatabase();
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const cursors = new SealedFeedCursors(randomBytes(32), { feed: 'events:test', keyInfo: 'test' });
+
+/** listEvents' read, as the resolver makes it. */
+const listPage = (accountId: string, after: string | null, options: { types?: string[]; size?: number; handle?: EventsDb } = {}) =>
+  readFeed(options.handle ?? db, cursors, { accountId, after, start: 'oldest', types: options.types, occurredAfter: undefined, size: options.size ?? 50 });
 
 describe('the feed', () => {
   it('misses nothing and repeats nothing while concurrent writers commit out of order, some slowly', async () => {
@@ -35,12 +45,12 @@ describe('the feed', () => {
     // Pages forward from its last cursor until it has seen every committed event: a row held back
     // (by a transaction still running anywhere on the server) must show up later, ahead of the cursor.
     const reader = async () => {
-      let after: FeedPosition | undefined;
+      let after: string | null = null;
       const deadline = Date.now() + 20_000;
       while ((writing || new Set(seen).size < committed.size) && Date.now() < deadline) {
-        const page = await listEvents(db, accountId, { types: undefined, occurredAfter: undefined, after, limit: 7 });
-        seen.push(...page.map((row) => row.id));
-        if (page.length > 0) after = positionOf(page.at(-1)!);
+        const page = await listPage(accountId, after, { size: 7 });
+        seen.push(...page.edges.map((edge) => edge.node.id));
+        after = page.endCursor;
         await sleep(3);
       }
     };
@@ -60,13 +70,149 @@ describe('the feed', () => {
     const b = randomUUID();
     await ingest(db, [strategyEvent(a, new Date()), strategyEvent(b, new Date())], new Date());
     const deadline = Date.now() + 30_000;
-    let pageA = await listEvents(db, a, { types: undefined, occurredAfter: undefined, after: undefined, limit: 50 });
+    let pageA = await listPage(a, null);
     // The rows appear once every transaction older than theirs, anywhere on the server, has ended.
-    while (pageA.length === 0 && Date.now() < deadline) {
+    while (pageA.edges.length === 0 && Date.now() < deadline) {
       await sleep(20);
-      pageA = await listEvents(db, a, { types: undefined, occurredAfter: undefined, after: undefined, limit: 50 });
+      pageA = await listPage(a, null);
     }
-    expect(pageA.map((row) => row.account_id)).toEqual([a]);
+    expect(pageA.edges.map((edge) => edge.node.account_id)).toEqual([a]);
+  });
+});
+
+/** A stream's read of the feed, as the gateway asks it through the events route. */
+function streamRead(accountId: string, after: string | null, types: string[] | null, handle: EventsDb = db): Promise<EventFeedAnswer> {
+  const context = { caller: { accountId }, db: handle, cursors } as unknown as EventsContext;
+  return streamFeed({ after, types, occurredAfter: null, limit: 200, countUpTo: 0 }, context);
+}
+
+function answered(answer: EventFeedAnswer) {
+  if ('error' in answer) throw new Error(answer.error.message);
+  return answer;
+}
+
+/**
+ * Runs a read in a transaction of its own and counts the rows of `events.events` it went over (index
+ * and heap alike): the backend's counters not yet reported, which grow only between its transactions.
+ */
+async function rowsReadBy<T>(read: (handle: EventsDb) => Promise<T>): Promise<{ result: T; rowsRead: number }> {
+  const counted = async (trx: EventsDb) => {
+    const { rows } = await sql<{ read: string }>`
+      select (pg_stat_get_xact_tuples_fetched('events.events'::regclass) + pg_stat_get_xact_tuples_returned('events.events'::regclass))::text as read`.execute(trx);
+    return Number(rows[0]!.read);
+  };
+  return db.transaction().execute(async (trx) => {
+    const before = await counted(trx);
+    const result = await read(trx);
+    return { result, rowsRead: (await counted(trx)) - before };
+  });
+}
+
+const archived = (accountId: string): IncomingEvent => ({ id: newId(), accountId, type: 'strategy.archived', occurredAt: new Date(), data: { id: newId() } });
+const created = (accountId: string, count: number): IncomingEvent[] => Array.from({ length: count }, () => strategyEvent(accountId, new Date()));
+
+/** Follows a stream's answers while they say more lies ahead or the horizon still holds the rows back; returns the last. */
+async function streamCaughtUp(accountId: string, after: string, types: string[], until: (answer: ReturnType<typeof answered>) => boolean) {
+  const deadline = Date.now() + 30_000;
+  let answer = answered(await streamRead(accountId, after, types));
+  const items = [...answer.items];
+  while (!until(answer) && Date.now() < deadline) {
+    if (!answer.hasMore) await sleep(20);
+    answer = answered(await streamRead(accountId, answer.endCursor, types));
+    items.push(...answer.items);
+  }
+  return { answer, items };
+}
+
+describe('a filtered read', () => {
+  it('of a stream moves past the events that do not match, so a later read goes over the new rows only', async () => {
+    const accountId = randomUUID();
+    const types = ['strategy.archived'];
+    const start = answered(await streamRead(accountId, null, types)).endCursor;
+    await ingest(db, created(accountId, 3_000), new Date());
+    // Past every one of them (they show once every older transaction on the server has ended).
+    const caughtUp = await streamCaughtUp(accountId, start, types, (answer) => answer.endCursor !== start && !answer.hasMore);
+    expect(caughtUp.items).toEqual([]);
+    const passed = caughtUp.answer.endCursor;
+    expect(passed).not.toBe(start);
+
+    const wanted = archived(accountId);
+    await ingest(db, [...created(accountId, 5), wanted], new Date());
+    const next = await streamCaughtUp(accountId, passed, types, (answer) => answer.items.length > 0);
+    expect(next.items.map((item) => item.event.id)).toEqual([wanted.id]);
+    // A read from there goes over the six new rows, not the 3,000 before them.
+    const { result, rowsRead } = await rowsReadBy((handle) => streamRead(accountId, passed, types, handle));
+    expect(answered(result).items.map((item) => item.event.id)).toEqual([wanted.id]);
+    expect(rowsRead).toBeLessThan(100);
+  });
+
+  it('of listEvents pages past the events that do not match, within a bounded read each', async () => {
+    const accountId = randomUUID();
+    const types = ['strategy.archived'];
+    const first = archived(accountId);
+    await ingest(db, [first], new Date());
+    let page = await listPage(accountId, null, { types });
+    for (const deadline = Date.now() + 30_000; page.edges.length === 0 && Date.now() < deadline; ) page = await listPage(accountId, null, { types });
+    expect(page.edges.map((edge) => edge.node.id)).toEqual([first.id]);
+
+    await ingest(db, created(accountId, 5_000), new Date());
+    const last = archived(accountId);
+    await ingest(db, [last], new Date());
+    // The planner, knowing the table holds thousands of rows (as autovacuum tells it in production), walks the feed's index in order.
+    await sql`analyze events.events`.execute(db);
+    const seen: string[] = [];
+    let after = page.endCursor;
+    const reads: number[] = [];
+    for (const deadline = Date.now() + 30_000; !seen.includes(last.id) && Date.now() < deadline; ) {
+      const { result, rowsRead } = await rowsReadBy((handle) => listPage(accountId, after, { types, handle }));
+      seen.push(...result.edges.map((edge) => edge.node.id));
+      reads.push(rowsRead);
+      if (!result.hasNextPage) await sleep(20);
+      after = result.endCursor;
+    }
+    expect(seen).toEqual([last.id]);
+    // Several bounded reads, each one going on from where the one before stopped.
+    expect(reads.length).toBeGreaterThan(1);
+    expect(Math.max(...reads)).toBeLessThan(5_000);
+    // And once caught up, a poll costs nothing more than the rows since.
+    const { result, rowsRead } = await rowsReadBy((handle) => listPage(accountId, after, { types, handle }));
+    expect(result.edges).toEqual([]);
+    expect(result.endCursor).toBe(after);
+    expect(rowsRead).toBeLessThan(100);
+  });
+
+  it('still gets an event that commits late behind rows the horizon held back, after moving past those that did not match', async () => {
+    const accountId = randomUUID();
+    const types = ['strategy.archived'];
+    const start = answered(await streamRead(accountId, null, types)).endCursor;
+    await ingest(db, created(accountId, 3), new Date());
+    const pastEarlier = await streamCaughtUp(accountId, start, types, (answer) => answer.endCursor !== start && !answer.hasMore);
+    const position = pastEarlier.answer.endCursor;
+    expect(position).not.toBe(start);
+
+    const late = archived(accountId);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let written!: () => void;
+    const writing = new Promise<void>((resolve) => (written = resolve));
+    const slow = db.transaction().execute(async (trx) => {
+      await ingestEvents(trx, JSON.stringify({ events: [late] }), new Date());
+      written();
+      await held;
+    });
+    await writing;
+    // Committed after the slow one began: held back until it ends, and not what the stream asks for.
+    await ingest(db, created(accountId, 4), new Date());
+    for (let look = 0; look < 5; look += 1) {
+      const answer = answered(await streamRead(accountId, position, types));
+      expect(answer.items).toEqual([]);
+      expect(answer.endCursor).toBe(position);
+      await sleep(10);
+    }
+    release();
+    await slow;
+    const after = await streamCaughtUp(accountId, position, types, (answer) => answer.items.length > 0);
+    expect(after.items.map((item) => item.event.id)).toEqual([late.id]);
   });
 });
 
