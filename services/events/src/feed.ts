@@ -15,11 +15,11 @@ import { eventTypesOf } from './domain.ts';
  * section 4): an empty page answers the position it was asked from, or, asked from nowhere, the
  * feed's current end, so a client that always stores `endCursor` never re-reads from the start.
  *
- * A filtered read goes over the account's rows of every type, a bounded number of them
- * (`scanEvents`), and its `endCursor` is the last row it went over, matching or not: a stream or a
- * poller with a sparse filter moves on past the rows that did not match instead of reading them
- * again on every look. That place is a row's like any other, never past a row the horizon holds
- * back, so an event committed late still shows up ahead of it.
+ * A filtered read goes over the account's rows of every type, a bounded number of them at a time
+ * (`scanEvents`). A stream's read ends at the last row it went over, matching or not, so a stream
+ * with a sparse filter moves on past the rows that did not match instead of reading them again on
+ * every wake-up; that place is a row's like any other, never past a row the horizon holds back, so
+ * an event committed late still shows up ahead of it.
  */
 
 /** Rows a filtered read goes over at most (an unfiltered one reads what it returns, plus one). */
@@ -81,17 +81,22 @@ export async function readFeed(db: EventsDb, cursors: SealedFeedCursors, request
   const after = cursors.decode(request.accountId, request.after);
   const scanLimit = scanLimitFor(request, request.size + 1);
   const scan = { types: request.types, occurredAfter: request.occurredAfter, scanLimit, matchLimit: request.size };
-  if (after) {
-    const page = pageOfScan(await scanEvents(db, request.accountId, { ...scan, after, horizon: undefined }), request.size, scanLimit);
-    return pageFrom(page, request, cursors, request.after!);
-  }
   // From nowhere, the page is bounded by a horizon read first: if it finds nothing (or the stream
   // starts now), that horizon is a position behind which nothing matching can ever appear.
-  const horizon = await readFeedHorizon(db as unknown as Kysely<unknown>);
-  const end = cursors.encode(request.accountId, feedEndAt(horizon));
-  if (request.start === 'now') return { edges: [], hasNextPage: false, endCursor: end };
-  const page = pageOfScan(await scanEvents(db, request.accountId, { ...scan, after: undefined, horizon }), request.size, scanLimit);
-  return pageFrom(page.events.length === 0 && page.reachedHorizon ? { ...page, end: undefined } : page, request, cursors, end);
+  const horizon = after ? undefined : await readFeedHorizon(db as unknown as Kysely<unknown>);
+  const asked = after ? request.after! : cursors.encode(request.accountId, feedEndAt(horizon!));
+  if (!after && request.start === 'now') return { edges: [], hasNextPage: false, endCursor: asked };
+  // An empty page answers the position it was asked from (contract section 4), so a filtered page
+  // does not stop at a bound of rows that do not match: it goes on over them, a bounded scan at a
+  // time, until it finds what matches or has nothing more to go over. (The streams' route, whose
+  // places no client sees, moves on past them instead: `streamFeed`.)
+  let from = after;
+  for (;;) {
+    const page = pageOfScan(await scanEvents(db, request.accountId, { ...scan, after: from, horizon }), request.size, scanLimit);
+    if (page.events.length > 0) return pageFrom(page, request, cursors, asked);
+    if (!page.hasMore || !page.end) return { edges: [], hasNextPage: false, endCursor: asked };
+    from = page.end;
+  }
 }
 
 function pageFrom(page: ScanPage, request: FeedRequest, cursors: SealedFeedCursors, whenNowhere: string): FeedPage {

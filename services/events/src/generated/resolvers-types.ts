@@ -155,8 +155,7 @@ export type PageInfo = {
   /**
    * The cursor of the page's last item, to pass as `after`. On the forward feeds (listEvents, and
    * listOrderSubmissions with UPDATED_AT_ASC) it is never null: an empty page returns the position it
-   * was asked from, so always keep the last one. A filtered listEvents page may name a place past its
-   * last item (or past where it was asked from): the events it went over that do not match.
+   * was asked from, so always keep the last one.
    */
   endCursor?: Maybe<Scalars['String']['output']>;
   /** Whether a further page holds items now (a forward feed may gain more later). */
