@@ -203,7 +203,7 @@ export interface FillResult {
  * the question costs a probe of an empty index in the statement that reads the order.
  */
 export async function applyFill({ db, accountId }: OrdersScope, fill: FillRequest): Promise<FillResult> {
-  const attempt = async (db: OrdersDb): Promise<FillResult | typeof CHANGED> => {
+  const attempt = async (db: OrdersDb, locked: boolean): Promise<FillResult | typeof CHANGED> => {
     const found = await repository.findFillContext(db, accountId, fill.orderSubmissionId, fill.executionId);
     const order = found.order ?? null;
     if (found.recorded) return { outcome: 'ALREADY_APPLIED', fill: found.recorded, order };
@@ -215,8 +215,10 @@ export async function applyFill({ db, accountId }: OrdersScope, fill: FillReques
       const written = await writeFillApplication(db, found.order!, fill, decision.next);
       return written ? { outcome: 'APPLIED', fill: written.recorded, order: written.order } : CHANGED;
     } catch (error) {
-      // A concurrent request recorded this execution id first (and has committed): decided again, it is the retry of that one.
-      if (repository.isExecutionIdRecorded(error)) return CHANGED;
+      // A concurrent request recorded this execution id first (and has committed): decided again, it
+      // is the retry of that one. Under the lock the failed statement has ended the transaction, so
+      // the collision goes up to be read again outside it (below).
+      if (repository.isExecutionIdRecorded(error) && !locked) return CHANGED;
       throw error;
     }
   };
@@ -228,7 +230,7 @@ export async function applyFill({ db, accountId }: OrdersScope, fill: FillReques
   } catch (error) {
     // Under the order's lock, the execution id was recorded meanwhile on another order: read again, it is there now.
     if (!repository.isExecutionIdRecorded(error)) throw error;
-    return (await attempt(db)) as FillResult;
+    return (await attempt(db, false)) as FillResult;
   }
 }
 

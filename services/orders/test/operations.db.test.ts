@@ -372,6 +372,28 @@ describe('applyFill while another orders process writes the same order', () => {
     expect(d(again.order!.filled_quantity).eq(3)).toBe(true);
     expect(d((await findOrder(db, accountId, order.id))!.filled_quantity).eq(3)).toBe(true);
   });
+
+  it('answers the fill another process recorded under the same execution id on another order while this one waited for its lock', async () => {
+    const accountId = someAccount();
+    const [mine, theirs] = [await submitted(accountId, limitOrder({ quantity: d('10') })), await submitted(accountId, limitOrder({ quantity: d('10') }))];
+    const executionId = newId();
+    // The statements this process runs, in order: the read and the write that find the order changed
+    // by the other process, then, under the lock, the read after which the other process records the
+    // same execution id on the other order, and the write that then collides with it.
+    let answered = 0;
+    const interleaved = db.withPlugin({
+      transformQuery: (args) => args.node,
+      transformResult: async (args) => {
+        answered += 1;
+        if (answered === 1) await applyFill(testScope(otherProcess, accountId), fill(mine.id, '1', '10'));
+        if (answered === 4) expect((await applyFill(testScope(otherProcess, accountId), fill(theirs.id, '2', '10', executionId))).outcome).toBe('APPLIED');
+        return args.result;
+      },
+    });
+    const result = await applyFill(testScope(interleaved, accountId), fill(mine.id, '2', '10', executionId));
+    expect(result).toMatchObject({ outcome: 'ALREADY_APPLIED', order: { id: theirs.id } });
+    expect(d((await findOrder(db, accountId, mine.id))!.filled_quantity).eq(1)).toBe(true);
+  });
 });
 
 /** The same database handle, pausing a random while after each statement: inside a transaction, between its lock and its commit. */
