@@ -221,7 +221,8 @@ export async function signIn(scope: OperatorScope, { body, origin: request }: { 
     await repository.deleteSignInFailure(db, pendingId);
     throw new ConsoleError(429, 'Too many failed sign-ins; try again later', undefined, allowance.retryAfterSeconds);
   }
-  const owner = email === '' ? undefined : await repository.findOwnerByEmail(db, email);
+  // What is not an email address names no owner: never asked of the database (a NUL it would refuse).
+  const owner = isValidEmail(email) ? await repository.findOwnerByEmail(db, email) : undefined;
   const valid = await verifyPassword(owner?.password_hash ?? null, password);
   if (!owner || !valid) {
     if (owner) {

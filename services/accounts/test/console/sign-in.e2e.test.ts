@@ -22,6 +22,9 @@ describe('sign-in', () => {
       { email: '', password: '' },
       {},
       { email: 42, password: ['x'] },
+      // Text the database cannot hold, and text that is no address at all: still the one message.
+      { email: `${owner.email}\u0000`, password: owner.password },
+      { email: 'not an address', password: owner.password },
     ];
     for (const attempt of attempts) {
       const client = new ConsoleClient(t.base);
