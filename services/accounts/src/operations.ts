@@ -281,6 +281,8 @@ export async function rollKey(scope: KeysScope, { keyId: sentKeyId, graceMs, ...
     const previous = await repository.lockApiKey(trx, keyId, ownAccountOf(scope));
     if (!previous) throw new KeyManagementError(`no key ${sent}`, 'not-found');
     if (previous.revoked_at) throw new KeyManagementError(`key ${sent} is revoked and cannot be rolled`, 'not-rollable');
+    // A key replaced once stays in its one roll chain: two successors would each claim to replace it.
+    if (previous.replaced_by_key_id) throw new KeyManagementError(`key ${sent} was rolled already: roll the key that replaced it`, 'not-rollable');
     const now = scope.now().getTime();
     if (previous.expires_at && previous.expires_at.getTime() <= now) {
       throw new KeyManagementError(`key ${sent} has expired and cannot be rolled`, 'not-rollable');

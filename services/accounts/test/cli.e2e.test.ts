@@ -224,6 +224,10 @@ describe('every command, with --json and without', () => {
     expect(viaNew.status).toBe(200);
     expect(viaNew.body.data.viewer.apiKey).toMatchObject({ id: out.keyId, name: 'bot' });
     expect((await viewer(first.apiKey)).status).toBe(200);
+    // The rolled key has its successor: rolling it again would leave two keys claiming to replace it.
+    const again = await cli('key', 'roll', first.keyId, '--json');
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('was rolled already');
     first = { keyId: out.keyId, apiKey: out.apiKey };
   });
 

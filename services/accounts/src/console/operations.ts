@@ -316,7 +316,7 @@ export async function setPassword(scope: OperatorScope, { body, origin: request 
 function keyProblem(error: unknown): never {
   if (error instanceof KeyManagementError) {
     if (error.problem === 'not-found') throw new ConsoleError(404, NOT_FOUND);
-    if (error.problem === 'not-rollable') throw new ConsoleError(409, 'A revoked or expired key cannot be rolled or changed');
+    if (error.problem === 'not-rollable') throw new ConsoleError(409, 'A revoked, expired or already rolled key cannot be rolled, and a revoked key cannot be changed');
     if (error.problem === 'invalid') throw new ConsoleError(400, error.message, error.field);
   }
   throw error;
