@@ -103,7 +103,7 @@ function requestIdOf(request: { headers: Record<string, string | string[] | unde
  */
 export function maskErrors(log: Logger) {
   return (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
-    const code = formatted.extensions?.code;
+    const code = ownValidationCode(error) ?? formatted.extensions?.code;
     if (typeof code === 'string' && CLIENT_SAFE_CODES.has(code)) {
       const { extensions, ...rest } = formatted;
       const argumentName = extensions?.argumentName;
@@ -125,6 +125,17 @@ export function maskErrors(log: Logger) {
       extensions: { code: 'INTERNAL_SERVER_ERROR' },
     };
   };
+}
+
+/**
+ * Apollo answers every error of a validation rule as GRAPHQL_VALIDATION_FAILED, over the code the
+ * rule gave it; a rule of ours that names its own (QUERY_TOO_COMPLEX for the query limits) keeps it.
+ */
+function ownValidationCode(error: unknown): string | undefined {
+  if (!(error instanceof GraphQLError) || error.extensions.code !== 'GRAPHQL_VALIDATION_FAILED') return undefined;
+  const original = error.originalError;
+  const code = original instanceof GraphQLError ? original.extensions.code : undefined;
+  return typeof code === 'string' && CLIENT_SAFE_CODES.has(code) ? code : undefined;
 }
 
 /**

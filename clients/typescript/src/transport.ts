@@ -34,7 +34,7 @@ interface GraphqlResponse {
 /** The first and the longest pause between attempts, before jitter. */
 const INITIAL_DELAY_MS = 500;
 const MAX_DELAY_MS = 8_000;
-const REQUEST_ERROR_CODES = new Set(['BAD_USER_INPUT', 'BAD_REQUEST', 'GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED']);
+const REQUEST_ERROR_CODES = new Set(['BAD_USER_INPUT', 'BAD_REQUEST', 'GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED', 'QUERY_TOO_COMPLEX']);
 /**
  * Top-level errors of an outage, a dependency's (TEMPORARILY_UNAVAILABLE) or a whole service's
  * (SERVICE_UNAVAILABLE). A mutation's retry carries the same Idempotency-Key: when nothing ran the

@@ -1,8 +1,8 @@
 import type { PayloadErrorCode } from '@ots/shared/contracts/payload-errors';
 
 export interface ErrorCodeDoc {
-  /** Where the code appears: a mutation payload's `error.code`, a top-level error's `extensions.code`, or an HTTP status. */
-  where: 'payload' | 'top-level' | 'http';
+  /** Where the code appears: a mutation payload's `error.code`, a top-level error's `extensions.code`, an HTTP status, or a stream's last message or WebSocket close code. */
+  where: 'payload' | 'top-level' | 'http' | 'stream';
   when: string;
   todo: string;
 }
@@ -93,20 +93,24 @@ export const OTHER_ERROR_CODES: Record<string, ErrorCodeDoc> = {
     when: 'A value its scalar does not accept (a Decimal that does not parse or is a JSON number, a malformed DateTime), or `first` outside 1–200. `extensions.argumentName` names the argument.',
     todo: 'Fix the value: decimals are strings ("10.5"), instants ISO-8601 UTC.',
   },
-  GRAPHQL_PARSE_FAILED: { where: 'top-level', when: 'The document is not valid GraphQL syntax (HTTP 400).', todo: 'Fix the document.' },
+  GRAPHQL_PARSE_FAILED: {
+    where: 'top-level',
+    when: 'The document is not valid GraphQL syntax, or is over 2,000 tokens (HTTP 400).',
+    todo: 'Fix the document; select less if it is too long.',
+  },
   GRAPHQL_VALIDATION_FAILED: {
     where: 'top-level',
-    when: 'The document does not match the schema: an unknown field, a missing argument, a wrong variable type (HTTP 400).',
-    todo: 'Check the field against the reference.',
+    when: 'The document does not match the schema (an unknown field, a missing argument, a wrong variable type), or holds two anonymous operations (HTTP 400).',
+    todo: 'Check the field against the reference; send one operation per request.',
   },
   BAD_REQUEST: {
     where: 'top-level',
-    when: 'The request itself is wrong: an operationName the document does not define, two anonymous operations, a subscription sent to POST /graphql, a body without "query" (HTTP 400).',
+    when: 'The request itself is wrong: an operationName the document does not define, a subscription sent to POST /graphql, a body without "query" (HTTP 400).',
     todo: 'Send one operation per request; subscriptions go to /graphql/stream or /graphql/ws.',
   },
   QUERY_TOO_COMPLEX: {
     where: 'top-level',
-    when: 'The document is over the depth (10), alias (15), token (2,000) or cost limit; checked before anything runs (HTTP 400).',
+    when: 'The document is over the depth (10), alias (15) or cost limit; checked before anything runs (HTTP 400).',
     todo: 'Select less, or page with a smaller `first`.',
   },
   SERVICE_UNAVAILABLE: {
@@ -119,6 +123,20 @@ export const OTHER_ERROR_CODES: Record<string, ErrorCodeDoc> = {
     when: 'No answer within the gateway timeout (10 s); HTTP 504. A mutation may still be running.',
     todo: 'Retry after a back-off with the same Idempotency-Key: 409 while the mutation still runs, then its answer.',
   },
+  SLOW_CONSUMER: {
+    where: 'stream',
+    when: 'The `events` subscription ended: its consumer fell more than 1,000 events behind and was not catching up. `extensions.cursor` is the last event it was sent.',
+    todo: 'Read faster (or hand events to a queue), then subscribe again with `after` set to that cursor. @ots/client does this for you.',
+  },
+  TOO_MANY_STREAMS: {
+    where: 'stream',
+    when: 'An 11th open stream of one key (HTTP 429 on POST /graphql/stream, this error on a WebSocket subscribe).',
+    todo: 'Close a stream first; one stream with a filter usually serves a bot.',
+  },
+  '4400': { where: 'stream', when: 'WebSocket close code: an API key over plain HTTP in production.', todo: 'Connect with wss://.' },
+  '4401': { where: 'stream', when: 'WebSocket close code: the key is invalid, revoked or expired (checked at connect and at every subscribe).', todo: 'Create or roll a key; connect again.' },
+  '4403': { where: 'stream', when: "WebSocket close code: the account's API access is disabled.", todo: 'An owner enables API access for the account.' },
+  '4429': { where: 'stream', when: 'WebSocket close code: over the rate limit at connect, or more than 20 WebSocket connections of one key on a gateway.', todo: 'Back off; share one connection among subscriptions.' },
   INTERNAL_SERVER_ERROR: {
     where: 'top-level',
     when: 'A fault of ours. The message is masked; the response header x-request-id identifies the request in our logs.',
@@ -135,6 +153,11 @@ export const OTHER_ERROR_CODES: Record<string, ErrorCodeDoc> = {
     when: '`{"detail": "A request with this Idempotency-Key is in progress"}`: the first request with this key has not answered yet, or its service did not answer and may have run it (then for up to 30 s).',
     todo: 'Retry after a short back-off; you will get its answer.',
   },
+  '400': {
+    where: 'http',
+    when: '`{"detail": "…"}` for a body that is not JSON or a JSON array (batching is not supported), and a GraphQL error for a request mistake (see BAD_REQUEST).',
+    todo: 'Send one JSON object with `query` per request.',
+  },
   '413': { where: 'http', when: 'The body is over 100 KiB.', todo: 'Send less per request.' },
   '415': { where: 'http', when: 'The body is not `application/json`.', todo: 'Send `content-type: application/json`.' },
   '422': {
@@ -144,7 +167,7 @@ export const OTHER_ERROR_CODES: Record<string, ErrorCodeDoc> = {
   },
   '429': {
     where: 'http',
-    when: 'Over the key rate limit (50 requests/s, bursts of 100), or too many failed authentications from the address. `Retry-After` says how many seconds to wait; `RateLimit` and `RateLimit-Policy` on every answer show where you stand.',
+    when: 'Over the key rate limit (50 requests/s, bursts of 100), or too many failed authentications from the address. `Retry-After` says how many seconds to wait; `RateLimit` and `RateLimit-Policy` on every answer to a valid key show where you stand.',
     todo: 'Wait Retry-After seconds, then retry. @ots/client does this for you.',
   },
 };

@@ -35,5 +35,5 @@ A key carries scopes (<code>read</code>, <code>orders:write</code>, <code>fills:
   -d '{"query":"mutation { submitOrder(input: {symbol: \\"AAPL\\", side: BUY, type: MARKET, quantity: \\"10\\"}) { orderSubmission { id status } error { code field message } } }"}'</pre>
 
 <h2 id="limits">Limits</h2>
-<p>50 requests/s per key with bursts of 100 (<code>RateLimit</code> and <code>RateLimit-Policy</code> headers on every answer; 429 with <code>Retry-After</code> over it); bodies up to 100 KiB; documents up to depth 10, 15 aliases, 2,000 tokens and a cost that fits <code>listOrderSubmissions(first: 200)</code> with strategy and fills; 10 open streams per key. Decimals are strings (<code>"187.25"</code>), instants ISO-8601 UTC.</p>
+<p>50 requests/s per key with bursts of 100 (<code>RateLimit</code> and <code>RateLimit-Policy</code> headers on every answer to a valid key; 429 with <code>Retry-After</code> over it); bodies up to 100 KiB; documents up to depth 10, 15 aliases, 2,000 tokens and a cost that fits <code>listOrderSubmissions(first: 200)</code> with strategy and fills; 10 open streams per key. Decimals are strings (<code>"187.25"</code>), instants ISO-8601 UTC.</p>
 `;

@@ -134,7 +134,7 @@ function curlOf(root: string, document: string): string {
   if (root === 'Subscription') {
     return `curl -N http://127.0.0.1:4000/graphql/stream -H 'content-type: application/json' -H 'accept: text/event-stream' -H "X-API-Key: $KEY" -d '${body}'`;
   }
-  const idempotency = root === 'Mutation' ? ` -H "Idempotency-Key: $(uuidgen)"` : '';
+  const idempotency = root === 'Mutation' ? ` -H "Idempotency-Key: $(node -p 'crypto.randomUUID()')"` : '';
   return `curl -s http://127.0.0.1:4000/graphql -H 'content-type: application/json' -H "X-API-Key: $KEY"${idempotency} -d '${body}'`;
 }
 
@@ -228,7 +228,7 @@ export function renderDocs(publishedSdl: string, supergraphSdl: string): DocsPag
       'Error codes',
       `<h1>Error codes</h1><p>Every error a client can meet: when it happens and what to do. A payload error comes in a mutation's <code>error { code field message }</code> (and nothing changed); a top-level error in <code>errors[].extensions.code</code>; the rest are HTTP answers with a <code>{"detail"}</code> body. @ots/client throws each as one of its error classes.</p>
 <h2>Payload errors</h2><table><tr><th>code</th><th>when</th><th>what to do</th></tr>${errorRows(PAYLOAD_ERROR_CODES)}</table>
-<h2>Top-level errors and HTTP answers</h2><table><tr><th>code</th><th>when</th><th>what to do</th></tr>${errorRows(OTHER_ERROR_CODES)}</table>`,
+<h2>Top-level errors, HTTP answers and stream endings</h2><table><tr><th>code</th><th>when</th><th>what to do</th></tr>${errorRows(OTHER_ERROR_CODES)}</table>`,
     ),
   };
 }
