@@ -1,4 +1,4 @@
-import { fail, ok, type Result } from '@ots/shared/errors';
+import { fail, ok, TEMPORARILY_UNAVAILABLE_MESSAGE, type Result } from '@ots/shared/errors';
 import type { ReceivedId } from '@ots/shared/ids';
 import type { Scope } from '@ots/shared/scope';
 import { notFoundInAccount } from '@ots/shared/messages';
@@ -51,6 +51,8 @@ async function validateUrl(raw: string, production: boolean): Promise<Result<str
       await resolvePublicAddresses(url.value.hostname);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
+      // A resolver that cannot answer now says nothing of the name: the client may retry.
+      if (code === 'EAI_AGAIN') return fail('TEMPORARILY_UNAVAILABLE', TEMPORARILY_UNAVAILABLE_MESSAGE);
       const reason = code === 'EADDRNOTALLOWED' ? (error as Error).message : `${url.value.hostname} does not resolve`;
       return fail('VALIDATION_FAILED', `url is not allowed: ${reason}`, 'url');
     }

@@ -67,10 +67,8 @@ export async function resolvePublicAddresses(hostname: string): Promise<{ addres
   const addresses = await new Promise<{ address: string; family: number }[]>((resolve, reject) =>
     dnsLookup(bare, { all: true }, (error, found) => (error ? reject(error) : resolve(found))),
   );
-  for (const { address } of addresses) {
-    const range = nonPublicRange(address);
-    if (range) throw new AddressNotAllowedError(`${hostname} resolves to ${range}`);
-  }
+  // The refusal names no address: a client that names an internal host must not learn how it resolves.
+  if (addresses.some(({ address }) => nonPublicRange(address))) throw new AddressNotAllowedError(`${hostname} resolves to a non-public address`);
   if (addresses.length === 0) throw new AddressNotAllowedError(`${hostname} resolves to no address`);
   return addresses;
 }
