@@ -9,7 +9,6 @@ import {
   decideAfterFailure,
   DELIVERY_TIMEOUT_MS,
   disabledAfterFailuresReason,
-  MAX_ENDPOINTS_PER_ACCOUNT,
   RETENTION_MS,
   shouldDisable,
   webhookBody,
@@ -54,11 +53,17 @@ export interface DispatcherDeps {
  */
 export const ENDPOINT_CONCURRENCY = 16;
 /**
- * Attempts in flight at once in one process, across endpoints: one account with every endpoint it may
- * have at its limit, each at a receiver that never answers, still leaves a fifth of the room (64
- * attempts) to everyone else's deliveries.
+ * Attempts in flight at once to an endpoint whose every attempt fails: sending it a second one
+ * while the first hangs helps nobody, and one each keeps failing receivers out of SHARED_IN_FLIGHT.
  */
-const MAX_IN_FLIGHT = (MAX_ENDPOINTS_PER_ACCOUNT * ENDPOINT_CONCURRENCY * 5) / 4;
+const FAILING_ENDPOINT_CONCURRENCY = 1;
+/**
+ * Attempts in flight in one process beyond each endpoint's first, shared by all endpoints (for
+ * sockets and memory): twenty endpoints' bursts at full concurrency. An endpoint with nothing in
+ * flight always gets its first attempt outside this room (claimDueMessages), so however many
+ * receivers hang, every other endpoint's deliveries go on beside them, one at a time at worst.
+ */
+const SHARED_IN_FLIGHT = 20 * ENDPOINT_CONCURRENCY;
 /** A claim outlives the 10 s deadline of its attempt with room to record the result. */
 export const CLAIM_LEASE_MS = 60_000;
 
@@ -66,6 +71,11 @@ export const CLAIM_LEASE_MS = 60_000;
 class InFlight {
   readonly perEndpoint = new Map<Uuid, number>();
   readonly attempts = new Set<Promise<void>>();
+
+  /** The attempts beyond each endpoint's first: what SHARED_IN_FLIGHT bounds. */
+  get shared(): number {
+    return this.attempts.size - this.perEndpoint.size;
+  }
 
   add(message: ClaimedMessage, attempt: Promise<void>): Promise<void> {
     this.perEndpoint.set(message.endpoint_id, (this.perEndpoint.get(message.endpoint_id) ?? 0) + 1);
@@ -81,11 +91,17 @@ class InFlight {
 }
 
 /**
- * Claims the due messages that fit beside `inFlight` (at most `room` of them) and starts one attempt
- * each, without waiting for them: returns the attempts started, each recording its result.
+ * Claims the due messages that fit beside `inFlight` (the first of each idle endpoint, and at most
+ * the shared room left for the rest) and starts one attempt each, without waiting for them: returns
+ * the attempts started, each recording its result.
  */
-async function startDueAttempts(deps: DispatcherDeps, inFlight: InFlight, room: number, stopping: AbortSignal | undefined): Promise<Promise<void>[]> {
-  const limits = { limit: room, perEndpoint: ENDPOINT_CONCURRENCY, inFlight: inFlight.perEndpoint };
+async function startDueAttempts(deps: DispatcherDeps, inFlight: InFlight, stopping: AbortSignal | undefined): Promise<Promise<void>[]> {
+  const limits = {
+    limit: SHARED_IN_FLIGHT - inFlight.shared,
+    perEndpoint: ENDPOINT_CONCURRENCY,
+    perFailingEndpoint: FAILING_ENDPOINT_CONCURRENCY,
+    inFlight: inFlight.perEndpoint,
+  };
   const claimed = await claimDueMessages(deps.db, deps.clock.now(), CLAIM_LEASE_MS, limits, randomUUID());
   return claimed.map((message) => inFlight.add(message, attempt(deps, message, stopping)));
 }
@@ -96,7 +112,7 @@ async function startDueAttempts(deps: DispatcherDeps, inFlight: InFlight, room: 
  * the receiver checks against its own clock; the schedule follows `clock`.
  */
 export async function dispatchDueMessages(deps: DispatcherDeps, stopping?: AbortSignal): Promise<number> {
-  const started = await startDueAttempts(deps, new InFlight(), MAX_IN_FLIGHT, stopping);
+  const started = await startDueAttempts(deps, new InFlight(), stopping);
   await Promise.all(started);
   return started.length;
 }
@@ -137,7 +153,7 @@ async function recordAttempt(deps: DispatcherDeps, message: ClaimedMessage, atte
       // Our stop, not the receiver's failure: due again at once, for the next replica or start.
       await settleMessage(trx, message, { state: 'PENDING', nextAttemptAt: attemptedAt });
     } else {
-      const next = decideAfterFailure(message.created_at, message.attempts, attemptedAt, deps.random());
+      const next = decideAfterFailure(message.created_at, message.attempts, { attemptedAt, durationMs: answer.durationMs }, deps.random());
       await settleMessage(trx, message, next.kind === 'retry' ? { state: 'PENDING', nextAttemptAt: next.at } : { state: 'FAILED' });
     }
     if (endpoint && endpoint.status !== 'ENABLED') {
@@ -160,22 +176,21 @@ async function recordAttempt(deps: DispatcherDeps, message: ClaimedMessage, atte
 /**
  * Starts the dispatcher: each step claims what fits beside the attempts in flight and starts them
  * without waiting, so that a slow receiver holds up only its own endpoint's attempts; each attempt
- * that ends wakes the loop to claim more. A step that filled the room is followed at once by the
- * next; otherwise it waits `intervalMs`, or less when an ingest or an ending attempt wakes it.
+ * that ends wakes the loop to claim more. A step that filled the shared room is followed at once by
+ * the next; otherwise it waits `intervalMs`, or less when an ingest or an ending attempt wakes it.
  * Stopping interrupts the attempts in flight rather than waiting up to 10 s for slow receivers;
  * they are recorded as interrupted and due again at once.
  */
 export function startDispatcher(deps: DispatcherDeps, intervalMs: number): BackgroundLoop {
   const stopping = new AbortController();
-  // Every attempt in flight listens to it at once.
-  setMaxListeners(MAX_IN_FLIGHT + 1, stopping.signal);
+  // Every attempt in flight listens to it at once, and there is one for each endpoint with due messages: no limit.
+  setMaxListeners(0, stopping.signal);
   const inFlight = new InFlight();
   const loop = startLoop(
     'webhook dispatcher',
     async () => {
-      const room = MAX_IN_FLIGHT - inFlight.attempts.size;
-      if (room === 0) return intervalMs;
-      const started = await startDueAttempts(deps, inFlight, room, stopping.signal);
+      // Claims even when the shared room is full: an idle endpoint's first attempt never waits for it.
+      const started = await startDueAttempts(deps, inFlight, stopping.signal);
       for (const attempt of started) {
         attempt.then(
           () => loop.wake(),
@@ -186,7 +201,7 @@ export function startDispatcher(deps: DispatcherDeps, intervalMs: number): Backg
           },
         );
       }
-      return started.length === room ? 0 : intervalMs;
+      return started.length > 0 && inFlight.shared === SHARED_IN_FLIGHT ? 0 : intervalMs;
     },
     deps.log,
   );

@@ -113,13 +113,19 @@ export type AfterFailure = { kind: 'retry'; at: Date } | { kind: 'failed' };
 
 /**
  * After the `attempts`-th failed attempt of a message first due at `firstDueAt`: the next attempt's
- * time, with jitter, or failed once that would fall beyond the 3-day window.
- * `random` is in [0, 1), as Math.random.
+ * time, with jitter, or failed once that would fall beyond the 3-day window. The wait counts from
+ * the attempt's end: counted from its start, the "5 s" after a 10 s time-out would already be over,
+ * and the retry would follow at once. `random` is in [0, 1), as Math.random.
  */
-export function decideAfterFailure(firstDueAt: Date, attempts: number, now: Date, random: number): AfterFailure {
+export function decideAfterFailure(
+  firstDueAt: Date,
+  attempts: number,
+  attempt: { attemptedAt: Date; durationMs: number },
+  random: number,
+): AfterFailure {
   const base = RETRY_DELAYS_MS[Math.min(attempts, RETRY_DELAYS_MS.length) - 1]!;
   const delay = Math.round(base * (1 - JITTER + 2 * JITTER * random));
-  const at = new Date(now.getTime() + delay);
+  const at = new Date(attempt.attemptedAt.getTime() + attempt.durationMs + delay);
   if (at.getTime() > firstDueAt.getTime() + DELIVERY_WINDOW_MS) return { kind: 'failed' };
   return { kind: 'retry', at };
 }

@@ -397,18 +397,25 @@ export interface ClaimedMessage {
   data: unknown;
 }
 
-/** How much a claim may take: in all, and per endpoint given what this claimer already has in flight. */
+/** How much a claim may take, given what this claimer already has in flight. */
 export interface ClaimLimits {
+  /** Messages beyond each idle endpoint's first (see claimDueMessages). */
   limit: number;
+  /** In flight at once to an endpoint whose attempts are succeeding (or that has none recorded yet). */
   perEndpoint: number;
+  /** In flight at once to an endpoint whose every attempt fails (`failing_since` set). */
+  perFailingEndpoint: number;
   /** Endpoints with attempts of this claimer in flight, and how many each. */
   inFlight: ReadonlyMap<Uuid, number>;
 }
 
 /**
  * Claims due messages of enabled endpoints, across accounts (a background job, like the fills
- * sweeper): each endpoint's oldest, at most `perEndpoint` of them less what is already in flight
- * there, so that one endpoint's backlog or hanging receiver never takes the claims of the others.
+ * sweeper). Every endpoint with nothing in flight here gets its oldest due message, outside
+ * `limit`: so however many endpoints hang, one that is idle is never kept waiting behind them
+ * (contract section 6: endpoints proceed independently). Then, within `limit`, the oldest of the
+ * rest, at most `perEndpoint` in flight per endpoint, or `perFailingEndpoint` to an endpoint
+ * that is failing: a receiver that hangs holds one attempt, not a share of the room others need.
  * `for update skip locked` lets replicas claim side by side without waiting for or taking each
  * other's rows; the claim then pushes `next_attempt_at` past the lease, so the row is not due for
  * anyone while its attempt is in flight — without holding a transaction open during the HTTP call
@@ -423,22 +430,29 @@ export async function claimDueMessages(db: EventsDb, now: Date, leaseMs: number,
     with busy as (
       select * from unnest(${busyIds}::uuid[], ${busyCounts}::int[]) as b(endpoint_id, in_flight)
     ), due as (
-      select d.id from events.webhook_endpoints e
+      select d.id, d.next_attempt_at, e.id as endpoint_id, busy.endpoint_id is null as idle
+      from events.webhook_endpoints e
       left join busy on busy.endpoint_id = e.id
       cross join lateral (
         select m.id, m.next_attempt_at from events.webhook_messages m
         where m.endpoint_id = e.id and m.state = 'PENDING' and m.next_attempt_at <= ${now}
         order by m.next_attempt_at
-        limit greatest(0, ${limits.perEndpoint}::int - coalesce(busy.in_flight, 0))
+        limit greatest(0, (case when e.failing_since is null then ${limits.perEndpoint}::int else ${limits.perFailingEndpoint}::int end)
+                          - coalesce(busy.in_flight, 0))
         for update of m skip locked
       ) d
       where e.status = 'ENABLED'
-      order by d.next_attempt_at
-      limit ${limits.limit}
+    ), placed as (
+      select id, next_attempt_at, idle and row_number() over (partition by endpoint_id order by next_attempt_at, id) = 1 as opens_idle_endpoint
+      from due
+    ), chosen as (
+      select id from placed where opens_idle_endpoint
+      union all
+      (select id from placed where not opens_idle_endpoint order by next_attempt_at limit ${limits.limit})
     ), claimed as (
       update events.webhook_messages m
       set next_attempt_at = ${leaseUntil}, attempts = m.attempts + 1, claim_token = ${token}
-      from due where m.id = due.id
+      from chosen where m.id = chosen.id
       returning m.*
     )
     select c.id, c.account_id, c.endpoint_id, c.event_id, c.attempts, c.created_at, c.claim_token,

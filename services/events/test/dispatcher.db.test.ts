@@ -60,7 +60,7 @@ describe('disabling and enabling an endpoint while an attempt is in flight', () 
     expect((await enableEndpoint(scope, receiveId(endpoint.id))).ok).toBe(true);
     // Still under its claim's lease: not due for a second claimer while the first attempt runs.
     expect((await messageOf(event.id)).next_attempt_at).toEqual(claimed.next_attempt_at);
-    expect(await claimDueMessages(db, clock.now(), CLAIM_LEASE_MS, { limit: 10, perEndpoint: 10, inFlight: new Map() }, randomUUID())).toEqual([]);
+    expect(await claimDueMessages(db, clock.now(), CLAIM_LEASE_MS, { limit: 10, perEndpoint: 10, perFailingEndpoint: 10, inFlight: new Map() }, randomUUID())).toEqual([]);
 
     // Disabled again before the attempt ends: its failure leaves the message parked with the endpoint's others.
     expect((await disableEndpoint(scope, receiveId(endpoint.id))).ok).toBe(true);
@@ -87,18 +87,20 @@ describe('delivery with retries against a real receiver', () => {
     const event = strategyEvent(accountId, clock.now());
     await ingest(db, [event], clock.now());
 
+    const endOf = (attempt: { attempted_at: Date; duration_ms: number }) => attempt.attempted_at.getTime() + attempt.duration_ms;
     expect(await dispatchDueMessages(deps)).toBe(1);
     let message = await messageOf(event.id);
-    // 5 s, stretched by the jitter (random 0.9 → +8 %), and not due before.
-    expect(message.next_attempt_at.getTime() - clock.now().getTime()).toBe(5_400);
+    // 5 s after the attempt ended, stretched by the jitter (random 0.9 → +8 %), and not due before.
+    expect(message.next_attempt_at.getTime() - endOf((await attemptsOf(event.id))[0]!)).toBe(5_400);
     expect(await dispatchDueMessages(deps)).toBe(0);
 
-    clock.advance(5_400);
+    clock.set(message.next_attempt_at);
     expect(await dispatchDueMessages(deps)).toBe(1);
     message = await messageOf(event.id);
-    expect(message.next_attempt_at.getTime() - clock.now().getTime()).toBe(5 * MINUTE * 1.08);
+    // After the time-out too, counted from its end, half a second after it started.
+    expect(message.next_attempt_at.getTime() - endOf((await attemptsOf(event.id))[1]!)).toBe(5 * MINUTE * 1.08);
 
-    clock.advance(5 * MINUTE * 1.08);
+    clock.set(message.next_attempt_at);
     expect(await dispatchDueMessages(deps)).toBe(1);
     expect((await messageOf(event.id)).state).toBe('DELIVERED');
 
@@ -124,10 +126,8 @@ describe('delivery with retries against a real receiver', () => {
     const first = strategyEvent(accountId, start);
     await ingest(db, [first], start);
 
-    const times: number[] = [];
     for (;;) {
       expect(await dispatchDueMessages(deps)).toBe(1);
-      times.push(clock.now().getTime() - start.getTime());
       const message = await messageOf(first.id);
       if (message.state !== 'PENDING') {
         expect(message.state).toBe('FAILED');
@@ -135,7 +135,10 @@ describe('delivery with retries against a real receiver', () => {
       }
       clock.set(message.next_attempt_at);
     }
-    const gaps = times.slice(1).map((time, index) => time - times[index]!);
+    const attempts = await attemptsOf(first.id);
+    const times = attempts.map((attempt) => attempt.attempted_at.getTime() - start.getTime());
+    // Each wait from the end of the attempt before.
+    const gaps = attempts.slice(1).map((attempt, index) => attempt.attempted_at.getTime() - attempts[index]!.attempted_at.getTime() - attempts[index]!.duration_ms);
     const TEN_HOURS = 10 * 60 * MINUTE;
     expect(gaps.slice(0, RETRY_DELAYS_MS.length)).toEqual(RETRY_DELAYS_MS);
     expect(gaps.slice(RETRY_DELAYS_MS.length).every((gap) => gap === TEN_HOURS)).toBe(true);
@@ -218,7 +221,7 @@ describe('claims', () => {
     const event = strategyEvent(accountId, clock.now());
     await ingest(db, [event], clock.now());
     // The claim commits; the claimer dies before sending or recording anything.
-    expect(await claimDueMessages(db, clock.now(), CLAIM_LEASE_MS, { limit: 10, perEndpoint: 10, inFlight: new Map() }, randomUUID())).toHaveLength(1);
+    expect(await claimDueMessages(db, clock.now(), CLAIM_LEASE_MS, { limit: 10, perEndpoint: 10, perFailingEndpoint: 10, inFlight: new Map() }, randomUUID())).toHaveLength(1);
     expect(await dispatchDueMessages(deps)).toBe(0);
     clock.advance(CLAIM_LEASE_MS - 1);
     expect(await dispatchDueMessages(deps)).toBe(0);
@@ -269,6 +272,42 @@ describe('endpoints proceed independently', () => {
       // Stopping interrupted the hanging attempts: due again, not failed.
       const hangingStates = await db.selectFrom('webhook_messages').select('state').where('account_id', '=', hanging.accountId).execute();
       expect(hangingStates.every((row) => row.state === 'PENDING')).toBe(true);
+    } finally {
+      await healthy.close();
+    }
+  });
+  it('two accounts of 16 endpoints each at receivers that never answer, with a backlog each, hold up no other endpoint\'s delivery', async () => {
+    const clock = new ManualClock();
+    const first = await setUp(clock);
+    receiver.defaultAnswer = 'hang';
+    const second = randomUUID();
+    for (const [accountId, endpoints] of [[first.accountId, MAX_ENDPOINTS_PER_ACCOUNT - 1], [second, MAX_ENDPOINTS_PER_ACCOUNT]] as const) {
+      const scope: EventsScope = { ...testScope(db, accountId), production: false, secretKey, now: () => clock.now() };
+      for (let index = 0; index < endpoints; index += 1) {
+        const created = await createEndpoint(scope, { url: receiver.url });
+        if (!created.ok) throw new Error(created.error.message);
+      }
+      // 20 events, each to all 16 endpoints: more than a process's room for attempts, all older than the healthy one's.
+      await ingest(db, Array.from({ length: 20 }, (_, index) => strategyEvent(accountId, clock.now(), `H${index}`)), clock.now());
+    }
+    const healthy = await new Receiver().start();
+    try {
+      const healthyAccount = randomUUID();
+      const created = await createEndpoint({ ...testScope(db, healthyAccount), production: false, secretKey, now: () => clock.now() }, { url: healthy.url });
+      if (!created.ok) throw new Error(created.error.message);
+      healthy.secrets = [created.value.signingSecret];
+      clock.advance(1);
+      const event = strategyEvent(healthyAccount, clock.now());
+      await ingest(db, [event], clock.now());
+
+      const dispatcher = startDispatcher({ ...first.deps, deliveryTimeoutMs: 10 * SECOND }, MINUTE);
+      try {
+        // Within a couple of seconds, while every hanging attempt still waits for its 10 s deadline.
+        await healthy.waitFor(1, 2 * SECOND);
+        expect(healthy.received.map((hook) => hook.headers['webhook-id'])).toEqual([event.id]);
+      } finally {
+        await dispatcher.stop();
+      }
     } finally {
       await healthy.close();
     }

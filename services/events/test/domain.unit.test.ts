@@ -22,7 +22,7 @@ describe('retry schedule', () => {
     for (let attempts = 1; attempts <= 8; attempts += 1) {
       const base = RETRY_DELAYS_MS[Math.min(attempts, RETRY_DELAYS_MS.length) - 1]!;
       for (const [random, factor] of [[0, 0.9], [0.5, 1], [0.999999, 1.1]] as const) {
-        const decision = decideAfterFailure(start, attempts, start, random);
+        const decision = decideAfterFailure(start, attempts, { attemptedAt: start, durationMs: 0 }, random);
         expect(decision.kind).toBe('retry');
         expect(decision.kind === 'retry' && decision.at.getTime() - start.getTime()).toBeCloseTo(base * factor, -2);
       }
@@ -32,9 +32,15 @@ describe('retry schedule', () => {
   it('gives up when the next attempt would fall beyond 3 days of the first', () => {
     const start = at('2026-11-23T00:00:00.000Z');
     const late = new Date(start.getTime() + DELIVERY_WINDOW_MS - 9 * 3600_000);
-    expect(decideAfterFailure(start, 9, late, 0.5)).toEqual({ kind: 'failed' });
+    expect(decideAfterFailure(start, 9, { attemptedAt: late, durationMs: 0 }, 0.5)).toEqual({ kind: 'failed' });
     const earlier = new Date(start.getTime() + DELIVERY_WINDOW_MS - 11 * 3600_000);
-    expect(decideAfterFailure(start, 9, earlier, 0.5).kind).toBe('retry');
+    expect(decideAfterFailure(start, 9, { attemptedAt: earlier, durationMs: 0 }, 0.5).kind).toBe('retry');
+  });
+
+  it('counts the wait from the end of the attempt: a time-out at 10 s is retried 5 s later, not at once', () => {
+    const start = at('2026-11-23T00:00:00.000Z');
+    const decision = decideAfterFailure(start, 1, { attemptedAt: start, durationMs: 10_000 }, 0.5);
+    expect(decision).toEqual({ kind: 'retry', at: at('2026-11-23T00:00:15.000Z') });
   });
 
   it('disables after 5 days of failures, not before', () => {
