@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { databaseUrlOf, loadConfigOrExit } from '@ots/shared/config';
-import { ensureDevDatabase } from '@ots/shared/dev-database';
+import { migrateSchema } from '@ots/shared/db';
+import { ensureDevDatabase, type DevDatabase } from '@ots/shared/dev-database';
 import { receiveId } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
 import { API_KEY_SCOPES, DEFAULT_ROLL_GRACE_MS, MAX_KEY_LABEL_LENGTH, nameProblem, parseDuration } from './domain.ts';
@@ -9,6 +10,7 @@ import * as keys from './operations.ts';
 import { KeyManagementError, MAX_ACCOUNT_NAME_LENGTH, type OperatorScope } from './operations.ts';
 import type { ApiKeyRow } from './repository.ts';
 import { inviteOwner, listOwners, resetOwnerPassword } from './console/operations.ts';
+import { migrations, SCHEMA } from '../migrations/index.ts';
 
 /** The operator CLI of contract section 5: `npm run admin -- <command> [--json]`. */
 const USAGE = `usage: npm run admin -- <command> [--json]
@@ -364,10 +366,24 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   },
 };
 
+/** The contract's one line on stderr, whatever a message quotes of the input. */
+function firstLine(message: string): string {
+  return message.split('\n')[0]!;
+}
+
 function fail(message: string, code: number): never {
-  process.stderr.write(`${message.split('\n')[0]}\n`);
+  process.stderr.write(`${firstLine(message)}\n`);
   process.exit(code);
 }
+
+/** What a failed command says: a refusal as it is; a database without the accounts schema with what to run. */
+function problemOf(error: unknown): string {
+  if (error instanceof KeyManagementError) return error.message;
+  if ((error as { code?: unknown }).code === UNDEFINED_TABLE) return 'failed: the accounts schema is not in this database yet: run npm run migrate first';
+  return `failed: ${(error as Error).message}`;
+}
+
+const UNDEFINED_TABLE = '42P01';
 
 const parsed = (() => {
   try {
@@ -391,7 +407,15 @@ try {
 const config = loadConfigOrExit();
 // Only failures reach stderr: a missed cache notice is covered by the gateways' generation polling.
 const log = createLogger('admin', 'error', true);
-const devDatabase = databaseUrlOf(config, 'accounts') ? undefined : await ensureDevDatabase(log);
+let devDatabase: DevDatabase | undefined;
+try {
+  devDatabase = databaseUrlOf(config, 'accounts') ? undefined : await ensureDevDatabase(log);
+  // The embedded database is npm start's, which may not have run yet: its schema is made as npm start makes it.
+  if (devDatabase) await migrateSchema(devDatabase.url, SCHEMA, migrations);
+} catch (error) {
+  await devDatabase?.stop();
+  fail(`failed: ${(error as Error).message}`, 1);
+}
 const opened = openKeyStore(devDatabase ? { ...config, databaseUrl: devDatabase.url } : config, log, { listen: false });
 let exitCode = 0;
 try {
@@ -399,7 +423,7 @@ try {
   process.stdout.write(`${parsed.json ? JSON.stringify(result.json) : result.text}\n`);
 } catch (error) {
   exitCode = 1;
-  process.stderr.write(`${error instanceof KeyManagementError ? error.message : `failed: ${(error as Error).message}`}\n`);
+  process.stderr.write(`${firstLine(problemOf(error))}\n`);
 } finally {
   await opened.close();
   await devDatabase?.stop();

@@ -2,6 +2,7 @@ import net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@ots/shared/ids';
+import { createTestDatabase } from '@ots/shared/testing/database';
 import { runAdminCli, type CliResult } from '../../../testing/admin-cli.ts';
 import { startStack, type TestStack } from '../../../testing/stack.ts';
 import { displayPrefixOf, hashApiKey } from '../src/domain.ts';
@@ -260,6 +261,18 @@ describe('every command, with --json and without', () => {
 });
 
 describe('the admin CLI refuses bad calls: non-zero exit, one line on stderr, nothing changed', () => {
+  it('on a database its schema was never migrated to, says in one line what to run, and changes nothing', async () => {
+    const empty = await createTestDatabase();
+    try {
+      const result = await cli('account', 'list', '--json', { DATABASE_URL: empty.url });
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toBe('failed: the accounts schema is not in this database yet: run npm run migrate first\n');
+    } finally {
+      await empty.drop();
+    }
+  });
+
   it('a bad command, missing or swallowed arguments, bad or out-of-range durations, an over-long label, unknown ids, and rolling a revoked key', async () => {
     const untouched = await stack.createAccountWithKey('Untouched');
     const revoked = await stack.createAccountWithKey('Already revoked');
