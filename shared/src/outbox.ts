@@ -38,10 +38,13 @@ export interface OutboxDatabase {
   };
 }
 
-/** Migration step of a producing service: the outbox table in the service's own schema. */
-export async function createOutboxTable(db: Kysely<unknown>): Promise<void> {
+/**
+ * Migration step of a producing service: the outbox table in the service's own schema, or a
+ * consumer's outbox (`RelayConsumer`) under its own name, with the same columns.
+ */
+export async function createOutboxTable(db: Kysely<unknown>, table = 'outbox'): Promise<void> {
   await db.schema
-    .createTable('outbox')
+    .createTable(table)
     .addColumn('id', 'uuid', (col) => col.primaryKey())
     .addColumn('account_id', 'uuid', (col) => col.notNull())
     .addColumn('type', 'text', (col) => col.notNull())
@@ -84,9 +87,17 @@ export async function recordEvent<DB extends OutboxDatabase>(trx: Kysely<DB>, ev
   await (trx as unknown as Kysely<OutboxDatabase>).insertInto('outbox').values(outboxRow(event)).execute();
 }
 
-/** A service besides the events service that needs some of a producer's events, signed and batched the same way. */
+/**
+ * A service besides the events service that needs some of a producer's events, signed and batched
+ * the same way. Those events are written into an outbox of the consumer's own as well (`table`, made
+ * by `createOutboxTable`; the producer's migration says how its rows get there, in the statement that
+ * writes them to `outbox`), and a relay of its own forwards that table to `url`. Each relay waits and
+ * backs off for its own destination only: while a consumer is down its rows wait in its table, and
+ * every event still reaches the events service, in order, from `outbox`; while the events service is
+ * down the consumer still gets its rows.
+ */
 export interface RelayConsumer {
-  types: readonly EventType[];
+  table: string;
   /** Read at each pass, as the events service's URL is. */
   url: () => URL;
 }
@@ -113,8 +124,10 @@ export interface OutboxRelayOptions {
   /** The producing service, for the metrics. */
   service: string;
   db: Kysely<OutboxDatabase>;
-  /** The events service's /graphql URL (read at each pass: tests start services on free ports); the ingest route is beside it. */
-  eventsUrl: () => string;
+  /** The table the relay forwards: `outbox` (the default), whose rows go to the events service, or a consumer's. */
+  table?: string;
+  /** Where the rows go, read at each pass (tests start services on free ports): the events service's ingest route, or a consumer's. */
+  url: () => URL;
   secret: string;
   log: Pick<Logger, 'error' | 'warn' | 'info'>;
   /** How long to wait when the outbox was empty. */
@@ -123,27 +136,39 @@ export interface OutboxRelayOptions {
   timeoutMs?: number;
   /** How many requests the producing service is serving: from two, its relay waits its longer interval. */
   requestsInFlight?: () => number;
-  /** Sent their events before the events service is: a row leaves the outbox once every one has acknowledged it. */
-  consumers?: readonly RelayConsumer[];
 }
 
+/** A relay's destination (the events service, or a consumer) did not take its batch: the relay backs off. */
 export class EventsUnavailableError extends Error {}
 
-// Compiled and prepared once: a relay runs them on every pass, many times a second under load. The
-// outbox's one index, its primary key, serves both whatever the outbox holds.
-const oldestEvents = compiledStatement(
-  (db: Kysely<OutboxDatabase>, p: { limit: number }) =>
-    db
-      .selectFrom('outbox')
-      .select(['id', 'account_id', 'type', 'occurred_at', sql<string>`data::text`.as('data'), 'created_at'])
-      .orderBy('id')
-      .limit(p.limit),
-  { prepared: true },
-);
-const deleteEvents = compiledStatement(
-  (db: Kysely<OutboxDatabase>, p: { ids: readonly string[] }) => db.deleteFrom('outbox').where(sql<boolean>`id = any(${p.ids}::uuid[])`),
-  { prepared: true },
-);
+// Compiled and prepared once per outbox table: a relay runs them on every pass, many times a second
+// under load. The outbox's one index, its primary key, serves both whatever the outbox holds.
+function outboxStatements(table: string) {
+  const outbox = table as 'outbox';
+  return {
+    oldestEvents: compiledStatement(
+      (db: Kysely<OutboxDatabase>, p: { limit: number }) =>
+        db
+          .selectFrom(outbox)
+          .select(['id', 'account_id', 'type', 'occurred_at', sql<string>`data::text`.as('data'), 'created_at'])
+          .orderBy('id')
+          .limit(p.limit),
+      { prepared: true },
+    ),
+    deleteEvents: compiledStatement(
+      (db: Kysely<OutboxDatabase>, p: { ids: readonly string[] }) => db.deleteFrom(outbox).where(sql<boolean>`id = any(${p.ids}::uuid[])`),
+      { prepared: true },
+    ),
+  };
+}
+
+const statementsByTable = new Map<string, ReturnType<typeof outboxStatements>>();
+
+function statementsOf(table: string): ReturnType<typeof outboxStatements> {
+  let statements = statementsByTable.get(table);
+  if (!statements) statementsByTable.set(table, (statements = outboxStatements(table)));
+  return statements;
+}
 
 /**
  * The body of an IngestBatch (contracts/internal-routes.ts), each event's data written in as the JSON text Postgres holds: parsing
@@ -160,25 +185,24 @@ function ingestBody(rows: readonly { id: string; account_id: string; type: strin
 }
 
 /**
- * One pass: sends the oldest outbox rows to the events service and deletes them once it has
- * acknowledged them. Rows are read without a lock (holding one across the HTTP call would keep a
+ * One pass: sends the oldest rows of the relay's outbox to its destination and deletes them once it
+ * has acknowledged them. Rows are read without a lock (holding one across the HTTP call would keep a
  * transaction open, which holds back every commit-ordered feed of the server); two relays that
- * send the same rows at once are harmless, since the events service keeps one copy per id.
- * Returns how many rows it forwarded.
+ * send the same rows at once are harmless, since the events service (and every consumer) keeps one
+ * copy per id. Returns how many rows it forwarded.
  */
 export async function relayOutboxOnce(options: OutboxRelayOptions): Promise<number> {
+  const table = options.table ?? 'outbox';
+  const { oldestEvents, deleteEvents } = statementsOf(table);
   const rows = await oldestEvents(options.db, { limit: options.batchSize ?? 100 });
   // The outbox lag: how long the oldest waiting event has waited (ids are time-ordered, so it is the first).
-  const metrics = outboxMetrics();
-  metrics.oldestEventSeconds.set({ service: options.service }, rows[0] ? Math.max(0, (Date.now() - rows[0].created_at.getTime()) / 1000) : 0);
+  // The metrics are those of the events service's outbox, as their help says.
+  const metrics = table === 'outbox' ? outboxMetrics() : undefined;
+  metrics?.oldestEventSeconds.set({ service: options.service }, rows[0] ? Math.max(0, (Date.now() - rows[0].created_at.getTime()) / 1000) : 0);
   if (rows.length === 0) return 0;
-  for (const consumer of options.consumers ?? []) {
-    const theirs = rows.filter((row) => (consumer.types as readonly string[]).includes(row.type));
-    if (theirs.length > 0) await postBatch(options, consumer.url(), theirs);
-  }
-  await postBatch(options, new URL(INGEST_PATH, options.eventsUrl()), rows);
+  await postBatch(options, options.url(), rows);
   await deleteEvents(options.db, { ids: rows.map((row) => row.id) });
-  metrics.relayed.inc({ service: options.service }, rows.length);
+  metrics?.relayed.inc({ service: options.service }, rows.length);
   return rows.length;
 }
 
@@ -236,27 +260,28 @@ const LOAD_SMOOTHING = 0.2;
 
 /**
  * Starts a relay: a full batch is followed at once by the next, an empty outbox is looked at again
- * after `intervalMs`, and while the events service (or a consumer) is down the wait doubles up to
- * 30 s, so a long outage costs neither side much and nothing written meanwhile is lost.
+ * after `intervalMs`, and while its destination is down the wait doubles up to 30 s, so a long
+ * outage costs neither side much and nothing written meanwhile is lost.
  */
 export function startOutboxRelay(options: OutboxRelayOptions): BackgroundLoop {
   const batchSize = options.batchSize ?? 100;
+  const table = options.table ?? 'outbox';
   let backoffMs = 0;
   let backoffUntil = 0;
   return startLoop(
-    'outbox relay',
+    `outbox relay (${table})`,
     async () => {
       // A wake-up (a request answered) does not cut a back-off short.
       const waitMs = backoffUntil - performance.now();
       if (waitMs > 0) return waitMs;
       try {
         const sent = await relayOutboxOnce({ ...options, batchSize });
-        if (backoffMs > 0) options.log.info('the events service answers again; outbox relay resumed');
+        if (backoffMs > 0) options.log.info({ outbox: table }, 'the destination answers again; outbox relay resumed');
         backoffMs = 0;
         return sent === batchSize ? 0 : options.intervalMs;
       } catch (error) {
         if (!(error instanceof EventsUnavailableError)) throw error;
-        if (backoffMs === 0) options.log.warn({ err: error }, 'outbox relay: events service unavailable, backing off');
+        if (backoffMs === 0) options.log.warn({ err: error, outbox: table }, 'outbox relay: destination unavailable, backing off');
         backoffMs = Math.min(MAX_BACKOFF_MS, Math.max(options.intervalMs, backoffMs * 2));
         backoffUntil = performance.now() + backoffMs;
         return backoffMs;
@@ -268,10 +293,11 @@ export function startOutboxRelay(options: OutboxRelayOptions): BackgroundLoop {
 }
 
 /**
- * A producing service's relay, as parts of its ServiceDefinition: `startBackground` runs it, and
- * `registerRoutes` wakes it after every answered request — whatever the request committed is
- * committed by then — so an event leaves at once instead of at the next poll. (NOTIFY would wake
- * relays in other processes too, but takes a server-wide lock at every commit that notifies.)
+ * A producing service's relays, as parts of its ServiceDefinition: `startBackground` runs one for
+ * `outbox` and one for each consumer's outbox, and `registerRoutes` wakes them after every answered
+ * request — whatever the request committed is committed by then — so an event leaves at once instead
+ * of at the next poll. (NOTIFY would wake relays in other processes too, but takes a server-wide lock
+ * at every commit that notifies.)
  */
 export function outboxRelay<DB extends OutboxDatabase, Context extends BaseContext>(
   consumersOf: (config: SubgraphSettings) => RelayConsumer[] = () => [],
@@ -279,7 +305,7 @@ export function outboxRelay<DB extends OutboxDatabase, Context extends BaseConte
   ServiceDefinition<DB, Context>,
   'startBackground' | 'registerRoutes'
 > {
-  const relays = new WeakMap<ServiceRuntime<DB>, BackgroundLoop>();
+  const relays = new WeakMap<ServiceRuntime<DB>, BackgroundLoop[]>();
   const inFlight = new WeakMap<ServiceRuntime<DB>, RequestsInFlight>();
   const requestsOf = (runtime: ServiceRuntime<DB>) => {
     let requests = inFlight.get(runtime);
@@ -289,23 +315,30 @@ export function outboxRelay<DB extends OutboxDatabase, Context extends BaseConte
   return {
     startBackground: (runtime) => {
       const { config } = runtime;
-      const relay = startOutboxRelay({
-        service: runtime.service,
-        db: runtime.db as unknown as Kysely<OutboxDatabase>,
-        eventsUrl: () => config.subgraphUrls.events,
-        secret: requireIngestSecret(config),
-        log: runtime.log,
-        intervalMs: config.outboxRelayIntervalMs,
-        requestsInFlight: () => requestsOf(runtime).count,
-        consumers: consumersOf(config),
-      });
-      relays.set(runtime, relay);
-      return () => relay.stop();
+      const relayOf = (table: string, url: () => URL) =>
+        startOutboxRelay({
+          service: runtime.service,
+          db: runtime.db as unknown as Kysely<OutboxDatabase>,
+          table,
+          url,
+          secret: requireIngestSecret(config),
+          log: runtime.log,
+          intervalMs: config.outboxRelayIntervalMs,
+          requestsInFlight: () => requestsOf(runtime).count,
+        });
+      const started = [
+        relayOf('outbox', () => new URL(INGEST_PATH, config.subgraphUrls.events)),
+        ...consumersOf(config).map((consumer) => relayOf(consumer.table, consumer.url)),
+      ];
+      relays.set(runtime, started);
+      return async () => {
+        await Promise.all(started.map((relay) => relay.stop()));
+      };
     },
     registerRoutes: async (app, runtime) => {
       requestsOf(runtime).countOn(app);
       app.addHook('onResponse', async (request) => {
-        if (request.method === 'POST') relays.get(runtime)?.wake();
+        if (request.method === 'POST') for (const relay of relays.get(runtime) ?? []) relay.wake();
       });
     },
   };

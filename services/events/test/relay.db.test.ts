@@ -6,6 +6,7 @@ import { createDatabase } from '@ots/shared/db';
 import { createLogger } from '@ots/shared/logger';
 import { newId, type Uuid } from '@ots/shared/ids';
 import { loadConfig } from '@ots/shared/config';
+import { INGEST_PATH } from '@ots/shared/contracts/internal-routes';
 import {
   createOutboxTable,
   EventsUnavailableError,
@@ -50,7 +51,7 @@ beforeEach(async () => {
 const relay = (overrides: Partial<OutboxRelayOptions> = {}): OutboxRelayOptions => ({
   service: 'strategies',
   db: producer,
-  eventsUrl: () => eventsUrl,
+  url: () => new URL(INGEST_PATH, eventsUrl),
   secret,
   log,
   intervalMs: 50,
@@ -104,7 +105,7 @@ describe('the outbox and its relay', () => {
   it('keeps the rows while events is down or refuses the signature, and forwards them later', async () => {
     await writeChange(true, 'waiting');
     const ids = await outboxIds();
-    await expect(relayOutboxOnce(relay({ eventsUrl: () => 'http://127.0.0.1:1/graphql' }))).rejects.toBeInstanceOf(EventsUnavailableError);
+    await expect(relayOutboxOnce(relay({ url: () => new URL(INGEST_PATH, 'http://127.0.0.1:1/graphql') }))).rejects.toBeInstanceOf(EventsUnavailableError);
     await expect(relayOutboxOnce(relay({ secret: `whsec_${Buffer.alloc(32, 1).toString('base64')}` }))).rejects.toThrow(/HTTP 401/);
     expect(await outboxIds()).toEqual(ids);
     expect(await storedCount(ids)).toBe(0);
@@ -140,7 +141,7 @@ describe('the outbox and its relay', () => {
     const downUrl = `http://127.0.0.1:${(down.address() as { port: number }).port}/graphql`;
     let url = downUrl;
     await writeChange(true, 'backoff');
-    const loop = startOutboxRelay(relay({ eventsUrl: () => url }));
+    const loop = startOutboxRelay(relay({ url: () => new URL(INGEST_PATH, url) }));
     await new Promise((resolve) => setTimeout(resolve, 1_600));
     // Without back-off a 50 ms interval would have called about 32 times.
     expect(calls).toBeGreaterThanOrEqual(3);

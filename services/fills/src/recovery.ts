@@ -8,8 +8,9 @@ import { keepFills, type FillsDatabase, type KeptFill } from './repository.ts';
 
 /**
  * The recovery path of recordFill. Orders writes every fill it records, as a `fill.recorded` event,
- * into its outbox in the statement that records it, and its relay posts those events here (signed
- * like every relay's batch, shared/src/outbox.ts) before it sends them to the events service. Each is
+ * into its outbox and into an outbox for fills in the statement that records it, and a relay of
+ * that table's own posts those events here (signed like every relay's batch, shared/src/outbox.ts),
+ * so that this route being down holds back none of the events service's. Each is
  * kept as the request that recorded it would have kept it, once by its id: so a fill whose request
  * failed between orders' commit and its own (a crash of this process, a lost answer) is kept all the
  * same, and a fill the request kept already changes nothing.

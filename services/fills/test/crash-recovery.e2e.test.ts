@@ -124,6 +124,36 @@ describe('recordFill interrupted between the two commits', () => {
     expect(retry.orderSubmission.filledQuantity).toBe('3');
   });
 
+  it("fills down: the order feed goes on without it (a cancel behind the fill reaches events), and once fills is back the fill is kept once", async () => {
+    const filled = await submitOrder(t.alice, { quantity: '2' });
+    const cancelled = await submitOrder(t.alice, { quantity: '2' });
+    const executionId = `exec-${randomUUID()}`;
+    const cancelEvents = async () =>
+      (await t.alice.listEvents({ filter: { types: ['order_submission.cancelled'] }, first: 200 })).nodes.filter((event) => event.data.id === cancelled.id);
+    let fillId: string;
+    await t.stack.stopService('fills');
+    try {
+      const applied = await applyInOrders(t.alice, { executionId, orderSubmissionId: filled.id, quantity: '1', price: '3' });
+      expect(applied.outcome).toBe('APPLIED');
+      fillId = applied.fill!.id;
+      expect((await t.alice.cancelOrder(cancelled.id)).error).toBeNull();
+      // Written after the fill's events, the cancel's reaches events while fills is still down.
+      await eventually(async () => {
+        expect(await cancelEvents()).toHaveLength(1);
+      });
+      expect(await t.alice.event(fillId)).toMatchObject({ type: 'fill.recorded' });
+      expect(await storedFills(executionId)).toEqual([]);
+    } finally {
+      await t.stack.startService('fills');
+    }
+
+    await eventually(async () => {
+      expect(await storedFills(executionId)).toEqual([{ id: fillId, status: 'APPLIED' }]);
+    });
+    expect((await t.alice.orderWithFills(filled.id))?.fills).toEqual([expect.objectContaining({ id: fillId, executionId, quantity: '1' })]);
+    expect(await cancelEvents()).toHaveLength(1);
+  });
+
   it("a fill fills lost its copy of is kept again by a retry, still counted once", async () => {
     const order = await submitOrder(t.alice, { quantity: '2' });
     const input = { orderSubmissionId: order.id, executionId: `exec-${randomUUID()}`, quantity: '1', price: '5' };

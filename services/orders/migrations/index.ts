@@ -5,6 +5,7 @@ import * as replaceAndLateFills from './003_replace_and_late_fills.ts';
 import * as outbox from './004_outbox.ts';
 import * as fillsRecordedByOrders from './005_fills_recorded_by_orders.ts';
 import * as applicationsLackingExecutionId from './006_applications_lacking_execution_id.ts';
+import * as fillsOutbox from './007_fills_outbox.ts';
 
 export const SCHEMA = 'orders';
 
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '004_outbox': outbox,
   '005_fills_recorded_by_orders': fillsRecordedByOrders,
   '006_applications_lacking_execution_id': applicationsLackingExecutionId,
+  '007_fills_outbox': fillsOutbox,
 };

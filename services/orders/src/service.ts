@@ -25,9 +25,10 @@ function createOrdersService(): ServiceDefinition<OrdersDatabase, OrdersContext,
       newestFirst: new SealedKeysetCursors(secret, { tag: SUBMITTED_AT_DESC, keyInfo: CURSOR_KEY_INFO }),
     };
   });
-  // The fills orders records reach the fills subgraph through the outbox too: recordFill's recovery path.
+  // The fills orders records reach the fills subgraph through an outbox of its own (migration 007),
+  // recordFill's recovery path: a fills outage holds back none of the events service's.
   const relay = outboxRelay<OrdersDatabase, OrdersContext>((config) => [
-    { types: ['fill.recorded'], url: () => new URL(RECORDED_FILLS_PATH, config.subgraphUrls.fills) },
+    { table: 'fills_outbox', url: () => new URL(RECORDED_FILLS_PATH, config.subgraphUrls.fills) },
   ]);
   return {
     name: 'orders',
