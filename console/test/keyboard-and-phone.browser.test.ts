@@ -75,8 +75,8 @@ describe('the console, in Chromium', () => {
     // With API access disabled by an operator, the overview says so, why requests fail, and whom to ask.
     await setApiAccess(t.stack.operator, { accountId: account.id, enabled: false });
     expect((await viewer(t, apiKey)).status).toBe(403);
+    // Opening the page is enough: it reads the account again, without a reload.
     await page.getByRole('link', { name: 'Overview', exact: true }).click();
-    await page.reload();
     await shown(page.getByText('Disabled', { exact: true }));
     const access = page.getByRole('region', { name: 'API access' });
     expect(await access.textContent()).toContain('HTTP 403');

@@ -5,7 +5,10 @@ import { useLoad } from '../useLoad.ts';
 
 export function OverviewPage() {
   const consoleApi = useConsoleApi();
-  const { owner, account } = useSignedIn();
+  const { owner, account: signedInTo } = useSignedIn();
+  // Read again when the page opens: an operator may have switched API access since the owner signed in.
+  const current = useLoad(consoleApi.session);
+  const account = current.data?.account ?? signedInTo;
   const keys = useLoad(consoleApi.listKeys);
   const inService = keys.data?.keys.filter((key) => key.status === 'Active' || key.status === 'Expiring').length;
   const endpoint = `${window.location.origin}/graphql`;
