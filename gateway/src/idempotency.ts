@@ -257,7 +257,8 @@ export function registerIdempotency(
         const running: Claim = {
           accountId,
           key,
-          rootFields: rootFieldsOf(mutation.document, mutation.operation),
+          // `__typename` runs nothing and is never null: it says nothing of whether the mutation ran.
+          rootFields: rootFieldsOf(mutation.document, mutation.operation).filter(({ name }) => !name.startsWith('__')),
           context,
           settled: false,
           handler: 'waiting',

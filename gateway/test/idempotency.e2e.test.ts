@@ -339,7 +339,8 @@ describe('Idempotency-Key', () => {
   it('does not keep a payload that is only TEMPORARILY_UNAVAILABLE: the retry runs once the dependency is back', async () => {
     const strategy = await t.alice.createdStrategy(`idem-dependency-${process.pid}`);
     const key = freshKey();
-    const query = 'mutation($s: ID!) { submitOrder(input: { symbol: "IDEM.R", side: BUY, type: MARKET, quantity: "1", strategyId: $s }) { orderSubmission { id } error { code } } }';
+    // `__typename` beside it runs nothing, and says nothing of whether the mutation ran.
+    const query = 'mutation($s: ID!) { __typename submitOrder(input: { symbol: "IDEM.R", side: BUY, type: MARKET, quantity: "1", strategyId: $s }) { orderSubmission { id } error { code } } }';
     const down = await whileDown('strategies', () => send(t.alice, key, query, { s: strategy.id }));
     expect(down.body.data.submitOrder).toMatchObject({ orderSubmission: null, error: { code: 'TEMPORARILY_UNAVAILABLE' } });
     const retried = await send(t.alice, key, query, { s: strategy.id });

@@ -631,9 +631,10 @@ export interface SyncHorizons {
  * replacement order, when its transaction began, and may commit after a later-stamped one), so the
  * sync hands out only changes stamped before every change it cannot hand out yet. Read before the
  * page, so that whatever the page's snapshot lacks lies beyond it: a write still in flight stamps at
- * or after its transaction began, and so at or after the oldest transaction of this role on this
- * database still running now; a later one after this clock reading. (Transactions of other
- * services sharing the role hold it back too, as they hold the transaction-id horizon back.)
+ * or after its transaction began, and so at or after the oldest transaction still running now of
+ * the orders processes (every one names its connections alike, and only they write orders); a later
+ * one after this clock reading. A psql session or another service's long transaction does not hold
+ * the sync back this way.
  */
 export async function readSyncHorizons(db: OrdersDb): Promise<SyncHorizons> {
   const { rows } = await sql<{ xid: string; stamp: Date }>`
@@ -641,6 +642,7 @@ export async function readSyncHorizons(db: OrdersDb): Promise<SyncHorizons> {
       least(clock_timestamp(), (
         select min(xact_start) from pg_stat_activity
         where datname = current_database() and usename = current_user and pid <> pg_backend_pid()
+          and application_name = current_setting('application_name')
       )) as stamp`.execute(db);
   return rows[0]!;
 }

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createDatabase } from '@ots/shared/db';
@@ -538,6 +539,22 @@ describe('the incremental sync (UPDATED_AT_ASC, paged by commit order)', () => {
     await open.commit().execute();
     expect(earlier.value.updated_at.getTime()).toBeLessThan(later.updated_at.getTime());
     await expect.poll(async () => (keep(await poll(kept)), [...seen].sort())).toEqual([earlier.value.id, later.id].sort());
+  });
+
+  it('is not held back by a transaction of another program on the same database and role (a psql session left open)', async () => {
+    const accountId = someAccount();
+    const psql = new pg.Client({ connectionString: url, application_name: 'psql' });
+    await psql.connect();
+    try {
+      await psql.query('begin');
+      await psql.query('select 1');
+      const order = await submitted(accountId);
+      await expect
+        .poll(async () => (await listOrderSubmissions(testScope(db, accountId), listRequest({ orderBy: 'UPDATED_AT_ASC' }, listCursorsOf(accountId)))).nodes.map((row) => row.id))
+        .toEqual([order.id]);
+    } finally {
+      await psql.end();
+    }
   });
 
   it('keeps updatedAfter a plain filter: changed strictly after the instant', async () => {
