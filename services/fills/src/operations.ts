@@ -56,6 +56,7 @@ export async function recordFill(scope: FillsScope, input: RecordFillInput): Pro
     fee: formatDecimal(terms.fee),
     liquidity: terms.liquidity,
     executedAt: terms.executedAt?.toISOString() ?? null,
+    checksRecordedBeforeUpgrade: true,
   };
   let verdict: AppliedFillVerdict;
   try {

@@ -173,6 +173,8 @@ export interface FillRequest {
   executedAt?: Date | null;
   /** The fills subgraph found no fill of its own with this execution id, after a MAYBE_RECORDED_BEFORE_UPGRADE. */
   notRecordedBeforeUpgrade?: boolean | null;
+  /** The caller can be answered MAYBE_RECORDED_BEFORE_UPGRADE (a fills release from before it cannot: rolling upgrades). */
+  checksRecordedBeforeUpgrade?: boolean | null;
 }
 
 export interface FillResult {
@@ -198,7 +200,9 @@ export interface FillResult {
  * brought it back (`legacy-fills.ts`). While the account has one, an execution id not found here may
  * be one of them, and deciding it would apply that fill a second time: it is answered
  * MAYBE_RECORDED_BEFORE_UPGRADE, nothing decided, and fills, which keeps every execution id, answers
- * the one it keeps or asks again with `notRecordedBeforeUpgrade`. Such applications are no longer
+ * the one it keeps or asks again with `notRecordedBeforeUpgrade`. Only a caller that says it checks
+ * (`checksRecordedBeforeUpgrade`) is answered so: a fills release from before cannot read the answer,
+ * and during a rolling upgrade is decided as it was then. Such applications are no longer
  * made, so a fill fills does not keep is not one of them, then or later. Once the backfill has run,
  * the question costs a probe of an empty index in the statement that reads the order.
  */
@@ -207,7 +211,7 @@ export async function applyFill({ db, accountId }: OrdersScope, fill: FillReques
     const found = await repository.findFillContext(db, accountId, fill.orderSubmissionId, fill.executionId);
     const order = found.order ?? null;
     if (found.recorded) return { outcome: 'ALREADY_APPLIED', fill: found.recorded, order };
-    if (found.lacksExecutionIds && !fill.notRecordedBeforeUpgrade) return { outcome: 'MAYBE_RECORDED_BEFORE_UPGRADE', fill: null, order };
+    if (found.lacksExecutionIds && fill.checksRecordedBeforeUpgrade && !fill.notRecordedBeforeUpgrade) return { outcome: 'MAYBE_RECORDED_BEFORE_UPGRADE', fill: null, order };
     const decision = decideFill(found.order && fillStateOf(found.order), false, { ...fill, executedAt: fill.executedAt ?? null });
     // A refusal read on a consistent version is final: an order never regains quantity or reopens.
     if (decision.outcome !== 'APPLIED') return { outcome: decision.outcome, fill: null, order };

@@ -340,6 +340,22 @@ describe('applyFill', () => {
   });
 });
 
+describe('applyFill on an account with fills recorded before orders kept execution ids', () => {
+  it('leaves a fill undecided for a fills release that checks its own fills, and decides it as before for one from before that answer', async () => {
+    const accountId = someAccount();
+    const order = await submitted(accountId, limitOrder({ quantity: d('10') }));
+    const recorded = await applyFill(testScope(db, accountId), fill(order.id, '1', '10'));
+    // As a release before migration 005 left it.
+    await db.updateTable('fill_applications').set({ execution_id: null, fee: null, liquidity: null, executed_at: null }).where('fill_id', '=', recorded.fill!.fill_id).execute();
+
+    const checking = await applyFill(testScope(db, accountId), { ...fill(order.id, '2', '10'), checksRecordedBeforeUpgrade: true });
+    expect(checking).toMatchObject({ outcome: 'MAYBE_RECORDED_BEFORE_UPGRADE', fill: null });
+    const older = await applyFill(testScope(db, accountId), fill(order.id, '2', '10'));
+    expect(older.outcome).toBe('APPLIED');
+    expect(d((await findOrder(db, accountId, order.id))!.filled_quantity).eq(3)).toBe(true);
+  });
+});
+
 describe('applyFill while another orders process writes the same order', () => {
   /** A second orders process: its own pool. */
   const otherProcess = createDatabase<OrdersDatabase>({ url, schema: SCHEMA, applicationName: 'orders-test-other', maxConnections: 4 });

@@ -21,6 +21,11 @@ export type Scalars = {
 };
 
 export type ApplyFillInput = {
+  /**
+   * Set by a fills release that checks its own fills when answered MAYBE_RECORDED_BEFORE_UPGRADE. A release
+   * that predates that answer cannot read it: its fills are decided as they were before it existed.
+   */
+  checksRecordedBeforeUpgrade?: InputMaybe<Scalars['Boolean']['input']>;
   /** When the venue executed the fill: decides whether a fill reported after a cancel or replace is a late fill. Default: now. */
   executedAt?: InputMaybe<Scalars['DateTime']['input']>;
   /** The venue's execution id: a fill is recorded once per execution id of the account, however often it is sent. */

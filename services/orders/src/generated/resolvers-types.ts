@@ -28,6 +28,11 @@ export type Scalars = {
 };
 
 export type ApplyFillInput = {
+  /**
+   * Set by a fills release that checks its own fills when answered MAYBE_RECORDED_BEFORE_UPGRADE. A release
+   * that predates that answer cannot read it: its fills are decided as they were before it existed.
+   */
+  checksRecordedBeforeUpgrade?: InputMaybe<Scalars['Boolean']['input']>;
   /** When the venue executed the fill: decides whether a fill reported after a cancel or replace is a late fill. Default: now. */
   executedAt?: InputMaybe<Scalars['DateTime']['input']>;
   /** The venue's execution id: a fill is recorded once per execution id of the account, however often it is sent. */
@@ -521,8 +526,8 @@ export type FederationReferenceTypes = {
 /** Mapping between all available schema types and the resolvers types */
 export type ResolversTypes = {
   ApplyFillInput: ApplyFillInput;
-  String: ResolverTypeWrapper<Scalars['String']['output']>;
   Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
+  String: ResolverTypeWrapper<Scalars['String']['output']>;
   ID: ResolverTypeWrapper<Scalars['ID']['output']>;
   ApplyFillOutcome: ApplyFillOutcome;
   ApplyFillResult: ResolverTypeWrapper<Omit<ApplyFillResult, 'orderSubmission'> & { orderSubmission?: Maybe<ResolversTypes['OrderSubmission']> }>;
@@ -557,8 +562,8 @@ export type ResolversTypes = {
 /** Mapping between all available schema types and the resolvers parents */
 export type ResolversParentTypes = {
   ApplyFillInput: ApplyFillInput;
-  String: Scalars['String']['output'];
   Boolean: Scalars['Boolean']['output'];
+  String: Scalars['String']['output'];
   ID: Scalars['ID']['output'];
   ApplyFillResult: Omit<ApplyFillResult, 'orderSubmission'> & { orderSubmission?: Maybe<ResolversParentTypes['OrderSubmission']> };
   CancelOrderSubmissionPayload: Omit<CancelOrderSubmissionPayload, 'orderSubmission'> & { orderSubmission?: Maybe<ResolversParentTypes['OrderSubmission']> };
