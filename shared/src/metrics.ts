@@ -80,6 +80,18 @@ function createOutboxMetrics() {
       labelNames: ['service'] as const,
       registers: [registry],
     }),
+    consumerOldestEventSeconds: new Gauge({
+      name: 'ots_consumer_outbox_oldest_event_seconds',
+      help: 'Age of the oldest event waiting in a producer\'s outbox for another service (its table, e.g. fills_outbox), as of its relay\'s last pass; 0 when none waits',
+      labelNames: ['service', 'table'] as const,
+      registers: [registry],
+    }),
+    consumerRelayed: new Counter({
+      name: 'ots_consumer_outbox_relayed_events_total',
+      help: 'Events a producer\'s relay handed to another service from its outbox for it (table)',
+      labelNames: ['service', 'table'] as const,
+      registers: [registry],
+    }),
   };
 }
 let outboxMetricsOnce: ReturnType<typeof createOutboxMetrics> | undefined;

@@ -196,13 +196,16 @@ export async function relayOutboxOnce(options: OutboxRelayOptions): Promise<numb
   const { oldestEvents, deleteEvents } = statementsOf(table);
   const rows = await oldestEvents(options.db, { limit: options.batchSize ?? 100 });
   // The outbox lag: how long the oldest waiting event has waited (ids are time-ordered, so it is the first).
-  // The metrics are those of the events service's outbox, as their help says.
-  const metrics = table === 'outbox' ? outboxMetrics() : undefined;
-  metrics?.oldestEventSeconds.set({ service: options.service }, rows[0] ? Math.max(0, (Date.now() - rows[0].created_at.getTime()) / 1000) : 0);
+  // The events service's outbox keeps its metrics' names; a consumer's outbox has its own, by table.
+  const metrics = outboxMetrics();
+  const waited = rows[0] ? Math.max(0, (Date.now() - rows[0].created_at.getTime()) / 1000) : 0;
+  if (table === 'outbox') metrics.oldestEventSeconds.set({ service: options.service }, waited);
+  else metrics.consumerOldestEventSeconds.set({ service: options.service, table }, waited);
   if (rows.length === 0) return 0;
   await postBatch(options, options.url(), rows);
   await deleteEvents(options.db, { ids: rows.map((row) => row.id) });
-  metrics?.relayed.inc({ service: options.service }, rows.length);
+  if (table === 'outbox') metrics.relayed.inc({ service: options.service }, rows.length);
+  else metrics.consumerRelayed.inc({ service: options.service, table }, rows.length);
   return rows.length;
 }
 

@@ -126,6 +126,18 @@ describe('metrics', () => {
     await expect.poll(async () => (await scrape(metricsUrl)).value('ots_outbox_oldest_event_seconds', { service: 'orders' })).toBe(0);
   });
 
+  it("show the outbox orders keeps for fills apart: the fills relayed to fills and the age of the oldest one waiting", async () => {
+    const client = await stack.createAccountWithKey();
+    const labels = { service: 'orders', table: 'fills_outbox' };
+    const before = (await scrape(metricsUrl)).value('ots_consumer_outbox_relayed_events_total', labels) ?? 0;
+    const submitted = await stack.graphql(client.apiKey, 'mutation { submitOrder(input: { symbol: "ACME", side: BUY, type: MARKET, quantity: "2" }) { orderSubmission { id } } }');
+    const orderId = submitted.body.data.submitOrder.orderSubmission.id;
+    const filled = await stack.graphql(client.apiKey, `mutation { recordFill(input: { orderSubmissionId: "${orderId}", executionId: "metrics-1", quantity: "1", price: "10" }) { fill { id } error { code } } }`);
+    expect(filled.body.data.recordFill.error).toBeNull();
+    await expect.poll(async () => (await scrape(metricsUrl)).value('ots_consumer_outbox_relayed_events_total', labels)).toBe(before + 1);
+    await expect.poll(async () => (await scrape(metricsUrl)).value('ots_consumer_outbox_oldest_event_seconds', labels)).toBe(0);
+  });
+
   it('keep label values bounded: operation names beyond the cap are "other", and no account, key id or key is a label', async () => {
     const names = Array.from({ length: MAX_OPERATION_NAMES + 5 }, (_, i) => `Operation${i}`);
     const labels = names.map((name) => operationLabel('cap-test', name));
