@@ -100,6 +100,14 @@ export interface RelayConsumer {
   table: string;
   /** Read at each pass, as the events service's URL is. */
   url: () => URL;
+  /**
+   * How long a row waits before it is relayed, for a consumer whose rows the writing request
+   * normally delivers itself (recordFill keeps its fill before it answers): such a relay only carries
+   * what a failed request left behind. Sent at once, every row would go twice, and its insert would
+   * contend with the request's own insert of the same row. Such a relay is not woken by answered
+   * requests; it looks every `holdMs`.
+   */
+  holdMs?: number;
 }
 
 /**
@@ -132,6 +140,8 @@ export interface OutboxRelayOptions {
   log: Pick<Logger, 'error' | 'warn' | 'info'>;
   /** How long to wait when the outbox was empty. */
   intervalMs: number;
+  /** Rows younger than this stay where they are (`RelayConsumer.holdMs`); default 0. */
+  holdMs?: number;
   batchSize?: number;
   timeoutMs?: number;
   /** How many requests the producing service is serving: from two, its relay waits its longer interval. */
@@ -151,6 +161,17 @@ function outboxStatements(table: string) {
         db
           .selectFrom(outbox)
           .select(['id', 'account_id', 'type', 'occurred_at', sql<string>`data::text`.as('data'), 'created_at'])
+          .orderBy('id')
+          .limit(p.limit),
+      { prepared: true },
+    ),
+    // Read oldest first, as `oldestEvents`; the young rows it reads past are at most `holdMs` of writes.
+    heldBackEvents: compiledStatement(
+      (db: Kysely<OutboxDatabase>, p: { limit: number; holdSeconds: number }) =>
+        db
+          .selectFrom(outbox)
+          .select(['id', 'account_id', 'type', 'occurred_at', sql<string>`data::text`.as('data'), 'created_at'])
+          .where('created_at', '<', sql<Date>`now() - make_interval(secs => ${p.holdSeconds})`)
           .orderBy('id')
           .limit(p.limit),
       { prepared: true },
@@ -193,8 +214,11 @@ function ingestBody(rows: readonly { id: string; account_id: string; type: strin
  */
 export async function relayOutboxOnce(options: OutboxRelayOptions): Promise<number> {
   const table = options.table ?? 'outbox';
-  const { oldestEvents, deleteEvents } = statementsOf(table);
-  const rows = await oldestEvents(options.db, { limit: options.batchSize ?? 100 });
+  const { oldestEvents, heldBackEvents, deleteEvents } = statementsOf(table);
+  const limit = options.batchSize ?? 100;
+  const rows = options.holdMs
+    ? await heldBackEvents(options.db, { limit, holdSeconds: options.holdMs / 1000 })
+    : await oldestEvents(options.db, { limit });
   // The outbox lag: how long the oldest waiting event has waited (ids are time-ordered, so it is the first).
   // The events service's outbox keeps its metrics' names; a consumer's outbox has its own, by table.
   const metrics = outboxMetrics();
@@ -226,8 +250,7 @@ const MAX_BACKOFF_MS = 30_000;
  * Every answered request wakes the relay; at most one pass starts per interval, so that a burst of
  * writes goes to the events service in a few batches. A pass (read, signed HTTP call, the events
  * service's insert, delete) costs the Node thread about the same whatever its size, which matters
- * only when the thread has no time to spare, and each fill wakes two relays (its fill's and its
- * order's). So the interval follows the load of the process: 10 ms while it has time to spare, 50 ms
+ * only when the thread has no time to spare. So the interval follows the load of the process: 10 ms while it has time to spare, 50 ms
  * while requests are waiting for the thread and an event's longer wait buys them time. Two signs of
  * that: the event loop busy nearly all the time, or the producing service serving two requests or
  * more as the pass starts, which says so from the first requests of a burst, before the loop's load,
@@ -281,7 +304,7 @@ export function startOutboxRelay(options: OutboxRelayOptions): BackgroundLoop {
         const sent = await relayOutboxOnce({ ...options, batchSize });
         if (backoffMs > 0) options.log.info({ outbox: table }, 'the destination answers again; outbox relay resumed');
         backoffMs = 0;
-        return sent === batchSize ? 0 : options.intervalMs;
+        return sent === batchSize ? 0 : Math.max(options.intervalMs, options.holdMs ?? 0);
       } catch (error) {
         if (!(error instanceof EventsUnavailableError)) throw error;
         if (backoffMs === 0) options.log.warn({ err: error, outbox: table }, 'outbox relay: destination unavailable, backing off');
@@ -297,8 +320,8 @@ export function startOutboxRelay(options: OutboxRelayOptions): BackgroundLoop {
 
 /**
  * A producing service's relays, as parts of its ServiceDefinition: `startBackground` runs one for
- * `outbox` and one for each consumer's outbox, and `registerRoutes` wakes them after every answered
- * request — whatever the request committed is committed by then — so an event leaves at once instead
+ * `outbox` and one for each consumer's outbox, and `registerRoutes` wakes them (but a held consumer's,
+ * `RelayConsumer.holdMs`) after every answered request — whatever the request committed is committed by then — so an event leaves at once instead
  * of at the next poll. (NOTIFY would wake relays in other processes too, but takes a server-wide lock
  * at every commit that notifies.)
  */
@@ -308,7 +331,7 @@ export function outboxRelay<DB extends OutboxDatabase, Context extends BaseConte
   ServiceDefinition<DB, Context>,
   'startBackground' | 'registerRoutes'
 > {
-  const relays = new WeakMap<ServiceRuntime<DB>, BackgroundLoop[]>();
+  const wokenRelays = new WeakMap<ServiceRuntime<DB>, BackgroundLoop[]>();
   const inFlight = new WeakMap<ServiceRuntime<DB>, RequestsInFlight>();
   const requestsOf = (runtime: ServiceRuntime<DB>) => {
     let requests = inFlight.get(runtime);
@@ -318,7 +341,7 @@ export function outboxRelay<DB extends OutboxDatabase, Context extends BaseConte
   return {
     startBackground: (runtime) => {
       const { config } = runtime;
-      const relayOf = (table: string, url: () => URL) =>
+      const relayOf = (table: string, url: () => URL, holdMs?: number) =>
         startOutboxRelay({
           service: runtime.service,
           db: runtime.db as unknown as Kysely<OutboxDatabase>,
@@ -328,12 +351,16 @@ export function outboxRelay<DB extends OutboxDatabase, Context extends BaseConte
           log: runtime.log,
           intervalMs: config.outboxRelayIntervalMs,
           requestsInFlight: () => requestsOf(runtime).count,
+          holdMs,
         });
-      const started = [
+      const consumers = consumersOf(config);
+      const woken = [
         relayOf('outbox', () => new URL(INGEST_PATH, config.subgraphUrls.events)),
-        ...consumersOf(config).map((consumer) => relayOf(consumer.table, consumer.url)),
+        ...consumers.filter((consumer) => !consumer.holdMs).map((consumer) => relayOf(consumer.table, consumer.url)),
       ];
-      relays.set(runtime, started);
+      const held = consumers.filter((consumer) => consumer.holdMs).map((consumer) => relayOf(consumer.table, consumer.url, consumer.holdMs));
+      const started = [...woken, ...held];
+      wokenRelays.set(runtime, woken);
       return async () => {
         await Promise.all(started.map((relay) => relay.stop()));
       };
@@ -341,7 +368,7 @@ export function outboxRelay<DB extends OutboxDatabase, Context extends BaseConte
     registerRoutes: async (app, runtime) => {
       requestsOf(runtime).countOn(app);
       app.addHook('onResponse', async (request) => {
-        if (request.method === 'POST') for (const relay of relays.get(runtime) ?? []) relay.wake();
+        if (request.method === 'POST') for (const relay of wokenRelays.get(runtime) ?? []) relay.wake();
       });
     },
   };

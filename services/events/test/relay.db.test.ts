@@ -102,6 +102,17 @@ describe('the outbox and its relay', () => {
     expect(stored).toEqual(awkward.map((data, index) => ({ id: ids[index], type: 'strategy.updated', occurred_at: new Date('2026-11-21T14:03:07.120Z'), data })));
   });
 
+  it("a consumer's held relay leaves the rows younger than its hold, the request's own to deliver, and forwards them once older", async () => {
+    await writeChange(true, 'kept by its request');
+    const ids = await outboxIds();
+    expect(await relayOutboxOnce(relay({ holdMs: 400 }))).toBe(0);
+    expect(await outboxIds()).toEqual(ids);
+    await new Promise((resolve) => setTimeout(resolve, 450));
+    expect(await relayOutboxOnce(relay({ holdMs: 400 }))).toBe(1);
+    expect(await outboxIds()).toEqual([]);
+    expect(await storedCount(ids)).toBe(1);
+  });
+
   it('keeps the rows while events is down or refuses the signature, and forwards them later', async () => {
     await writeChange(true, 'waiting');
     const ids = await outboxIds();

@@ -17,6 +17,13 @@ import { resolvers } from './resolvers.ts';
  */
 const CURSOR_KEY_INFO = 'orders cursors v1';
 
+/**
+ * Longer than recordFill normally takes from orders' commit to fills' own insert (milliseconds), and
+ * short enough that a fill whose request failed is kept within two seconds. A request still under way
+ * when the relay sends is harmless: fills keeps one fill per id.
+ */
+const FILLS_RECOVERY_HOLD_MS = 1_000;
+
 function createOrdersService(): ServiceDefinition<OrdersDatabase, OrdersContext, 'orders'> {
   const cursorsOf = perRuntime((runtime: ServiceRuntime<OrdersDatabase, 'orders'>) => {
     const secret = Buffer.from(requireIngestSecret(runtime.config), 'utf8');
@@ -26,9 +33,11 @@ function createOrdersService(): ServiceDefinition<OrdersDatabase, OrdersContext,
     };
   });
   // The fills orders records reach the fills subgraph through an outbox of its own (migration 007),
-  // recordFill's recovery path: a fills outage holds back none of the events service's.
+  // recordFill's recovery path: a fills outage holds back none of the events service's. The request
+  // that records a fill keeps it in fills before it answers, so the relay carries only what a failed
+  // request left: it leaves each row for a second (FILLS_RECOVERY_HOLD_MS).
   const relay = outboxRelay<OrdersDatabase, OrdersContext>((config) => [
-    { table: 'fills_outbox', url: () => new URL(RECORDED_FILLS_PATH, config.subgraphUrls.fills) },
+    { table: 'fills_outbox', url: () => new URL(RECORDED_FILLS_PATH, config.subgraphUrls.fills), holdMs: FILLS_RECOVERY_HOLD_MS },
   ]);
   return {
     name: 'orders',
