@@ -85,7 +85,9 @@ export async function readFeed(db: EventsDb, cursors: SealedFeedCursors, request
   // starts now), that horizon is a position behind which nothing matching can ever appear.
   const horizon = after ? undefined : await readFeedHorizon(db as unknown as Kysely<unknown>);
   const asked = after ? request.after! : cursors.encode(request.accountId, feedEndAt(horizon!));
-  if (!after && request.start === 'now') return { edges: [], hasNextPage: false, endCursor: asked };
+  // A filter of no types matches no event: its answer is the empty page, without going over the
+  // account's feed (the client SDK asks so for the feed's end, where a stream starts from now).
+  if ((!after && request.start === 'now') || request.types?.length === 0) return { edges: [], hasNextPage: false, endCursor: asked };
   // An empty page answers the position it was asked from (contract section 4), so a filtered page
   // does not stop at a bound of rows that do not match: it goes on over them, a bounded scan at a
   // time, until it finds what matches or has nothing more to go over. (The streams' route, whose

@@ -172,6 +172,29 @@ describe('a filtered read', () => {
     expect(caughtUp.endCursor).toBe(next.endCursor);
   });
 
+  it('of listEvents with no types answers the feed\'s end, or the place it was asked from, without going over the feed', async () => {
+    const accountId = randomUUID();
+    await ingest(db, created(accountId, 3_000), new Date());
+    let all = await listPage(accountId, null, { size: 200 });
+    for (const deadline = Date.now() + 30_000; all.edges.length === 0 && Date.now() < deadline; ) all = await listPage(accountId, null, { size: 200 });
+    expect(all.edges.length).toBeGreaterThan(0);
+
+    const { result: end, rowsRead } = await rowsReadBy((handle) => listPage(accountId, null, { types: [], handle }));
+    expect(rowsRead).toBe(0);
+    expect(end.edges).toEqual([]);
+    // The end: nothing of these 3,000 lies ahead of it, and what is written next does.
+    expect((await listPage(accountId, end.endCursor)).edges).toEqual([]);
+    const next = archived(accountId);
+    await ingest(db, [next], new Date());
+    let after = await listPage(accountId, end.endCursor);
+    for (const deadline = Date.now() + 30_000; after.edges.length === 0 && Date.now() < deadline; ) after = await listPage(accountId, end.endCursor);
+    expect(after.edges.map((edge) => edge.node.id)).toEqual([next.id]);
+
+    const fromPlace = await rowsReadBy((handle) => listPage(accountId, all.endCursor, { types: [], handle }));
+    expect(fromPlace.rowsRead).toBe(0);
+    expect(fromPlace.result).toEqual({ edges: [], hasNextPage: false, endCursor: all.endCursor });
+  });
+
   it('still gets an event that commits late behind rows the horizon held back, after moving past those that did not match', async () => {
     const accountId = randomUUID();
     const types = ['strategy.archived'];
