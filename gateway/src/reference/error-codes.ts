@@ -66,7 +66,7 @@ export const PAYLOAD_ERROR_CODES: Record<PayloadErrorCode, ErrorCodeDoc> = {
   },
   TEMPORARILY_UNAVAILABLE: {
     where: 'payload',
-    when: 'A service the mutation depends on did not answer. Nothing was changed, or the change will complete by itself.',
+    when: 'A service the mutation depends on did not answer. Nothing was changed, or the change will complete by itself. The same code comes as a top-level error (`extensions.code`) on a query whose service could not reach its database, and as the last message of an `events` stream whose read of the feed failed, with `extensions.cursor` to resume from.',
     todo: 'Retry after a short back-off with the same clientOrderId / executionId / Idempotency-Key: a retry is always safe. @ots/client does this for you.',
   },
   WEBHOOK_ENDPOINT_LIMIT: {
@@ -107,6 +107,11 @@ export const OTHER_ERROR_CODES: Record<string, ErrorCodeDoc> = {
     where: 'top-level',
     when: 'The request itself is wrong: an operationName the document does not define, a subscription sent to POST /graphql, a body without "query" (HTTP 400).',
     todo: 'Send one operation per request; subscriptions go to /graphql/stream or /graphql/ws.',
+  },
+  PERSISTED_QUERY_NOT_SUPPORTED: {
+    where: 'top-level',
+    when: 'The request asks for an automatic persisted query (a `persistedQuery` extension); HTTP 400.',
+    todo: 'Send the whole document in "query" (turn persisted queries off in your client, e.g. Apollo Client\'s persisted-queries link).',
   },
   QUERY_TOO_COMPLEX: {
     where: 'top-level',
@@ -157,6 +162,11 @@ export const OTHER_ERROR_CODES: Record<string, ErrorCodeDoc> = {
     where: 'http',
     when: '`{"detail": "…"}` for a body that is not JSON or a JSON array (batching is not supported), and a GraphQL error for a request mistake (see BAD_REQUEST).',
     todo: 'Send one JSON object with `query` per request.',
+  },
+  '406': {
+    where: 'http',
+    when: '`{"detail": "The stream is sent as text/event-stream: send Accept: text/event-stream"}`: POST /graphql/stream without an Accept header that takes text/event-stream.',
+    todo: 'Send `accept: text/event-stream` (graphql-sse and @ots/client do).',
   },
   '413': { where: 'http', when: 'The body is over 100 KiB.', todo: 'Send less per request.' },
   '415': { where: 'http', when: 'The body is not `application/json`.', todo: 'Send `content-type: application/json`.' },
