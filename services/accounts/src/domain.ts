@@ -169,12 +169,16 @@ function canonicalCidr(entry: string): string | { problem: string } | undefined 
   const ipv4 = ipaddr.IPv4.isValidFourPartDecimal(address);
   if (rest.length > 0 || (!ipv4 && !ipaddr.IPv6.isValid(address))) return undefined;
   if (prefix !== undefined && !/^\d{1,3}$/.test(prefix)) return undefined;
+  if (address.includes('%')) return { problem: `"${entry}" has a zone id (%…): an allowed address names a network, not an interface` };
   const bits = ipv4 ? 32 : 128;
   const length = prefix === undefined ? bits : Number(prefix);
   if (length > bits) return undefined;
   const parsed = ipaddr.parse(address);
   const network = ipv4 ? ipaddr.IPv4.networkAddressFromCIDR(`${address}/${length}`) : ipaddr.IPv6.networkAddressFromCIDR(`${address}/${length}`);
   if (network.toString() !== parsed.toString()) return { problem: `"${entry}" has host bits set; did you mean ${network.toString()}/${length}?` };
+  // A client in this form is matched as the IPv4 address it carries (`clientIp`), so its range is kept
+  // as that IPv4 range. Its prefix is at least 96: a shorter one would have host bits set (the ffff).
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) return `${(parsed as ipaddr.IPv6).toIPv4Address().toString()}/${length - 96}`;
   return `${parsed.toString()}/${length}`;
 }
 

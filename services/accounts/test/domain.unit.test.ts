@@ -243,6 +243,21 @@ describe('parseScopes and parseCidrs', () => {
     expect(parseCidrs(['10.1.2.3/8'])).toEqual({ problem: expect.stringContaining('10.0.0.0/8') });
   });
 
+  it('an IPv4 address or range in its IPv4-mapped IPv6 form (as a dual-stack log shows it) is kept as IPv4, and the key is accepted from it', () => {
+    const cidrs = parseCidrs(['::ffff:203.0.113.7', '::ffff:198.51.100.0/120']);
+    expect(cidrs).toEqual(['203.0.113.7/32', '198.51.100.0/24']);
+    const record: KeyRecord = { keyId: 'key-1', accountId: 'account-1', expiresAt: null, revokedAt: null, apiAccessEnabled: true, scopes: ['read'], allowedCidrs: cidrs as string[] };
+    for (const address of ['203.0.113.7', '::ffff:203.0.113.7', '198.51.100.200', '::ffff:198.51.100.200']) {
+      expect(decideKey(record, Date.now(), address).kind, address).toBe('authenticated');
+    }
+    expect(decideKey(record, Date.now(), '203.0.113.8').kind).toBe('address-refused');
+    expect(parseCidrs(['::ffff:0:0/96'])).toEqual(['0.0.0.0/0']);
+  });
+
+  it('a zone id is refused as such', () => {
+    expect(parseCidrs(['fe80::1%eth0'])).toEqual({ problem: expect.stringContaining('zone id') });
+  });
+
   it('at most 32', () => {
     const many = Array.from({ length: 33 }, (_, i) => `10.0.${i}.0/24`);
     expect(parseCidrs(many)).toEqual({ problem: expect.stringContaining('at most 32') });
