@@ -139,6 +139,8 @@ function permissions(parsed: Parsed): keys.KeyPermissionsInput {
   const scopes = parsed.options.get('--scopes');
   const cidrs = parsed.options.get('--allow-cidr');
   if (cidrs !== undefined && parsed.allowAny) throw new UsageError('give --allow-cidr or --allow-any, not both');
+  // An empty list would mean any address: that is said with --allow-any, never by a stray comma.
+  if (cidrs !== undefined && list(cidrs).every((entry) => entry === '')) throw new UsageError('--allow-cidr needs at least one address (--allow-any lifts the restriction)');
   return {
     scopes: scopes === undefined ? undefined : list(scopes),
     allowedCidrs: parsed.allowAny ? [] : cidrs === undefined ? undefined : list(cidrs),

@@ -108,6 +108,8 @@ describe('scopes and allowed addresses from the CLI', () => {
     expectRefused(await cli('key', 'create', '--account', accountId, '--allow-cidr', '10.0.0.1/8'), /host bits/);
     expectRefused(await cli('key', 'update', keyId, '--allow-cidr', 'example.com'), /not an IPv4 or IPv6/);
     expectRefused(await cli('key', 'update', keyId, '--allow-cidr', '10.0.0.0/8', '--allow-any'), /not both/);
+    expectRefused(await cli('key', 'update', keyId, '--allow-cidr', ','), /at least one address/);
+    expectRefused(await cli('key', 'create', '--account', accountId, '--allow-cidr', ' , '), /at least one address/);
     expectRefused(await cli('key', 'update', keyId), /needs --scopes/);
     expectRefused(await cli('key', 'update', keyId, '--scopes', ''), /needs a value|at least one scope/);
     expectRefused(await cli('key', 'create', '--account', accountId, '--allow-any'), /does not apply/);
