@@ -13,6 +13,7 @@ import {
 } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { createKey, updateKey } from '@ots/accounts';
+import { eventFeedRoute } from '@ots/shared/event-feed';
 import { API_KEY_SCOPES, rootFieldScopes } from '@ots/shared/scopes';
 import { PUBLISHED_API_FILE } from '../src/compose.ts';
 import { SUPERGRAPH_PATH } from '../src/server.ts';
@@ -151,6 +152,21 @@ describe('subgraphs check the scopes again from the assertion', () => {
     expect((await account.postToSubgraph(t.stack.urls.orders, { query: '{ listOrderSubmissions { nodes { id } } }' }, ['orders:write'])).body.errors).toEqual([
       expect.objectContaining({ extensions: { code: 'FORBIDDEN', requiredScope: 'read' } }),
     ]);
+  });
+});
+
+describe('subgraphs check the scopes of their routes beside /graphql too', () => {
+  it("an assertion of a key without read, sent straight to the events feed route (the streams' source), reads nothing", async () => {
+    const account = await t.newAccount('Direct feed');
+    await account.submittedOrder();
+    const feedUrl = new URL(eventFeedRoute.path, t.stack.urls.events).toString();
+    const body = { after: null, types: null, occurredAfter: null, limit: 10, countUpTo: 0 };
+    const refused = await account.postToSubgraph(feedUrl, body, ['orders:write']);
+    expect(refused.status).toBe(403);
+    expect(refused.body).toEqual({ detail: 'This API key lacks the scope read' });
+    const allowed = await account.postToSubgraph(feedUrl, body, ['read']);
+    expect(allowed.status).toBe(200);
+    expect(allowed.body).toMatchObject({ items: [], endCursor: expect.any(String) });
   });
 });
 

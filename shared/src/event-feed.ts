@@ -50,6 +50,8 @@ export const eventFeedRoute = {
   path: '/internal/event-feed',
   input: feedInput,
   answer: feedAnswer,
+  // The scope of `Subscription.events`, whose streams read the feed through this route.
+  requiredScopes: [['read']],
 } satisfies SubgraphRouteContract;
 
 export type EventFeedInput = z.input<typeof feedInput>;

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { ScopeRequirement } from './scopes.ts';
 
 /**
  * A route one subgraph serves to another beside /graphql: its path and the shapes of what it takes
@@ -9,4 +10,9 @@ export interface SubgraphRouteContract {
   path: string;
   input: z.ZodType;
   answer: z.ZodType;
+  /**
+   * The scopes the caller's key needs, as `@requiresScopes` states them for a root field: the server
+   * checks them from the assertion (contract section 5), as it does for its GraphQL root fields.
+   */
+  requiredScopes: ScopeRequirement;
 }

@@ -316,6 +316,8 @@ export async function startSubgraphServer<Context extends BaseContext>(options: 
       }
       const verified = callers.get(request)!;
       observeCaller(request, verified.caller);
+      const missing = missingScope(scopeSet(verified.caller.scopes), route.contract.requiredScopes);
+      if (missing !== undefined) return reply.code(403).send({ detail: `This API key lacks the scope ${missing}` });
       return route.handle(input.data, options.createContext({ ...verified, requestId: String(request.id), log: request.log }));
     });
   }
