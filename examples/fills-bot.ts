@@ -1,11 +1,13 @@
 /**
  * A bot that keeps its positions from its fills as they happen: it streams `fill.recorded` events from
- * the cursor it saved last, applies each fill once, and saves the cursor after each, so a restart (or a
- * dropped connection, which the client resumes by itself) neither misses nor double-counts a fill.
+ * where it stopped, applies each fill once, and after each saves its positions together with the
+ * fill's cursor in one atomic write, so a restart (or a dropped connection, which the client resumes
+ * by itself) neither misses nor double-counts a fill: the positions it loads are exactly those of the
+ * fills before the cursor it resumes from.
  *
- *   OTS_API_KEY=svc_live_... node --import tsx examples/fills-bot.ts [cursor-file]
+ *   OTS_API_KEY=svc_live_... node --import tsx examples/fills-bot.ts [state-file]
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { OtsClient } from '@ots/client';
 
 export interface Position {
@@ -21,7 +23,11 @@ interface FillData {
 
 /** Net quantity per symbol. Plain numbers keep the example short; a real book would use a decimal type. */
 export class PositionBook {
-  readonly positions = new Map<string, Position>();
+  readonly positions: Map<string, Position>;
+
+  constructor(positions: Record<string, Position> = {}) {
+    this.positions = new Map(Object.entries(positions));
+  }
 
   apply(fill: FillData): void {
     const position = this.positions.get(fill.symbol) ?? { netQuantity: 0 };
@@ -30,32 +36,58 @@ export class PositionBook {
   }
 }
 
+/** What the bot keeps between runs: its positions, and the cursor of the last fill they count (none yet: start from now). */
+interface BotState {
+  cursor: string | undefined;
+  book: PositionBook;
+}
+
+function loadState(file: string): BotState {
+  if (!existsSync(file)) return { cursor: undefined, book: new PositionBook() };
+  const saved = JSON.parse(readFileSync(file, 'utf8')) as { cursor: string; positions: Record<string, Position> };
+  return { cursor: saved.cursor, book: new PositionBook(saved.positions) };
+}
+
 /**
- * Streams fills into `book` until `signal` aborts; `saveCursor` is called after each fill is applied.
- * Starts after `after` (a saved cursor), or from now.
+ * Writes the positions and their cursor as one file, replaced by a rename: a crash leaves the previous
+ * state or this one, never a cursor without the fills it counts (or the reverse).
  */
-export async function runFillsBot(client: OtsClient, book: PositionBook, options: { after?: string; saveCursor: (cursor: string) => void; signal?: AbortSignal }) {
-  const stream = client.events.stream({ filter: { types: ['fill.recorded'] }, after: options.after });
+function saveState(file: string, state: BotState): void {
+  const temporary = `${file}.tmp`;
+  writeFileSync(temporary, JSON.stringify({ cursor: state.cursor, positions: Object.fromEntries(state.book.positions) }), { flush: true });
+  renameSync(temporary, file);
+}
+
+/**
+ * Streams fills into the state kept in `stateFile`, saving it after each fill; `onFill` is called once
+ * it is saved.
+ */
+export async function runFillsBot(client: OtsClient, stateFile: string, options: { onFill?: (book: PositionBook) => void } = {}) {
+  const state = loadState(stateFile);
+  if (state.cursor === undefined) {
+    // The first time, the feed's end now (a filter that matches nothing reads no events), saved before
+    // streaming: a restart before the first fill then resumes from here, not from a later "now".
+    const start = client.events.list({ filter: { types: [] }, pageSize: 1 });
+    await start.toArray();
+    state.cursor = start.cursor;
+    saveState(stateFile, state);
+  }
+  const stream = client.events.stream({ filter: { types: ['fill.recorded'] }, after: state.cursor });
   for await (const event of stream) {
-    book.apply(event.data as unknown as FillData);
-    options.saveCursor(stream.cursor!);
-    if (options.signal?.aborted) return;
+    state.book.apply(event.data as unknown as FillData);
+    state.cursor = stream.cursor!;
+    saveState(stateFile, state);
+    options.onFill?.(state.book);
   }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   if (!process.env.OTS_API_KEY) {
-    console.error('usage: OTS_API_KEY=svc_live_... [OTS_BASE_URL=http://127.0.0.1:4000] fills-bot.ts [cursor-file]');
+    console.error('usage: OTS_API_KEY=svc_live_... [OTS_BASE_URL=http://127.0.0.1:4000] fills-bot.ts [state-file]');
     process.exit(2);
   }
-  const cursorFile = process.argv[2] ?? '.fills-bot-cursor';
   const client = new OtsClient({ apiKey: process.env.OTS_API_KEY, baseUrl: process.env.OTS_BASE_URL });
-  const book = new PositionBook();
-  await runFillsBot(client, book, {
-    after: existsSync(cursorFile) ? readFileSync(cursorFile, 'utf8').trim() : undefined,
-    saveCursor: (cursor) => {
-      writeFileSync(cursorFile, cursor);
-      console.log(Object.fromEntries([...book.positions].map(([symbol, position]) => [symbol, position.netQuantity])));
-    },
+  await runFillsBot(client, process.argv[2] ?? '.fills-bot-state.json', {
+    onFill: (book) => console.log(Object.fromEntries([...book.positions].map(([symbol, position]) => [symbol, position.netQuantity]))),
   });
 }

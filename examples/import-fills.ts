@@ -1,7 +1,8 @@
 /**
  * A back-office job: records the fills of a venue's CSV report. Safe to re-run on the same file (or a
  * file that overlaps one already imported): each fill is keyed by its `executionId`, which the service
- * records once, so a second run records nothing new and reports the rows as already there.
+ * records once, so a second run records nothing new and reports the rows as already there. A row the
+ * service refuses, a malformed one included, is reported with its code; the others are still imported.
  *
  *   OTS_API_KEY=svc_live_... node --import tsx examples/import-fills.ts fills.csv
  *
@@ -10,7 +11,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parse } from 'csv-parse/sync';
-import { OtsClient, OtsPayloadError, type Liquidity, type RecordFillInput } from '@ots/client';
+import { OtsClient, OtsPayloadError, OtsRequestError, type Liquidity, type RecordFillInput } from '@ots/client';
 
 export interface ImportReport {
   recorded: number;
@@ -23,8 +24,10 @@ type Row = Record<string, string>;
 
 function inputOf(row: Row): RecordFillInput {
   return {
-    executionId: row.executionId!,
-    orderSubmissionId: row.orderSubmissionId!,
+    // A missing column gives an empty id, which the service refuses for this row (and which, unlike an
+    // absent filter, lists no fills).
+    executionId: row.executionId ?? '',
+    orderSubmissionId: row.orderSubmissionId ?? '',
     quantity: row.quantity!,
     price: row.price!,
     ...(row.fee ? { fee: row.fee } : {}),
@@ -36,16 +39,31 @@ function inputOf(row: Row): RecordFillInput {
 export async function importFills(client: OtsClient, csv: string): Promise<ImportReport> {
   const rows = parse(csv, { columns: true, skip_empty_lines: true, trim: true }) as Row[];
   const report: ImportReport = { recorded: 0, alreadyRecorded: 0, refused: [] };
-  const startedAt = Date.now();
+  // The service answers a repeated fill as it answers a new one, and recordedAt is its clock, not
+  // ours: what an order had before this run sent it anything, and what this run recorded, tell them apart.
+  const recordedBefore = new Map<string, Set<string>>();
+  const recordedNow = new Set<string>();
   for (const [index, row] of rows.entries()) {
+    const input = inputOf(row);
     try {
-      const { fill } = await client.fills.record(inputOf(row));
-      // The service answers a fill it already has with the recorded one: older than this run.
-      if (Date.parse(fill.recordedAt) < startedAt) report.alreadyRecorded += 1;
-      else report.recorded += 1;
+      let before = recordedBefore.get(input.orderSubmissionId);
+      if (!before) {
+        const fills = await client.fills.list({ filter: { orderSubmissionId: input.orderSubmissionId } }).toArray();
+        before = new Set(fills.map((fill) => fill.executionId));
+        recordedBefore.set(input.orderSubmissionId, before);
+      }
+      await client.fills.record(input);
+      if (before.has(input.executionId) || recordedNow.has(input.executionId)) {
+        report.alreadyRecorded += 1;
+      } else {
+        report.recorded += 1;
+        recordedNow.add(input.executionId);
+      }
     } catch (error) {
-      if (!(error instanceof OtsPayloadError)) throw error;
-      report.refused.push({ line: index + 2, executionId: row.executionId ?? '', code: error.code, message: error.message });
+      // A refusal (OtsPayloadError) or a malformed row (OtsRequestError: a top-level BAD_USER_INPUT) is
+      // about this row alone; anything else (the key, the service) would fail every row, so it ends the run.
+      if (!(error instanceof OtsPayloadError || error instanceof OtsRequestError)) throw error;
+      report.refused.push({ line: index + 2, executionId: input.executionId, code: error.code ?? `HTTP ${error.status}`, message: error.message });
     }
   }
   return report;

@@ -1,7 +1,8 @@
 /**
  * A webhook receiver: checks each delivery's signature with `verifyWebhook`, answers 401 to anything
  * unsigned or tampered with, and handles each event once (deliveries are at least once: the same
- * `webhook-id` may come again, and is answered 200 without handling it twice).
+ * `webhook-id` may come again, even while its first delivery is being handled, and is answered with
+ * that handling's outcome without handling it twice). A sender that gives up mid-body is let go.
  *
  *   WEBHOOK_SECRET=whsec_... PORT=8080 node --import tsx examples/webhook-receiver.ts
  */
@@ -15,37 +16,52 @@ export interface ReceiverOptions {
   port?: number;
 }
 
+/** The event, if one of the secrets signed the delivery. */
+function verifiedEvent(secrets: string[], body: string, headers: Record<string, string>): WebhookEvent | undefined {
+  for (const secret of secrets) {
+    try {
+      return verifyWebhook(secret, body, headers);
+    } catch {
+      // Try the next secret.
+    }
+  }
+  return undefined;
+}
+
 export async function startWebhookReceiver(options: ReceiverOptions): Promise<{ server: Server; url: string; close(): Promise<void> }> {
+  // Each webhook-id's handling, under way or done: a delivery of one already started waits for its
+  // outcome instead of handling it again (two may arrive together: a retry while the first is slow).
   // A real receiver keeps these in its database, in the same transaction as what it does with the event.
-  const handled = new Set<string>();
+  const handlings = new Map<string, Promise<void>>();
   const server = createServer(async (request, response) => {
     const chunks: Buffer[] = [];
-    for await (const chunk of request) chunks.push(chunk as Buffer);
+    try {
+      for await (const chunk of request) chunks.push(chunk as Buffer);
+    } catch {
+      // The sender gave up before the body ended: nobody to answer, and the service delivers it again.
+      return;
+    }
     const body = Buffer.concat(chunks).toString('utf8');
     const headers = Object.fromEntries(Object.entries(request.headers).map(([name, value]) => [name, String(value)]));
-    let event: WebhookEvent | undefined;
-    for (const secret of options.secrets) {
-      try {
-        event = verifyWebhook(secret, body, headers);
-        break;
-      } catch {
-        // Try the next secret.
-      }
-    }
+    const event = verifiedEvent(options.secrets, body, headers);
     if (!event) {
       response.writeHead(401).end();
       return;
     }
     const id = headers['webhook-id']!;
-    if (!handled.has(id)) {
-      try {
-        await options.onEvent(event);
-      } catch {
-        // Not handled: a non-2xx answer makes the service deliver it again later.
-        response.writeHead(500).end();
-        return;
-      }
-      handled.add(id);
+    let handling = handlings.get(id);
+    if (!handling) {
+      handling = (async () => options.onEvent(event))();
+      handlings.set(id, handling);
+      // Not handled: forgotten, so that the service's next delivery tries again.
+      handling.catch(() => handlings.delete(id));
+    }
+    try {
+      await handling;
+    } catch {
+      // A non-2xx answer makes the service deliver it again later.
+      response.writeHead(500).end();
+      return;
     }
     response.writeHead(204).end();
   });

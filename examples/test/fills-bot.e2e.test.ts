@@ -1,45 +1,68 @@
-import { describe, expect, it } from 'vitest';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
 import { OtsClient } from '@ots/client';
+import { startNodeProcess, type StartedProcess } from '@ots/shared/testing/processes';
 import { useStack } from '../../testing/fixture.ts';
-import { PositionBook, runFillsBot } from '../fills-bot.ts';
 
-/** examples/fills-bot.ts against the real stack: positions from streamed fills, resumed from a saved cursor. */
+/** examples/fills-bot.ts against the real stack, run as its user runs it: a process, killed and started again. */
 const t = useStack({ accounts: [] });
 
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
 describe('the fills bot', () => {
-  it('keeps positions from the fills it streams, and after a restart from its cursor counts no fill twice', async () => {
+  it('after being killed and started again (before its first fill, and between fills) has the positions of a bot that never stopped', async () => {
     const { apiKey } = await t.stack.createAccountWithKey();
-    const client = new OtsClient({ apiKey, baseUrl: new URL(t.stack.gatewayUrl).origin });
-    const start = client.events.list();
-    await start.toArray();
-    let cursor = start.cursor;
-    const book = new PositionBook();
+    const baseUrl = new URL(t.stack.gatewayUrl).origin;
+    const client = new OtsClient({ apiKey, baseUrl });
+    const directory = mkdtempSync(join(tmpdir(), 'ots-fills-bot-'));
+    cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
+    const start = (stateFile: string): StartedProcess => {
+      const bot = startNodeProcess(['--import', 'tsx', 'examples/fills-bot.ts', join(directory, stateFile)], {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        OTS_API_KEY: apiKey,
+        OTS_BASE_URL: baseUrl,
+      });
+      cleanups.push(() => bot.child.kill('SIGKILL'));
+      return bot;
+    };
+    const kill = async (bot: StartedProcess) => {
+      bot.child.kill('SIGKILL');
+      await new Promise((resolve) => bot.child.once('exit', resolve));
+    };
+    // It prints its positions after each fill.
+    const printed = (bot: StartedProcess) => bot.output.split('\n').filter((line) => line.startsWith('{'));
+    const fillsHandled = (bot: StartedProcess) => printed(bot).length;
+    const started = (stateFile: string) => expect.poll(() => existsSync(join(directory, stateFile)), { timeout: 20_000 }).toBe(true);
+
+    const steady = start('steady.json');
+    let restarted = start('restarted.json');
+    await started('steady.json');
+    await started('restarted.json');
+    // Killed before its first fill: it resumes from the start it saved, not from a later "now".
+    await kill(restarted);
+
     const buy = await client.orders.submit({ symbol: 'BOT', side: 'BUY', type: 'LIMIT', limitPrice: '10', quantity: '10' });
     const sell = await client.orders.submit({ symbol: 'BOT', side: 'SELL', type: 'LIMIT', limitPrice: '12', quantity: '4' });
-
-    const run = async (fills: number) => {
-      let applied = 0;
-      const stop = new AbortController();
-      await runFillsBot(client, book, {
-        after: cursor,
-        signal: stop.signal,
-        saveCursor: (next) => {
-          cursor = next;
-          applied += 1;
-          if (applied === fills) stop.abort();
-        },
-      });
-    };
-
-    const first = run(2);
     await client.fills.record({ orderSubmissionId: buy.id, executionId: 'bot-1', quantity: '6', price: '10' });
+    restarted = start('restarted.json');
+    await expect.poll(() => fillsHandled(restarted), { timeout: 20_000 }).toBe(1);
     await client.fills.record({ orderSubmissionId: sell.id, executionId: 'bot-2', quantity: '4', price: '12' });
-    await first;
-    expect(book.positions.get('BOT')).toEqual({ netQuantity: 2 });
+    await expect.poll(() => fillsHandled(restarted), { timeout: 20_000 }).toBe(2);
 
-    // Restarted from the saved cursor: only the fill recorded since is applied.
+    // Killed between fills: it starts from its file alone, the positions it loads counting exactly the fills before its cursor.
+    await kill(restarted);
     await client.fills.record({ orderSubmissionId: buy.id, executionId: 'bot-3', quantity: '4', price: '10' });
-    await run(1);
-    expect(book.positions.get('BOT')).toEqual({ netQuantity: 6 });
+    restarted = start('restarted.json');
+    await expect.poll(() => fillsHandled(restarted), { timeout: 20_000 }).toBe(1);
+    await expect.poll(() => fillsHandled(steady), { timeout: 20_000 }).toBe(3);
+
+    expect(printed(steady).at(-1)).toBe('{ BOT: 6 }');
+    expect(printed(restarted).at(-1)).toBe(printed(steady).at(-1));
   });
 });
