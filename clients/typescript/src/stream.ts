@@ -114,7 +114,7 @@ export class EventStream implements AsyncIterable<EventFieldsFragment> {
 
   /** The feed's current end, read without reading any event (its transport call retries as any other). */
   private async feedEnd(): Promise<string> {
-    const answer = await this.transport.execute<EventFeedEndQuery>(EventFeedEndDocument.toString(), {}, 'query');
+    const answer = await this.transport.query<EventFeedEndQuery>(EventFeedEndDocument.toString(), {});
     const end = answer.listEvents.pageInfo.endCursor;
     if (!end) throw new OtsApiError('The service named no place in the feed to start the stream from');
     return end;
