@@ -3,7 +3,7 @@ import * as ops from './generated/operations.js';
 import type { TypedDocumentString } from './generated/operations.js';
 import { Paginated, type Connection } from './paging.js';
 import { EventStream, type EventStreamOptions } from './stream.js';
-import { Transport } from './transport.js';
+import { backoffMs, Transport } from './transport.js';
 
 export interface OtsClientOptions {
   /** An API key, `svc_live_...` (the console's Settings → API Keys, or `npm run admin -- key create`). */
@@ -47,6 +47,8 @@ export type Position = ops.PositionFieldsFragment;
 export type Event = ops.EventFieldsFragment;
 export type WebhookEndpoint = ops.WebhookEndpointFieldsFragment;
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /** The payload's error thrown as `OtsPayloadError`; otherwise the payload. */
 function unwrap<P extends PayloadWithError>(payload: P): P {
   if (payload.error) throw new OtsPayloadError(payload.error);
@@ -59,13 +61,15 @@ function unwrap<P extends PayloadWithError>(payload: P): P {
  */
 export class OtsClient {
   private readonly transport: Transport;
+  private readonly maxNetworkRetries: number;
 
   constructor(options: OtsClientOptions) {
     if (!options.apiKey) throw new TypeError('OtsClient needs an apiKey');
+    this.maxNetworkRetries = options.maxNetworkRetries ?? 2;
     this.transport = new Transport({
       apiKey: options.apiKey,
       baseUrl: options.baseUrl ?? 'http://127.0.0.1:4000',
-      maxNetworkRetries: options.maxNetworkRetries ?? 2,
+      maxNetworkRetries: this.maxNetworkRetries,
       timeoutMs: options.timeoutMs ?? 10_000,
       fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
     });
@@ -110,13 +114,32 @@ export class OtsClient {
       const payload = unwrap((await this.mutate(ops.ReplaceOrderDocument, { id, input }, options)).replaceOrderSubmission);
       return { orderSubmission: payload.orderSubmission!, replacedOrderSubmission: payload.replacedOrderSubmission! };
     },
-    /** Cancels every open order matching the filter, calling as many times as `hasMore` asks. */
+    /**
+     * Cancels every open order matching the filter, calling as many times as `hasMore` asks. A call
+     * an outage cut short answers the orders it did cancel with `hasMore` and TEMPORARILY_UNAVAILABLE:
+     * they are kept, and the call is made again, under a new Idempotency-Key (the cut answer is kept
+     * under its own, and would only be replayed). It throws only once more than `maxNetworkRetries`
+     * calls in a row cancelled nothing; the error then lists what was cancelled
+     * (`cancelledOrderSubmissions`).
+     */
     cancelAll: async (filter?: ops.CancelOrderSubmissionsFilter) => {
       const cancelled: Order[] = [];
-      for (;;) {
-        const payload = unwrap((await this.mutate(ops.CancelAllOrdersDocument, { filter })).cancelOrderSubmissions);
-        cancelled.push(...payload.orderSubmissions);
-        if (!payload.hasMore) return { cancelledCount: cancelled.length, orderSubmissions: cancelled };
+      try {
+        for (let callsWithoutProgress = 0; ; ) {
+          const payload = (await this.mutate(ops.CancelAllOrdersDocument, { filter })).cancelOrderSubmissions;
+          cancelled.push(...payload.orderSubmissions);
+          if (payload.error?.code === 'TEMPORARILY_UNAVAILABLE') {
+            callsWithoutProgress = payload.orderSubmissions.length > 0 ? 0 : callsWithoutProgress + 1;
+            if (callsWithoutProgress > this.maxNetworkRetries) throw new OtsPayloadError(payload.error);
+            await sleep(backoffMs(callsWithoutProgress));
+            continue;
+          }
+          unwrap(payload);
+          if (!payload.hasMore) return { cancelledCount: cancelled.length, orderSubmissions: cancelled };
+        }
+      } catch (error) {
+        if (error instanceof OtsError) error.cancelledOrderSubmissions = cancelled;
+        throw error;
       }
     },
     /** The order, or null when it does not exist or is another account's. */

@@ -1,3 +1,5 @@
+import type { OrderFieldsFragment } from './generated/operations.js';
+
 /**
  * Every failure the client throws is an `OtsError`; its subclasses say what kind (contract section 10),
  * so a bot can tell "retry later" from "fix the request" from "this key will never work".
@@ -17,6 +19,8 @@ export class OtsError extends Error {
   idempotencyKey: string | undefined;
   /** The `clientOrderId` that `orders.submit` sent (the caller's, or the one it made): send it again with the same key. */
   clientOrderId: string | undefined;
+  /** The orders that `orders.cancelAll` had cancelled before it failed: cancelled for good, though it threw. */
+  cancelledOrderSubmissions: OrderFieldsFragment[] | undefined;
 
   constructor(message: string, options: { status?: number; code?: string; requestId?: string; cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });

@@ -92,11 +92,17 @@ export function errorOf(error: GraphqlError, context: { status?: number; request
   return new OtsApiError(error.message, options);
 }
 
-/** A payload error of `TEMPORARILY_UNAVAILABLE` on any root field: nothing changed, or it will complete; a retry is safe. */
+/**
+ * A payload of a `TEMPORARILY_UNAVAILABLE` error and nothing else, on any root field: nothing changed,
+ * or it will complete; a retry under the same key is safe. A payload that carries results beside the
+ * error (cancel-all's orders cancelled before the outage) is an answer the gateway keeps: a retry
+ * under its key would only replay it, so it goes back to the caller, who calls again.
+ */
 function unavailablePayload(data: Record<string, unknown> | null | undefined): PayloadErrorShape | undefined {
   for (const value of Object.values(data ?? {})) {
-    const error = typeof value === 'object' && value !== null ? (value as { error?: PayloadErrorShape | null }).error : undefined;
-    if (error?.code === 'TEMPORARILY_UNAVAILABLE') return error;
+    if (typeof value !== 'object' || value === null) continue;
+    const { error, ...results } = value as { error?: PayloadErrorShape | null };
+    if (error?.code === 'TEMPORARILY_UNAVAILABLE' && Object.values(results).every((result) => result === null)) return error;
   }
   return undefined;
 }

@@ -163,6 +163,56 @@ describe('a call whose first attempt is still running', () => {
   });
 });
 
+describe('cancelAll through an outage of the orders database', () => {
+  it('keeps what a cut-short call cancelled, calls again under a new key, and returns every order it cancelled', async () => {
+    const { client: setup, apiKey } = await newClient();
+    const orders = await limitOrders(setup, 'SWEEP', 3);
+    // The second order's cancel waits for the lock until the statement times out: the call answers
+    // the first order cancelled, hasMore and TEMPORARILY_UNAVAILABLE together.
+    const lock = await lockOrderRow(orders[1]!.id);
+    const calls: { idempotencyKey: string | undefined; answer: unknown }[] = [];
+    const client = new OtsClient({
+      apiKey,
+      baseUrl: proxy.origin,
+      fetch: watching(async (request, response) => {
+        if (!request.body.includes('cancelOrderSubmissions')) return;
+        calls.push({ idempotencyKey: request.idempotencyKey, answer: await response.clone().json() });
+        await lock.release();
+      }),
+    });
+    let result: Awaited<ReturnType<OtsClient['orders']['cancelAll']>>;
+    try {
+      result = await client.orders.cancelAll({ symbol: 'SWEEP' });
+    } finally {
+      await lock.release();
+    }
+    expect(calls[0]!.answer).toMatchObject({
+      data: { cancelOrderSubmissions: { cancelledCount: 1, hasMore: true, error: { code: 'TEMPORARILY_UNAVAILABLE' } } },
+    });
+    expect(calls).toHaveLength(2);
+    expect(calls[1]!.idempotencyKey).not.toBe(calls[0]!.idempotencyKey);
+    expect(result.cancelledCount).toBe(3);
+    expect(result.orderSubmissions.map((o) => o.id).sort()).toEqual(orders.map((o) => o.id).sort());
+    expect((await setup.orders.list({ filter: { symbol: 'SWEEP' } }).toArray()).map((o) => o.status)).toEqual(['CANCELLED', 'CANCELLED', 'CANCELLED']);
+  });
+
+  it('throws once its calls stop making progress, naming the orders it did cancel', async () => {
+    const { client: setup, apiKey } = await newClient();
+    const orders = await limitOrders(setup, 'STUCK', 2);
+    const lock = await lockOrderRow(orders[1]!.id);
+    const client = new OtsClient({ apiKey, baseUrl: proxy.origin, maxNetworkRetries: 0 });
+    let failure: unknown;
+    try {
+      failure = await client.orders.cancelAll({ symbol: 'STUCK' }).catch((error: unknown) => error);
+    } finally {
+      await lock.release();
+    }
+    expect(failure).toBeInstanceOf(OtsPayloadError);
+    expect(failure).toMatchObject({ code: 'TEMPORARILY_UNAVAILABLE' });
+    expect((failure as OtsPayloadError).cancelledOrderSubmissions?.map((o) => o.id)).toEqual([orders[0]!.id]);
+  });
+});
+
 describe('a call while the service it needs is down', () => {
   it('is retried after SERVICE_UNAVAILABLE with its one Idempotency-Key, and creates once when the service is back', async () => {
     const { client } = await newClient({ maxNetworkRetries: 6 });
