@@ -15,9 +15,74 @@ export interface EventStreamOptions {
   filter?: EventFilter;
   /** Resume after this cursor (an `EventStream.cursor` or a `listEvents` cursor kept from before); absent: from the feed's end when the stream starts. */
   after?: string;
+  /**
+   * How long a connection may stay silent before it is taken for dead and replaced (default 25 s).
+   * The gateway sends a heartbeat at least every 10 s, so only a connection that is gone (a half-open
+   * TCP connection, a proxy that stopped passing bytes) is silent that long.
+   */
+  idleTimeoutMs?: number;
 }
 
+const DEFAULT_IDLE_TIMEOUT_MS = 25_000;
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * `fetchFn` whose streamed answer fails once `idleTimeoutMs` passes without a byte, the wait for its
+ * headers included. Every byte counts, the heartbeats' comment lines too, which graphql-sse reads and
+ * drops without a word: a connection that died without closing then fails as a cut one does, where it
+ * would otherwise leave the stream waiting forever.
+ */
+function failingWhenSilent(fetchFn: typeof fetch, idleTimeoutMs: number): typeof fetch {
+  return async (input, init) => {
+    const connection = new AbortController();
+    const caller = init?.signal;
+    const passAbortOn = () => connection.abort(caller?.reason);
+    caller?.addEventListener('abort', passAbortOn, { once: true });
+    if (caller?.aborted) passAbortOn();
+    const silence = () => connection.abort(new Error(`The event stream was silent for ${idleTimeoutMs} ms`));
+    let timer = setTimeout(silence, idleTimeoutMs);
+    const stop = () => {
+      clearTimeout(timer);
+      caller?.removeEventListener('abort', passAbortOn);
+    };
+    let response: Response;
+    try {
+      response = await fetchFn(input, { ...init, signal: connection.signal });
+    } catch (error) {
+      stop();
+      throw error;
+    }
+    if (!response.ok || !response.body) {
+      stop();
+      return response;
+    }
+    const reader = response.body.getReader();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        try {
+          const { done, value } = await reader.read();
+          if (done) {
+            stop();
+            controller.close();
+            return;
+          }
+          clearTimeout(timer);
+          timer = setTimeout(silence, idleTimeoutMs);
+          controller.enqueue(value);
+        } catch (error) {
+          stop();
+          controller.error(error);
+        }
+      },
+      cancel(reason) {
+        stop();
+        return reader.cancel(reason);
+      },
+    });
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}
 
 /** The most back-off between reconnections: a stream that keeps failing still tries every few seconds. */
 const MAX_RECONNECT_ATTEMPT = 4;
@@ -28,11 +93,11 @@ function endsForGood(failure: OtsError): boolean {
 }
 
 /**
- * The account's events, live, over GraphQL over SSE. A dropped connection, a server restart, an
- * outage of the events service (TEMPORARILY_UNAVAILABLE, SERVICE_UNAVAILABLE) or a SLOW_CONSUMER
- * ending is followed by a reconnection from the last cursor handed out, so a consumer sees each event
- * once and in order. Authentication, permission and request failures end the iteration with the
- * matching `OtsError`; break out of the loop to close the stream.
+ * The account's events, live, over GraphQL over SSE. A dropped connection, one silent for
+ * `idleTimeoutMs`, a server restart, an outage of the events service (TEMPORARILY_UNAVAILABLE,
+ * SERVICE_UNAVAILABLE) or a SLOW_CONSUMER ending is followed by a reconnection from the last cursor
+ * handed out, so a consumer sees each event once and in order. Authentication, permission and request
+ * failures end the iteration with the matching `OtsError`; break out of the loop to close the stream.
  */
 export class EventStream implements AsyncIterable<EventFieldsFragment> {
   private position: string | undefined;
@@ -58,7 +123,7 @@ export class EventStream implements AsyncIterable<EventFieldsFragment> {
       headers: { 'x-api-key': this.transport.apiKey },
       // Reconnection is done here, so that each one asks from the latest cursor.
       retryAttempts: 0,
-      fetchFn: this.transport.fetch,
+      fetchFn: failingWhenSilent(this.transport.fetch, this.options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS),
     });
     let failures = 0;
     try {
