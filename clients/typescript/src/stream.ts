@@ -21,11 +21,24 @@ export interface EventStreamOptions {
    * TCP connection, a proxy that stopped passing bytes) is silent that long.
    */
   idleTimeoutMs?: number;
+  /** Aborting it ends the iteration, waiting or not: the loop over the stream finishes without an error. */
+  signal?: AbortSignal;
 }
 
 const DEFAULT_IDLE_TIMEOUT_MS = 25_000;
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** A pause that an abort of `signal` cuts short. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, signal?.aborted ? 0 : ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
 
 /**
  * `fetchFn` whose streamed answer fails once `idleTimeoutMs` passes without a byte, the wait for its
@@ -97,7 +110,8 @@ function endsForGood(failure: OtsError): boolean {
  * `idleTimeoutMs`, a server restart, an outage of the events service (TEMPORARILY_UNAVAILABLE,
  * SERVICE_UNAVAILABLE) or a SLOW_CONSUMER ending is followed by a reconnection from the last cursor
  * handed out, so a consumer sees each event once and in order. Authentication, permission and request
- * failures end the iteration with the matching `OtsError`; break out of the loop to close the stream.
+ * failures end the iteration with the matching `OtsError`; break out of the loop, or abort `signal`,
+ * to close the stream.
  */
 export class EventStream implements AsyncIterable<EventFieldsFragment> {
   private position: string | undefined;
@@ -118,6 +132,7 @@ export class EventStream implements AsyncIterable<EventFieldsFragment> {
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<EventFieldsFragment> {
+    const { signal } = this.options;
     const client = createClient({
       url: this.transport.streamUrl,
       headers: { 'x-api-key': this.transport.apiKey },
@@ -125,18 +140,26 @@ export class EventStream implements AsyncIterable<EventFieldsFragment> {
       retryAttempts: 0,
       fetchFn: failingWhenSilent(this.transport.fetch, this.options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS),
     });
+    // graphql-sse's iterate takes no signal: disposing of the client aborts its connection, and its
+    // iteration completes.
+    const dispose = () => client.dispose();
+    signal?.addEventListener('abort', dispose, { once: true });
     let failures = 0;
     try {
       for (;;) {
+        if (signal?.aborted) return;
         let delayMs: number;
         try {
           // "From now" is fixed before the stream opens: a stream cut before its first event then
           // resumes from there, not from a later "now" that would skip what committed meanwhile.
           this.position ??= await this.feedEnd();
+          if (signal?.aborted) return;
           const variables: EventsSubscriptionVariables = { filter: this.options.filter, after: this.position };
           const results = client.iterate<EventsSubscription>({ query: EventsDocument.toString(), variables });
           let ending: GraphqlError | undefined;
           for await (const result of results) {
+            // What arrived before the abort is not handed out: the cursor stays on the last event that was.
+            if (signal?.aborted) return;
             ending = result.errors?.[0] as GraphqlError | undefined;
             if (ending) {
               // A key without `read`, revoked or of an account whose access was disabled: reconnecting cannot help.
@@ -170,9 +193,10 @@ export class EventStream implements AsyncIterable<EventFieldsFragment> {
           else delayMs = backoffMs(Math.min(failures, MAX_RECONNECT_ATTEMPT));
           failures += 1;
         }
-        await sleep(delayMs);
+        await sleep(delayMs, signal);
       }
     } finally {
+      signal?.removeEventListener('abort', dispose);
       client.dispose();
     }
   }

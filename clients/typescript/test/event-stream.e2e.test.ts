@@ -148,6 +148,40 @@ describe('the event stream', () => {
     }
   });
 
+  it('ends without an error when its signal aborts, whether it waits for an event or to reconnect', async () => {
+    const { apiKey } = await t.stack.createAccountWithKey();
+    const gateway = new URL(t.stack.gatewayUrl);
+    const relay = new TcpProxy(gateway.hostname, Number(gateway.port));
+    await relay.start();
+    const streams = countingStreams();
+    const client = new OtsClient({ apiKey, baseUrl: `http://127.0.0.1:${relay.port}`, fetch: streams.fetch });
+    const read = async (signal: AbortSignal) => {
+      const events: Event[] = [];
+      for await (const event of client.events.stream({ signal })) events.push(event);
+      return events;
+    };
+    try {
+      const waiting = new AbortController();
+      const whileWaiting = read(waiting.signal);
+      await expect.poll(() => streams.opened).toBe(1);
+      waiting.abort();
+      await expect(whileWaiting).resolves.toEqual([]);
+
+      const reconnecting = new AbortController();
+      const whileReconnecting = read(reconnecting.signal);
+      await expect.poll(() => streams.opened).toBe(2);
+      // The gateway out of reach: the stream backs off between attempts to reconnect.
+      await relay.cut();
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      reconnecting.abort();
+      const abortedAt = Date.now();
+      await expect(whileReconnecting).resolves.toEqual([]);
+      expect(Date.now() - abortedAt).toBeLessThan(250);
+    } finally {
+      await relay.cut();
+    }
+  });
+
   it('ends with OtsAuthenticationError for a bad key', async () => {
     const client = new OtsClient({ apiKey: 'svc_live_notakey', baseUrl: proxy.origin });
     const iterate = async () => {
