@@ -1,21 +1,33 @@
-import { OtsPayloadError } from './errors.js';
+import { OtsError, OtsPayloadError } from './errors.js';
 import * as ops from './generated/operations.js';
 import type { TypedDocumentString } from './generated/operations.js';
 import { Paginated, type Connection } from './paging.js';
 import { EventStream, type EventStreamOptions } from './stream.js';
-import { Transport } from './transport.js';
+import { backoffMs, Transport } from './transport.js';
 
 export interface OtsClientOptions {
   /** An API key, `svc_live_...` (the console's Settings → API Keys, or `npm run admin -- key create`). */
   apiKey: string;
   /** The gateway's origin. */
   baseUrl?: string;
-  /** How many times a failed attempt is retried (network error, timeout, 409 in progress, 429, 5xx, outage). */
+  /**
+   * How many times a failed attempt is retried (network error, timeout, 429, 5xx, outage). A 409 (the
+   * call's first attempt still running) is retried apart from these, until the gateway must have let
+   * its Idempotency-Key go (`timeoutMs` plus the gateway's 30 s lease).
+   */
   maxNetworkRetries?: number;
   /** How long one attempt may take. */
   timeoutMs?: number;
   /** A `fetch` to use instead of the global one (a proxy agent, a test double). */
   fetch?: typeof fetch;
+}
+
+export interface MutationOptions {
+  /**
+   * The `Idempotency-Key` to send, instead of a new one: an earlier call's (`OtsError.idempotencyKey`),
+   * with the same arguments, to carry it on after it failed; the answer of what ran under it comes back.
+   */
+  idempotencyKey?: string;
 }
 
 export interface ListOptions<Filter> {
@@ -35,6 +47,8 @@ export type Position = ops.PositionFieldsFragment;
 export type Event = ops.EventFieldsFragment;
 export type WebhookEndpoint = ops.WebhookEndpointFieldsFragment;
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /** The payload's error thrown as `OtsPayloadError`; otherwise the payload. */
 function unwrap<P extends PayloadWithError>(payload: P): P {
   if (payload.error) throw new OtsPayloadError(payload.error);
@@ -47,24 +61,26 @@ function unwrap<P extends PayloadWithError>(payload: P): P {
  */
 export class OtsClient {
   private readonly transport: Transport;
+  private readonly maxNetworkRetries: number;
 
   constructor(options: OtsClientOptions) {
     if (!options.apiKey) throw new TypeError('OtsClient needs an apiKey');
+    this.maxNetworkRetries = options.maxNetworkRetries ?? 2;
     this.transport = new Transport({
       apiKey: options.apiKey,
       baseUrl: options.baseUrl ?? 'http://127.0.0.1:4000',
-      maxNetworkRetries: options.maxNetworkRetries ?? 2,
+      maxNetworkRetries: this.maxNetworkRetries,
       timeoutMs: options.timeoutMs ?? 10_000,
       fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
     });
   }
 
   private query<R, V extends object>(document: TypedDocumentString<R, V>, variables?: V): Promise<R> {
-    return this.transport.execute<R>(document.toString(), variables, 'query');
+    return this.transport.query<R>(document.toString(), variables);
   }
 
-  private mutate<R, V extends object>(document: TypedDocumentString<R, V>, variables: V): Promise<R> {
-    return this.transport.execute<R>(document.toString(), variables, 'mutation');
+  private mutate<R, V extends object>(document: TypedDocumentString<R, V>, variables: V, options: MutationOptions = {}): Promise<R> {
+    return this.transport.mutate<R>(document.toString(), variables, options.idempotencyKey);
   }
 
   private paginate<Node, Filter>(options: ListOptions<Filter>, fetchPage: (first: number | undefined, after: string | undefined) => Promise<Connection<Node>>) {
@@ -79,25 +95,51 @@ export class OtsClient {
   readonly orders = {
     /**
      * Submits an order. Without a `clientOrderId` one is made for you (`ots-<uuid>`), so the client's
-     * retries never submit twice; to retry a call yourself later, give your own `clientOrderId`.
+     * retries never submit twice; an error it throws names it (`clientOrderId`, beside
+     * `idempotencyKey`), so a later call with both submits nothing twice either.
      */
-    submit: async (input: ops.SubmitOrderInput): Promise<Order> => {
+    submit: async (input: ops.SubmitOrderInput, options?: MutationOptions): Promise<Order> => {
       const withId = { ...input, clientOrderId: input.clientOrderId ?? `ots-${crypto.randomUUID()}` };
-      return unwrap((await this.mutate(ops.SubmitOrderDocument, { input: withId })).submitOrder).orderSubmission!;
+      try {
+        return unwrap((await this.mutate(ops.SubmitOrderDocument, { input: withId }, options)).submitOrder).orderSubmission!;
+      } catch (error) {
+        if (error instanceof OtsError) error.clientOrderId = withId.clientOrderId;
+        throw error;
+      }
     },
-    cancel: async (id: string): Promise<Order> => unwrap((await this.mutate(ops.CancelOrderDocument, { id })).cancelOrderSubmission).orderSubmission!,
+    cancel: async (id: string, options?: MutationOptions): Promise<Order> =>
+      unwrap((await this.mutate(ops.CancelOrderDocument, { id }, options)).cancelOrderSubmission).orderSubmission!,
     /** Cancel/replace: returns the new order and the one it replaced. */
-    replace: async (id: string, input: ops.ReplaceOrderSubmissionInput) => {
-      const payload = unwrap((await this.mutate(ops.ReplaceOrderDocument, { id, input })).replaceOrderSubmission);
+    replace: async (id: string, input: ops.ReplaceOrderSubmissionInput, options?: MutationOptions) => {
+      const payload = unwrap((await this.mutate(ops.ReplaceOrderDocument, { id, input }, options)).replaceOrderSubmission);
       return { orderSubmission: payload.orderSubmission!, replacedOrderSubmission: payload.replacedOrderSubmission! };
     },
-    /** Cancels every open order matching the filter, calling as many times as `hasMore` asks. */
+    /**
+     * Cancels every open order matching the filter, calling as many times as `hasMore` asks. A call
+     * an outage cut short answers the orders it did cancel with `hasMore` and TEMPORARILY_UNAVAILABLE:
+     * they are kept, and the call is made again, under a new Idempotency-Key (the cut answer is kept
+     * under its own, and would only be replayed). It throws only once more than `maxNetworkRetries`
+     * calls in a row cancelled nothing; the error then lists what was cancelled
+     * (`cancelledOrderSubmissions`).
+     */
     cancelAll: async (filter?: ops.CancelOrderSubmissionsFilter) => {
       const cancelled: Order[] = [];
-      for (;;) {
-        const payload = unwrap((await this.mutate(ops.CancelAllOrdersDocument, { filter })).cancelOrderSubmissions);
-        cancelled.push(...payload.orderSubmissions);
-        if (!payload.hasMore) return { cancelledCount: cancelled.length, orderSubmissions: cancelled };
+      try {
+        for (let callsWithoutProgress = 0; ; ) {
+          const payload = (await this.mutate(ops.CancelAllOrdersDocument, { filter })).cancelOrderSubmissions;
+          cancelled.push(...payload.orderSubmissions);
+          if (payload.error?.code === 'TEMPORARILY_UNAVAILABLE') {
+            callsWithoutProgress = payload.orderSubmissions.length > 0 ? 0 : callsWithoutProgress + 1;
+            if (callsWithoutProgress > this.maxNetworkRetries) throw new OtsPayloadError(payload.error);
+            await sleep(backoffMs(callsWithoutProgress));
+            continue;
+          }
+          unwrap(payload);
+          if (!payload.hasMore) return { cancelledCount: cancelled.length, orderSubmissions: cancelled };
+        }
+      } catch (error) {
+        if (error instanceof OtsError) error.cancelledOrderSubmissions = cancelled;
+        throw error;
       }
     },
     /** The order, or null when it does not exist or is another account's. */
@@ -119,8 +161,8 @@ export class OtsClient {
 
   readonly fills = {
     /** Records a venue's execution; the same `executionId` again returns the recorded fill. */
-    record: async (input: ops.RecordFillInput): Promise<{ fill: Fill; orderSubmission: Order }> => {
-      const payload = unwrap((await this.mutate(ops.RecordFillDocument, { input })).recordFill);
+    record: async (input: ops.RecordFillInput, options?: MutationOptions): Promise<{ fill: Fill; orderSubmission: Order }> => {
+      const payload = unwrap((await this.mutate(ops.RecordFillDocument, { input }, options)).recordFill);
       return { fill: payload.fill!, orderSubmission: payload.orderSubmission! };
     },
     get: async (id: string): Promise<Fill | null> => (await this.query(ops.GetFillDocument, { id })).fill,
@@ -129,12 +171,16 @@ export class OtsClient {
   };
 
   readonly strategies = {
-    create: async (input: ops.CreateStrategyInput): Promise<Strategy> => unwrap((await this.mutate(ops.CreateStrategyDocument, { input })).createStrategy).strategy!,
-    update: async (id: string, input: ops.UpdateStrategyInput): Promise<Strategy> =>
-      unwrap((await this.mutate(ops.UpdateStrategyDocument, { id, input })).updateStrategy).strategy!,
-    pause: async (id: string): Promise<Strategy> => unwrap((await this.mutate(ops.PauseStrategyDocument, { id })).pauseStrategy).strategy!,
-    resume: async (id: string): Promise<Strategy> => unwrap((await this.mutate(ops.ResumeStrategyDocument, { id })).resumeStrategy).strategy!,
-    archive: async (id: string): Promise<Strategy> => unwrap((await this.mutate(ops.ArchiveStrategyDocument, { id })).archiveStrategy).strategy!,
+    create: async (input: ops.CreateStrategyInput, options?: MutationOptions): Promise<Strategy> =>
+      unwrap((await this.mutate(ops.CreateStrategyDocument, { input }, options)).createStrategy).strategy!,
+    update: async (id: string, input: ops.UpdateStrategyInput, options?: MutationOptions): Promise<Strategy> =>
+      unwrap((await this.mutate(ops.UpdateStrategyDocument, { id, input }, options)).updateStrategy).strategy!,
+    pause: async (id: string, options?: MutationOptions): Promise<Strategy> =>
+      unwrap((await this.mutate(ops.PauseStrategyDocument, { id }, options)).pauseStrategy).strategy!,
+    resume: async (id: string, options?: MutationOptions): Promise<Strategy> =>
+      unwrap((await this.mutate(ops.ResumeStrategyDocument, { id }, options)).resumeStrategy).strategy!,
+    archive: async (id: string, options?: MutationOptions): Promise<Strategy> =>
+      unwrap((await this.mutate(ops.ArchiveStrategyDocument, { id }, options)).archiveStrategy).strategy!,
     get: async (id: string): Promise<Strategy | null> => (await this.query(ops.GetStrategyDocument, { id })).strategy,
     list: (options: ListOptions<ops.StrategyFilter> = {}) =>
       this.paginate(options, async (first, after) => (await this.query(ops.ListStrategiesDocument, { filter: options.filter, first, after })).listStrategies),
@@ -158,26 +204,26 @@ export class OtsClient {
 
   readonly webhooks = {
     /** Creates an endpoint; `signingSecret` is shown this once: keep it for `verifyWebhook`. */
-    create: async (input: ops.CreateWebhookEndpointInput) => {
-      const payload = unwrap((await this.mutate(ops.CreateWebhookEndpointDocument, { input })).createWebhookEndpoint);
+    create: async (input: ops.CreateWebhookEndpointInput, options?: MutationOptions) => {
+      const payload = unwrap((await this.mutate(ops.CreateWebhookEndpointDocument, { input }, options)).createWebhookEndpoint);
       return { webhookEndpoint: payload.webhookEndpoint!, signingSecret: payload.signingSecret! };
     },
-    update: async (id: string, input: ops.UpdateWebhookEndpointInput): Promise<WebhookEndpoint> =>
-      unwrap((await this.mutate(ops.UpdateWebhookEndpointDocument, { id, input })).updateWebhookEndpoint).webhookEndpoint!,
-    disable: async (id: string): Promise<WebhookEndpoint> =>
-      unwrap((await this.mutate(ops.DisableWebhookEndpointDocument, { id })).disableWebhookEndpoint).webhookEndpoint!,
-    enable: async (id: string): Promise<WebhookEndpoint> =>
-      unwrap((await this.mutate(ops.EnableWebhookEndpointDocument, { id })).enableWebhookEndpoint).webhookEndpoint!,
-    delete: async (id: string): Promise<WebhookEndpoint> =>
-      unwrap((await this.mutate(ops.DeleteWebhookEndpointDocument, { id })).deleteWebhookEndpoint).webhookEndpoint!,
+    update: async (id: string, input: ops.UpdateWebhookEndpointInput, options?: MutationOptions): Promise<WebhookEndpoint> =>
+      unwrap((await this.mutate(ops.UpdateWebhookEndpointDocument, { id, input }, options)).updateWebhookEndpoint).webhookEndpoint!,
+    disable: async (id: string, options?: MutationOptions): Promise<WebhookEndpoint> =>
+      unwrap((await this.mutate(ops.DisableWebhookEndpointDocument, { id }, options)).disableWebhookEndpoint).webhookEndpoint!,
+    enable: async (id: string, options?: MutationOptions): Promise<WebhookEndpoint> =>
+      unwrap((await this.mutate(ops.EnableWebhookEndpointDocument, { id }, options)).enableWebhookEndpoint).webhookEndpoint!,
+    delete: async (id: string, options?: MutationOptions): Promise<WebhookEndpoint> =>
+      unwrap((await this.mutate(ops.DeleteWebhookEndpointDocument, { id }, options)).deleteWebhookEndpoint).webhookEndpoint!,
     /** A new signing secret; the old one keeps signing for `graceSeconds` (default a day). */
-    rotateSecret: async (id: string, graceSeconds?: number) => {
-      const payload = unwrap((await this.mutate(ops.RotateWebhookSigningSecretDocument, { id, graceSeconds })).rotateWebhookSigningSecret);
+    rotateSecret: async (id: string, graceSeconds?: number, options?: MutationOptions) => {
+      const payload = unwrap((await this.mutate(ops.RotateWebhookSigningSecretDocument, { id, graceSeconds }, options)).rotateWebhookSigningSecret);
       return { webhookEndpoint: payload.webhookEndpoint!, signingSecret: payload.signingSecret! };
     },
     list: async (): Promise<WebhookEndpoint[]> => (await this.query(ops.ListWebhookEndpointsDocument)).listWebhookEndpoints,
     get: async (id: string): Promise<WebhookEndpoint | null> => (await this.query(ops.GetWebhookEndpointDocument, { id })).webhookEndpoint,
-    redeliver: async (endpointId: string, eventId: string): Promise<Event> =>
-      unwrap((await this.mutate(ops.RedeliverEventDocument, { endpointId, eventId })).redeliverEvent).event!,
+    redeliver: async (endpointId: string, eventId: string, options?: MutationOptions): Promise<Event> =>
+      unwrap((await this.mutate(ops.RedeliverEventDocument, { endpointId, eventId }, options)).redeliverEvent).event!,
   };
 }

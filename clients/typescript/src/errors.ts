@@ -1,3 +1,5 @@
+import type { OrderFieldsFragment } from './generated/operations.js';
+
 /**
  * Every failure the client throws is an `OtsError`; its subclasses say what kind (contract section 10),
  * so a bot can tell "retry later" from "fix the request" from "this key will never work".
@@ -9,6 +11,16 @@ export class OtsError extends Error {
   readonly code: string | undefined;
   /** The gateway's request id (`x-request-id`), to quote when asking for help. */
   readonly requestId: string | undefined;
+  /**
+   * A mutation's `Idempotency-Key`, the one all its attempts carried. Pass it back as the call's
+   * `idempotencyKey` option, with the same arguments, to carry on: the answer of whatever ran under
+   * it comes back, and nothing runs twice. Set on the errors of a mutation that did not get its answer.
+   */
+  idempotencyKey: string | undefined;
+  /** The `clientOrderId` that `orders.submit` sent (the caller's, or the one it made): send it again with the same key. */
+  clientOrderId: string | undefined;
+  /** The orders that `orders.cancelAll` had cancelled before it failed: cancelled for good, though it threw. */
+  cancelledOrderSubmissions: OrderFieldsFragment[] | undefined;
 
   constructor(message: string, options: { status?: number; code?: string; requestId?: string; cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });

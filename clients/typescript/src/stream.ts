@@ -15,9 +15,87 @@ export interface EventStreamOptions {
   filter?: EventFilter;
   /** Resume after this cursor (an `EventStream.cursor` or a `listEvents` cursor kept from before); absent: from the feed's end when the stream starts. */
   after?: string;
+  /**
+   * How long a connection may stay silent before it is taken for dead and replaced (default 25 s).
+   * The gateway sends a heartbeat at least every 10 s, so only a connection that is gone (a half-open
+   * TCP connection, a proxy that stopped passing bytes) is silent that long.
+   */
+  idleTimeoutMs?: number;
+  /** Aborting it ends the iteration, waiting or not: the loop over the stream finishes without an error. */
+  signal?: AbortSignal;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const DEFAULT_IDLE_TIMEOUT_MS = 25_000;
+
+/** A pause that an abort of `signal` cuts short. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, signal?.aborted ? 0 : ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+/**
+ * `fetchFn` whose streamed answer fails once `idleTimeoutMs` passes without a byte, the wait for its
+ * headers included. Every byte counts, the heartbeats' comment lines too, which graphql-sse reads and
+ * drops without a word: a connection that died without closing then fails as a cut one does, where it
+ * would otherwise leave the stream waiting forever.
+ */
+function failingWhenSilent(fetchFn: typeof fetch, idleTimeoutMs: number): typeof fetch {
+  return async (input, init) => {
+    const connection = new AbortController();
+    const caller = init?.signal;
+    const passAbortOn = () => connection.abort(caller?.reason);
+    caller?.addEventListener('abort', passAbortOn, { once: true });
+    if (caller?.aborted) passAbortOn();
+    const silence = () => connection.abort(new Error(`The event stream was silent for ${idleTimeoutMs} ms`));
+    let timer = setTimeout(silence, idleTimeoutMs);
+    const stop = () => {
+      clearTimeout(timer);
+      caller?.removeEventListener('abort', passAbortOn);
+    };
+    let response: Response;
+    try {
+      response = await fetchFn(input, { ...init, signal: connection.signal });
+    } catch (error) {
+      stop();
+      throw error;
+    }
+    if (!response.ok || !response.body) {
+      stop();
+      return response;
+    }
+    const reader = response.body.getReader();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        try {
+          const { done, value } = await reader.read();
+          if (done) {
+            stop();
+            controller.close();
+            return;
+          }
+          clearTimeout(timer);
+          timer = setTimeout(silence, idleTimeoutMs);
+          controller.enqueue(value);
+        } catch (error) {
+          stop();
+          controller.error(error);
+        }
+      },
+      cancel(reason) {
+        stop();
+        return reader.cancel(reason);
+      },
+    });
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+}
 
 /** The most back-off between reconnections: a stream that keeps failing still tries every few seconds. */
 const MAX_RECONNECT_ATTEMPT = 4;
@@ -28,11 +106,12 @@ function endsForGood(failure: OtsError): boolean {
 }
 
 /**
- * The account's events, live, over GraphQL over SSE. A dropped connection, a server restart, an
- * outage of the events service (TEMPORARILY_UNAVAILABLE, SERVICE_UNAVAILABLE) or a SLOW_CONSUMER
- * ending is followed by a reconnection from the last cursor handed out, so a consumer sees each event
- * once and in order. Authentication, permission and request failures end the iteration with the
- * matching `OtsError`; break out of the loop to close the stream.
+ * The account's events, live, over GraphQL over SSE. A dropped connection, one silent for
+ * `idleTimeoutMs`, a server restart, an outage of the events service (TEMPORARILY_UNAVAILABLE,
+ * SERVICE_UNAVAILABLE) or a SLOW_CONSUMER ending is followed by a reconnection from the last cursor
+ * handed out, so a consumer sees each event once and in order. Authentication, permission and request
+ * failures end the iteration with the matching `OtsError`; break out of the loop, or abort `signal`,
+ * to close the stream.
  */
 export class EventStream implements AsyncIterable<EventFieldsFragment> {
   private position: string | undefined;
@@ -53,25 +132,34 @@ export class EventStream implements AsyncIterable<EventFieldsFragment> {
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<EventFieldsFragment> {
+    const { signal } = this.options;
     const client = createClient({
       url: this.transport.streamUrl,
       headers: { 'x-api-key': this.transport.apiKey },
       // Reconnection is done here, so that each one asks from the latest cursor.
       retryAttempts: 0,
-      fetchFn: this.transport.fetch,
+      fetchFn: failingWhenSilent(this.transport.fetch, this.options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS),
     });
+    // graphql-sse's iterate takes no signal: disposing of the client aborts its connection, and its
+    // iteration completes.
+    const dispose = () => client.dispose();
+    signal?.addEventListener('abort', dispose, { once: true });
     let failures = 0;
     try {
       for (;;) {
+        if (signal?.aborted) return;
         let delayMs: number;
         try {
           // "From now" is fixed before the stream opens: a stream cut before its first event then
           // resumes from there, not from a later "now" that would skip what committed meanwhile.
           this.position ??= await this.feedEnd();
+          if (signal?.aborted) return;
           const variables: EventsSubscriptionVariables = { filter: this.options.filter, after: this.position };
           const results = client.iterate<EventsSubscription>({ query: EventsDocument.toString(), variables });
           let ending: GraphqlError | undefined;
           for await (const result of results) {
+            // What arrived before the abort is not handed out: the cursor stays on the last event that was.
+            if (signal?.aborted) return;
             ending = result.errors?.[0] as GraphqlError | undefined;
             if (ending) {
               // A key without `read`, revoked or of an account whose access was disabled: reconnecting cannot help.
@@ -105,16 +193,17 @@ export class EventStream implements AsyncIterable<EventFieldsFragment> {
           else delayMs = backoffMs(Math.min(failures, MAX_RECONNECT_ATTEMPT));
           failures += 1;
         }
-        await sleep(delayMs);
+        await sleep(delayMs, signal);
       }
     } finally {
+      signal?.removeEventListener('abort', dispose);
       client.dispose();
     }
   }
 
   /** The feed's current end, read without reading any event (its transport call retries as any other). */
   private async feedEnd(): Promise<string> {
-    const answer = await this.transport.execute<EventFeedEndQuery>(EventFeedEndDocument.toString(), {}, 'query');
+    const answer = await this.transport.query<EventFeedEndQuery>(EventFeedEndDocument.toString(), {});
     const end = answer.listEvents.pageInfo.endCursor;
     if (!end) throw new OtsApiError('The service named no place in the feed to start the stream from');
     return end;

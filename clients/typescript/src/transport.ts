@@ -34,6 +34,13 @@ interface GraphqlResponse {
 /** The first and the longest pause between attempts, before jitter. */
 const INITIAL_DELAY_MS = 500;
 const MAX_DELAY_MS = 8_000;
+/**
+ * How long the gateway keeps an Idempotency-Key in progress (409) after the request holding it stopped
+ * renewing it: its claim's lease (the accounts service's idempotency store, 30 s). A mutation the
+ * gateway timed out keeps its key until it finishes; one that may have run in a service that did not
+ * answer keeps it until this lease lapses.
+ */
+const GATEWAY_IDEMPOTENCY_LEASE_MS = 30_000;
 const REQUEST_ERROR_CODES = new Set(['BAD_USER_INPUT', 'BAD_REQUEST', 'GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED', 'QUERY_TOO_COMPLEX']);
 /**
  * Top-level errors of an outage, a dependency's (TEMPORARILY_UNAVAILABLE) or a whole service's
@@ -51,12 +58,16 @@ export function backoffMs(attempt: number, random: () => number = Math.random): 
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Thrown inside an attempt: `retryable` failures are tried again while attempts remain. */
+/**
+ * Thrown inside an attempt: `retryable` failures are tried again while attempts remain; `inProgress`
+ * (409, the same Idempotency-Key still running) is tried again for as long as the gateway can hold the key.
+ */
 class AttemptFailure {
   constructor(
     readonly error: OtsError,
     readonly retryable: boolean,
     readonly minimumDelayMs = 0,
+    readonly inProgress = false,
   ) {}
 }
 
@@ -81,21 +92,28 @@ export function errorOf(error: GraphqlError, context: { status?: number; request
   return new OtsApiError(error.message, options);
 }
 
-/** A payload error of `TEMPORARILY_UNAVAILABLE` on any root field: nothing changed, or it will complete; a retry is safe. */
+/**
+ * A payload of a `TEMPORARILY_UNAVAILABLE` error and nothing else, on any root field: nothing changed,
+ * or it will complete; a retry under the same key is safe. A payload that carries results beside the
+ * error (cancel-all's orders cancelled before the outage) is an answer the gateway keeps: a retry
+ * under its key would only replay it, so it goes back to the caller, who calls again.
+ */
 function unavailablePayload(data: Record<string, unknown> | null | undefined): PayloadErrorShape | undefined {
   for (const value of Object.values(data ?? {})) {
-    const error = typeof value === 'object' && value !== null ? (value as { error?: PayloadErrorShape | null }).error : undefined;
-    if (error?.code === 'TEMPORARILY_UNAVAILABLE') return error;
+    if (typeof value !== 'object' || value === null) continue;
+    const { error, ...results } = value as { error?: PayloadErrorShape | null };
+    if (error?.code === 'TEMPORARILY_UNAVAILABLE' && Object.values(results).every((result) => result === null)) return error;
   }
   return undefined;
 }
 
 /**
  * Sends one GraphQL operation, with the retries of contract section 10: a network error, a timeout,
- * 409 (the same call still in progress), 429 (after `Retry-After`), 5xx, TEMPORARILY_UNAVAILABLE and
- * SERVICE_UNAVAILABLE (a service down) are tried again up to `maxNetworkRetries` times. A mutation
- * carries one `Idempotency-Key` on every attempt, so a retry whose first attempt did run is answered
- * with that attempt's answer and runs nothing again.
+ * 429 (after `Retry-After`), 5xx, TEMPORARILY_UNAVAILABLE and SERVICE_UNAVAILABLE (a service down) are
+ * tried again up to `maxNetworkRetries` times. A mutation carries one `Idempotency-Key` on every
+ * attempt, so a retry whose first attempt did run is answered with that attempt's answer and runs
+ * nothing again. 409 (that first attempt still running) is tried again, with back-off, until the
+ * gateway must have let the key go: one request timeout plus its lease after the first 409.
  */
 export class Transport {
   constructor(private readonly options: TransportOptions) {}
@@ -117,17 +135,48 @@ export class Transport {
     return this.options.fetch;
   }
 
-  async execute<Result>(query: string, variables: object | undefined, kind: 'query' | 'mutation'): Promise<Result> {
+  query<Result>(query: string, variables: object | undefined): Promise<Result> {
+    return this.send<Result>(query, variables, undefined);
+  }
+
+  /**
+   * A mutation under `idempotencyKey` (a new one when absent). An error thrown carries the key, so
+   * that the caller can send the same mutation again under it and get the first one's answer.
+   */
+  async mutate<Result>(query: string, variables: object | undefined, idempotencyKey: string = crypto.randomUUID()): Promise<Result> {
+    try {
+      return await this.send<Result>(query, variables, idempotencyKey);
+    } catch (error) {
+      if (error instanceof OtsError) error.idempotencyKey = idempotencyKey;
+      throw error;
+    }
+  }
+
+  private async send<Result>(query: string, variables: object | undefined, idempotencyKey: string | undefined): Promise<Result> {
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json', 'x-api-key': this.options.apiKey };
-    if (kind === 'mutation') headers['idempotency-key'] = crypto.randomUUID();
+    if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey;
     const body = JSON.stringify({ query, variables: variables ?? {} });
-    for (let attempt = 0; ; attempt += 1) {
+    let attempt = 0;
+    let conflicts = 0;
+    let conflictsUntil: number | undefined;
+    for (;;) {
       try {
         return (await this.attempt(headers, body)) as Result;
       } catch (failure) {
         if (!(failure instanceof AttemptFailure)) throw failure;
+        if (failure.inProgress) {
+          // The first attempt may run on at the gateway after we stopped waiting for it (about a
+          // request timeout more), and its key may then stay held until its lease lapses.
+          conflictsUntil ??= Date.now() + this.options.timeoutMs + GATEWAY_IDEMPOTENCY_LEASE_MS;
+          const delayMs = backoffMs(conflicts);
+          if (Date.now() + delayMs > conflictsUntil) throw failure.error;
+          conflicts += 1;
+          await sleep(delayMs);
+          continue;
+        }
         if (!failure.retryable || attempt >= this.options.maxNetworkRetries) throw failure.error;
         await sleep(Math.max(failure.minimumDelayMs, backoffMs(attempt)));
+        attempt += 1;
       }
     }
   }
@@ -159,7 +208,7 @@ export class Transport {
     }
     if (status === 401) throw new AttemptFailure(new OtsAuthenticationError(detail, context), false);
     if (status === 403) throw new AttemptFailure(new OtsPermissionError(detail, context), false);
-    if (status === 409) throw new AttemptFailure(new OtsApiError(detail, context), true);
+    if (status === 409) throw new AttemptFailure(new OtsApiError(detail, context), false, 0, true);
     if (status >= 500) throw new AttemptFailure(new OtsApiError(detail, context), true);
     if (status >= 400) throw new AttemptFailure(new OtsRequestError(detail, context), false);
     if (!parsed) throw new AttemptFailure(new OtsApiError('The answer was not JSON', context), true);

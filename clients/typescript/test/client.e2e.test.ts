@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey, setApiAccess } from '@ots/accounts';
 import { useStack } from '../../../testing/fixture.ts';
@@ -6,6 +7,7 @@ import { Receiver } from '../../../testing/webhook-receiver.ts';
 import {
   OtsAuthenticationError,
   OtsClient,
+  OtsConnectionError,
   OtsPayloadError,
   OtsPermissionError,
   OtsRequestError,
@@ -16,7 +18,9 @@ import {
  * The SDK against the real stack, through a relay that loses answers (contract section 10): a retried
  * call never creates twice, lists page by themselves, and every failure is one of the error classes.
  */
-const t = useStack({ env: { RATE_LIMIT_PER_SECOND: '10', RATE_LIMIT_BURST: '10' }, accounts: [] });
+// The subgraph timeout outlasts the orders database's 5 s statement timeout, so that a statement held
+// up by a row lock fails in the orders service (a TEMPORARILY_UNAVAILABLE of its own), not at the gateway.
+const t = useStack({ env: { RATE_LIMIT_PER_SECOND: '10', RATE_LIMIT_BURST: '10', SUBGRAPH_TIMEOUT_MS: '8000' }, accounts: [] });
 let proxy: FaultProxy;
 
 beforeAll(async () => {
@@ -32,6 +36,39 @@ async function newClient(options: { maxNetworkRetries?: number } = {}) {
 }
 
 const mutation = (field: string) => (request: ForwardedRequest) => request.body.includes(field);
+
+/** Holds the order's row lock, as a long transaction of another process would: its writes wait until `release`. */
+async function lockOrderRow(orderId: string) {
+  const database = new pg.Client({ connectionString: t.stack.databaseUrl });
+  await database.connect();
+  await database.query('begin');
+  await database.query('select 1 from orders.order_submissions where id = $1 for update', [orderId]);
+  let released = false;
+  return {
+    release: async () => {
+      if (released) return;
+      released = true;
+      await database.query('rollback');
+      await database.end();
+    },
+  };
+}
+
+/** A `fetch` that shows each answer to `look` (the request's body and Idempotency-Key) before the client reads it. */
+function watching(look: (request: { body: string; idempotencyKey: string | undefined }, response: Response) => Promise<void>): typeof fetch {
+  return async (input, init) => {
+    const response = await fetch(input, init);
+    const headers = (init?.headers ?? {}) as Record<string, string>;
+    await look({ body: String(init?.body), idempotencyKey: headers['idempotency-key'] }, response);
+    return response;
+  };
+}
+
+async function limitOrders(client: OtsClient, symbol: string, count: number) {
+  const orders = [];
+  for (let i = 0; i < count; i += 1) orders.push(await client.orders.submit({ symbol, side: 'BUY', type: 'LIMIT', limitPrice: '10', quantity: String(i + 1) }));
+  return orders;
+}
 
 describe('a call whose answer is lost', () => {
   it('is retried and submits one order, even without a clientOrderId', async () => {
@@ -77,6 +114,102 @@ describe('a call whose answer is lost', () => {
     const { client } = await newClient({ maxNetworkRetries: 1 });
     proxy.dropNextResponses(2, mutation('createStrategy'));
     await expect(client.strategies.create({ name: 'Never answered' })).rejects.toMatchObject({ name: 'OtsConnectionError' });
+  });
+});
+
+describe('a call whose first attempt is still running', () => {
+  it('is retried through 409 under its one key until that attempt ends, and gets its answer', async () => {
+    const { client: setup, apiKey } = await newClient();
+    const [order] = await limitOrders(setup, 'HELD', 1);
+    const lock = await lockOrderRow(order!.id);
+    const conflicts: (string | undefined)[] = [];
+    // Each attempt gives up after 1 s; the first runs on at the gateway, waiting for the row lock.
+    const client = new OtsClient({
+      apiKey,
+      baseUrl: proxy.origin,
+      timeoutMs: 1_000,
+      fetch: watching(async (request, response) => {
+        if (response.status !== 409) return;
+        conflicts.push(request.idempotencyKey);
+        // More 409s than maxNetworkRetries (2) allows retries: the call must outwait them.
+        if (conflicts.length === 3) await lock.release();
+      }),
+    });
+    try {
+      const cancelled = await client.orders.cancel(order!.id);
+      expect(cancelled).toMatchObject({ id: order!.id, status: 'CANCELLED' });
+    } finally {
+      await lock.release();
+    }
+    expect(conflicts.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(conflicts).size).toBe(1);
+  });
+
+  it('names its Idempotency-Key and clientOrderId on the error, and a call under both carries it on', async () => {
+    const { client } = await newClient({ maxNetworkRetries: 0 });
+    proxy.dropNextResponses(1, mutation('submitOrder'));
+    const input = { symbol: 'CARRIED', side: 'BUY', type: 'MARKET', quantity: '2' } as const;
+    const failure = await client.orders.submit(input).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(OtsConnectionError);
+    const { idempotencyKey, clientOrderId } = failure as OtsConnectionError;
+    expect(idempotencyKey).toEqual(expect.any(String));
+    expect(clientOrderId).toMatch(/^ots-/);
+
+    const from = proxy.requests.length;
+    const order = await client.orders.submit({ ...input, clientOrderId }, { idempotencyKey });
+    expect(order.clientOrderId).toBe(clientOrderId);
+    expect(proxy.requests.slice(from).map((request) => request.headers['idempotency-key'])).toEqual([idempotencyKey]);
+    expect((await client.orders.list({ filter: { symbol: 'CARRIED' } }).toArray()).map((o) => o.id)).toEqual([order.id]);
+  });
+});
+
+describe('cancelAll through an outage of the orders database', () => {
+  it('keeps what a cut-short call cancelled, calls again under a new key, and returns every order it cancelled', async () => {
+    const { client: setup, apiKey } = await newClient();
+    const orders = await limitOrders(setup, 'SWEEP', 3);
+    // The second order's cancel waits for the lock until the statement times out: the call answers
+    // the first order cancelled, hasMore and TEMPORARILY_UNAVAILABLE together.
+    const lock = await lockOrderRow(orders[1]!.id);
+    const calls: { idempotencyKey: string | undefined; answer: unknown }[] = [];
+    const client = new OtsClient({
+      apiKey,
+      baseUrl: proxy.origin,
+      fetch: watching(async (request, response) => {
+        if (!request.body.includes('cancelOrderSubmissions')) return;
+        calls.push({ idempotencyKey: request.idempotencyKey, answer: await response.clone().json() });
+        await lock.release();
+      }),
+    });
+    let result: Awaited<ReturnType<OtsClient['orders']['cancelAll']>>;
+    try {
+      result = await client.orders.cancelAll({ symbol: 'SWEEP' });
+    } finally {
+      await lock.release();
+    }
+    expect(calls[0]!.answer).toMatchObject({
+      data: { cancelOrderSubmissions: { cancelledCount: 1, hasMore: true, error: { code: 'TEMPORARILY_UNAVAILABLE' } } },
+    });
+    expect(calls).toHaveLength(2);
+    expect(calls[1]!.idempotencyKey).not.toBe(calls[0]!.idempotencyKey);
+    expect(result.cancelledCount).toBe(3);
+    expect(result.orderSubmissions.map((o) => o.id).sort()).toEqual(orders.map((o) => o.id).sort());
+    expect((await setup.orders.list({ filter: { symbol: 'SWEEP' } }).toArray()).map((o) => o.status)).toEqual(['CANCELLED', 'CANCELLED', 'CANCELLED']);
+  });
+
+  it('throws once its calls stop making progress, naming the orders it did cancel', async () => {
+    const { client: setup, apiKey } = await newClient();
+    const orders = await limitOrders(setup, 'STUCK', 2);
+    const lock = await lockOrderRow(orders[1]!.id);
+    const client = new OtsClient({ apiKey, baseUrl: proxy.origin, maxNetworkRetries: 0 });
+    let failure: unknown;
+    try {
+      failure = await client.orders.cancelAll({ symbol: 'STUCK' }).catch((error: unknown) => error);
+    } finally {
+      await lock.release();
+    }
+    expect(failure).toBeInstanceOf(OtsPayloadError);
+    expect(failure).toMatchObject({ code: 'TEMPORARILY_UNAVAILABLE' });
+    expect((failure as OtsPayloadError).cancelledOrderSubmissions?.map((o) => o.id)).toEqual([orders[0]!.id]);
   });
 });
 

@@ -4,6 +4,7 @@ import { TcpProxy } from '@ots/shared/testing/tcp-proxy';
 import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
 import { FaultProxy } from '../../../testing/fault-proxy.ts';
 import { OtsClient, OtsPermissionError, type Event } from '../src/index.ts';
+import { StallingRelay } from './stalling-relay.ts';
 
 /**
  * `client.events.stream` against the real stack's GraphQL-over-SSE endpoint, through a relay that
@@ -111,6 +112,71 @@ describe('the event stream', () => {
       await consumed;
       // Where it started is a place to keep, before any event.
       expect(startedAt).toBeDefined();
+    } finally {
+      await relay.cut();
+    }
+  });
+
+  it('replaces a connection that went silent without closing, and sees the next event once', { timeout: 90_000 }, async () => {
+    const { apiKey } = await t.stack.createAccountWithKey();
+    const relay = await new StallingRelay(new URL(t.stack.gatewayUrl)).start();
+    const streams = countingStreams();
+    const direct = new OtsClient({ apiKey, baseUrl: t.stack.gatewayUrl });
+    const client = new OtsClient({ apiKey, baseUrl: relay.origin, fetch: streams.fetch });
+    const start = direct.events.list();
+    await start.toArray();
+    // Longer than the gateway's heartbeats are apart (at most 10 s), with room for a loaded machine.
+    const idleTimeoutMs = 12_000;
+    const seen: string[] = [];
+    const consumed = take(client.events.stream({ filter: { types: ['strategy.created'] }, after: start.cursor, idleTimeoutMs }), 4, seen);
+    try {
+      await direct.strategies.create({ name: 'Before the silence' });
+      await expect.poll(() => seen).toEqual(['Before the silence']);
+      // Quiet but alive: its heartbeats keep the connection.
+      await new Promise((resolve) => setTimeout(resolve, idleTimeoutMs + 2_000));
+      expect(streams.opened).toBe(1);
+      relay.stall();
+      // Held by the stalled connection, which never passes it on.
+      await direct.strategies.create({ name: 'During the silence' });
+      await expect.poll(() => streams.opened, { timeout: idleTimeoutMs + 10_000 }).toBe(2);
+      await direct.strategies.create({ name: 'After the silence' });
+      await direct.strategies.create({ name: 'Later' });
+      await consumed;
+      expect(seen).toEqual(['Before the silence', 'During the silence', 'After the silence', 'Later']);
+    } finally {
+      await relay.close();
+    }
+  });
+
+  it('ends without an error when its signal aborts, whether it waits for an event or to reconnect', async () => {
+    const { apiKey } = await t.stack.createAccountWithKey();
+    const gateway = new URL(t.stack.gatewayUrl);
+    const relay = new TcpProxy(gateway.hostname, Number(gateway.port));
+    await relay.start();
+    const streams = countingStreams();
+    const client = new OtsClient({ apiKey, baseUrl: `http://127.0.0.1:${relay.port}`, fetch: streams.fetch });
+    const read = async (signal: AbortSignal) => {
+      const events: Event[] = [];
+      for await (const event of client.events.stream({ signal })) events.push(event);
+      return events;
+    };
+    try {
+      const waiting = new AbortController();
+      const whileWaiting = read(waiting.signal);
+      await expect.poll(() => streams.opened).toBe(1);
+      waiting.abort();
+      await expect(whileWaiting).resolves.toEqual([]);
+
+      const reconnecting = new AbortController();
+      const whileReconnecting = read(reconnecting.signal);
+      await expect.poll(() => streams.opened).toBe(2);
+      // The gateway out of reach: the stream backs off between attempts to reconnect.
+      await relay.cut();
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      reconnecting.abort();
+      const abortedAt = Date.now();
+      await expect(whileReconnecting).resolves.toEqual([]);
+      expect(Date.now() - abortedAt).toBeLessThan(250);
     } finally {
       await relay.cut();
     }
