@@ -62,7 +62,7 @@ function saveState(file: string, state: BotState): void {
  * Streams fills into the state kept in `stateFile`, saving it after each fill; `onFill` is called once
  * it is saved.
  */
-export async function runFillsBot(client: OtsClient, stateFile: string, options: { onFill?: (book: PositionBook) => void } = {}) {
+export async function runFillsBot(client: OtsClient, stateFile: string, options: { onFill?: (book: PositionBook) => void; signal?: AbortSignal } = {}) {
   const state = loadState(stateFile);
   if (state.cursor === undefined) {
     // The first time, the feed's end now (a filter that matches nothing reads no events), saved before
@@ -72,7 +72,8 @@ export async function runFillsBot(client: OtsClient, stateFile: string, options:
     state.cursor = start.cursor;
     saveState(stateFile, state);
   }
-  const stream = client.events.stream({ filter: { types: ['fill.recorded'] }, after: state.cursor });
+  // Aborting `signal` ends the loop at once, between fills or while none comes.
+  const stream = client.events.stream({ filter: { types: ['fill.recorded'] }, after: state.cursor, signal: options.signal });
   for await (const event of stream) {
     state.book.apply(event.data as unknown as FillData);
     state.cursor = stream.cursor!;
@@ -87,7 +88,10 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     process.exit(2);
   }
   const client = new OtsClient({ apiKey: process.env.OTS_API_KEY, baseUrl: process.env.OTS_BASE_URL });
+  const stop = new AbortController();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stop.abort());
   await runFillsBot(client, process.argv[2] ?? '.fills-bot-state.json', {
     onFill: (book) => console.log(Object.fromEntries([...book.positions].map(([symbol, position]) => [symbol, position.netQuantity]))),
+    signal: stop.signal,
   });
 }

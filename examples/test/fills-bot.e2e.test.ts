@@ -64,5 +64,10 @@ describe('the fills bot', () => {
 
     expect(printed(steady).at(-1)).toBe('{ BOT: 6 }');
     expect(printed(restarted).at(-1)).toBe(printed(steady).at(-1));
+
+    // Ctrl-C (or SIGTERM) while no fill comes ends it at once, cleanly.
+    const stopped = new Promise<number | null>((resolve) => steady.child.once('exit', resolve));
+    steady.child.kill('SIGTERM');
+    await expect(Promise.race([stopped, new Promise((resolve) => setTimeout(() => resolve('still running'), 5_000))])).resolves.toBe(0);
   });
 });
