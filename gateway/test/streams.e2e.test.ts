@@ -178,6 +178,9 @@ describe('resuming', () => {
     const written = await ingestEvents(t.stack.config, client.accountId, 600, 'resume');
     const first = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION, { after: start });
     expect(first.status).toBe(200);
+    // Like every answer to a valid key (contract section 8), the stream's shows where the key stands.
+    expect(first.headers?.get('ratelimit-policy')).toBe('"api-key";q=1000;w=1');
+    expect(first.headers?.get('ratelimit')).toMatch(/^"api-key";r=\d+;t=\d+$/);
     await first.waitFor(() => first.items.length >= 150);
     first.close();
     const seen = first.items.map((item) => item.data!.events);

@@ -82,7 +82,8 @@ export async function registerSseRoute(app: FastifyInstance, services: StreamSer
         return reply;
       }
       reply.hijack();
-      response.writeHead(200, { ...init.headers, [REQUEST_ID_HEADER]: String(request.id), 'x-accel-buffering': 'no' });
+      // The reply's own headers (RateLimit and RateLimit-Policy, set by the key check) go out with the stream's.
+      response.writeHead(200, { ...reply.getHeaders(), ...init.headers, [REQUEST_ID_HEADER]: String(request.id), 'x-accel-buffering': 'no' });
       let lastWrite = Date.now();
       const write = (chunk: string) => {
         if (response.writableEnded) return;
