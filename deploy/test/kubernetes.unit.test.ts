@@ -12,9 +12,9 @@ import { ConfigMap, Namespace, Service, ServiceAccount } from 'kubernetes-models
 import { databaseUrlOf, loadConfig, SERVICE_NAMES, type ServiceName } from '@ots/shared/config';
 
 /**
- * The Kubernetes manifests as CI checks them without a cluster (contract section 11): the production
- * overlay rendered by `kubectl kustomize`, every object validated against the Kubernetes schemas,
- * then our own rules.
+ * The Kubernetes manifests as CI checks them without a cluster (contract section 11): the workloads'
+ * and the migrations' kustomizations, base and production, rendered by `kubectl kustomize`, every
+ * object validated against the Kubernetes schemas, then our own rules.
  */
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -207,8 +207,16 @@ function generateKeys() {
   return keys;
 }
 
-describe.each(['base', 'overlays/production'])('the Kubernetes manifests (%s)', (overlay) => {
-  const manifests = render(overlay);
+/** What a release applies, in this order: its migrations, waited for, then its workloads. */
+const RELEASES = [
+  { migrations: 'migrate', workloads: 'base' },
+  { migrations: 'overlays/production-migrate', workloads: 'overlays/production' },
+];
+
+describe.each(RELEASES)('the Kubernetes manifests ($migrations, then $workloads)', ({ migrations, workloads }) => {
+  const migrationManifests = render(migrations);
+  const workloadManifests = render(workloads);
+  const manifests = [...migrationManifests, ...workloadManifests];
 
   it('are every one valid against the Kubernetes schemas', () => {
     expect(manifests.length).toBeGreaterThan(0);
@@ -218,7 +226,7 @@ describe.each(['base', 'overlays/production'])('the Kubernetes manifests (%s)', 
   it('follow our rules: probes, limits, budgets, autoscalers of at least 2, pinned non-root read-only containers, referenced Secrets', () => {
     const problems = policyProblems(manifests);
     // The base leaves the image's version to the overlay.
-    expect(overlay === 'base' ? problems.filter((problem) => !problem.includes('is not pinned')) : problems).toEqual([]);
+    expect(workloads === 'base' ? problems.filter((problem) => !problem.includes('is not pinned')) : problems).toEqual([]);
   });
 
   it('run the gateway and every subgraph, each with what its process needs to start in production', () => {
@@ -240,7 +248,7 @@ describe.each(['base', 'overlays/production'])('the Kubernetes manifests (%s)', 
       if (service === 'events') expect(config.webhookSecretKey).toBeDefined();
     }
     // One migration Job per subgraph, holding that subgraph's database and nothing else.
-    const jobs = manifests.filter((manifest) => manifest.kind === 'Job');
+    const jobs = migrationManifests.filter((manifest) => manifest.kind === 'Job');
     expect(jobs.map((job) => job.spec.template.spec.containers[0].command.at(-1)).sort()).toEqual([...SERVICE_NAMES].sort());
     for (const job of jobs) {
       const service = job.spec.template.spec.containers[0].command.at(-1) as ServiceName;
@@ -249,10 +257,43 @@ describe.each(['base', 'overlays/production'])('the Kubernetes manifests (%s)', 
       expect(databaseUrlOf(loadConfig(env), service)).toBeDefined();
     }
   });
+
+  it('keep the migrations apart: applied and waited for before any Deployment rolls, needing nothing the workloads create', () => {
+    const nameOf = (manifest: Manifest) => `${manifest.kind}/${manifest.metadata.name}`;
+    expect(workloadManifests.filter((manifest) => manifest.kind === 'Job').map(nameOf)).toEqual([]);
+    expect(migrationManifests.length).toBeGreaterThan(0);
+    // Only Jobs: `kubectl wait --for=condition=complete` on everything the kustomization renders ends.
+    expect(migrationManifests.filter((manifest) => manifest.kind !== 'Job').map(nameOf)).toEqual([]);
+    // On a first install the workloads' ServiceAccount and ConfigMap do not exist yet when the Jobs run.
+    for (const job of migrationManifests) {
+      expect(job.spec.template.spec.serviceAccountName, nameOf(job)).toBeUndefined();
+      expect(job.spec.template.spec.containers.flatMap((container: Manifest) => container.envFrom ?? []), nameOf(job)).toEqual([]);
+    }
+  });
+});
+
+describe('a production release', () => {
+  const jobs = render('overlays/production-migrate');
+  const workloads = render('overlays/production');
+  const deployments = workloads.filter((manifest) => manifest.kind === 'Deployment');
+  const images = new Set(deployments.map((deployment) => deployment.spec.template.spec.containers[0].image as string));
+
+  it('migrates with the image its Deployments run, in their namespace', () => {
+    expect(images.size).toBe(1);
+    for (const job of jobs) {
+      expect(job.spec.template.spec.containers[0].image, job.metadata.name).toBe([...images][0]);
+      expect(job.metadata.namespace, job.metadata.name).toBe(deployments[0]!.metadata.namespace);
+    }
+  });
+
+  it("names its Jobs after its version, so that they are new Jobs and not an edit of the previous release's", () => {
+    const version = /:([^:/@]+)$/.exec([...images][0]!)?.[1];
+    expect(jobs.map((job) => job.metadata.name).sort()).toEqual(SERVICE_NAMES.map((name) => `ots-migrate-${name}-${version}`).sort());
+  });
 });
 
 describe('the checks themselves', () => {
-  const manifests = render('overlays/production');
+  const manifests = [...render('overlays/production-migrate'), ...render('overlays/production')];
   const copy = (): Manifest[] => structuredClone(manifests);
   const gatewayOf = (all: Manifest[]) => all.find((manifest) => manifest.kind === 'Deployment' && manifest.metadata.name === 'ots-gateway')!;
 
