@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
+import { isIP } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
@@ -289,6 +290,17 @@ describe('a production release', () => {
   it("names its Jobs after its version, so that they are new Jobs and not an edit of the previous release's", () => {
     const version = /:([^:/@]+)$/.exec([...images][0]!)?.[1];
     expect(jobs.map((job) => job.metadata.name).sort()).toEqual(SERVICE_NAMES.map((name) => `ots-migrate-${name}-${version}`).sort());
+  });
+});
+
+describe('the production gateway', () => {
+  it("believes X-Forwarded-* only from the ingress controller's pods: addresses the overlay names, no whole private range", () => {
+    const workloads = render('overlays/production');
+    const gateway = workloads.find((manifest) => manifest.kind === 'Deployment' && manifest.metadata.name === 'ots-gateway')!;
+    const trusted = loadConfig(environmentOf(gateway, workloads)).trustProxy;
+    expect(trusted).not.toBe(false);
+    // An address or a CIDR each, as `TRUST_PROXY` takes them; not `uniquelocal`, which every pod's address is in.
+    for (const entry of trusted || []) expect(isIP(entry.replace(/\/\d+$/, '')), entry).not.toBe(0);
   });
 });
 
