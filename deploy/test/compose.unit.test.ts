@@ -2,7 +2,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { loadConfig } from '@ots/shared/config';
+import { databaseUrlOf, loadConfig, loadSubgraphConfig, SERVICE_NAMES } from '@ots/shared/config';
 
 /**
  * docker-compose.yml as `docker compose up` reads it, without a container engine: the file's
@@ -57,12 +57,24 @@ describe('docker-compose.yml', () => {
     const env = dotEnv();
     const services = applicationServices(composeWith(env));
     expect(services.map(([name]) => name).sort()).toEqual(['accounts', 'events', 'fills', 'gateway', 'migrate', 'orders', 'strategies']);
-    for (const [name, service] of services) {
-      const config = loadConfig(environmentOf(service));
+    for (const [name, service] of services.filter(([name]) => name !== 'migrate')) {
+      // As each entry point loads it: the gateway (and the admin CLI run in its container) with the API-key secret it hashes keys with.
+      const config = (name === 'gateway' ? loadConfig : loadSubgraphConfig)(environmentOf(service));
       expect(config.production, name).toBe(true);
-      // The gateway serves the console, and accounts links owner invitations to it: both at the address people use.
+      // The gateway serves the console and runs the admin CLI's owner invitations: both at the address people use.
       expect(config.consoleBaseUrl, name).toBe(env.CONSOLE_BASE_URL);
     }
+    // scripts/migrate.ts reads the database URLs alone, outside production's refusals.
+    const [, migrate] = services.find(([name]) => name === 'migrate')!;
+    const migrations = loadConfig({ ...environmentOf(migrate), NODE_ENV: undefined });
+    for (const service of SERVICE_NAMES) expect(databaseUrlOf(migrations, service), service).toBeDefined();
+  });
+
+  it('gives the API-key secret to the gateway alone, which refuses to start without it', () => {
+    const services = applicationServices(composeWith(dotEnv()));
+    expect(services.filter(([, service]) => 'API_KEY_HMAC_SECRET' in service.environment).map(([name]) => name)).toEqual(['gateway']);
+    const { API_KEY_HMAC_SECRET: _secret, ...gateway } = environmentOf(services.find(([name]) => name === 'gateway')![1]);
+    expect(() => loadConfig(gateway)).toThrow('NODE_ENV=production refuses development defaults; set API_KEY_HMAC_SECRET');
   });
 
   it("refuses to start without the console's public address, saying which variable to set", () => {

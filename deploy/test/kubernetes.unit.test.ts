@@ -10,7 +10,7 @@ import { Job } from 'kubernetes-models/batch/v1';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ConfigMap, Namespace, Service, ServiceAccount } from 'kubernetes-models/v1';
-import { databaseUrlOf, loadConfig, SERVICE_NAMES, type ServiceName } from '@ots/shared/config';
+import { databaseUrlOf, loadConfig, loadSubgraphConfig, SERVICE_NAMES, type ServiceName } from '@ots/shared/config';
 
 /**
  * The Kubernetes manifests as CI checks them without a cluster (contract section 11): the workloads'
@@ -235,8 +235,17 @@ describe.each(RELEASES)('the Kubernetes manifests ($migrations, then $workloads)
     expect(deployments.map((deployment) => deployment.metadata.name).sort()).toEqual(['ots-gateway', ...SERVICE_NAMES.map((name) => `ots-${name}`)].sort());
     for (const deployment of deployments) {
       const service = deployment.metadata.name.replace(/^ots-/, '') as ServiceName | 'gateway';
-      const config = loadConfig(environmentOf(deployment, manifests));
+      const env = environmentOf(deployment, manifests);
+      // Each loads its configuration as its entry point does: the gateway (and the admin CLI, run in
+      // a gateway pod) with the API-key secret it hashes keys with; a subgraph without it, and not given it.
+      const config = service === 'gateway' ? loadConfig(env) : loadSubgraphConfig(env);
       expect(config.production).toBe(true);
+      if (service === 'gateway') {
+        const { API_KEY_HMAC_SECRET: _secret, ...withoutSecret } = env;
+        expect(() => loadConfig(withoutSecret)).toThrow('NODE_ENV=production refuses development defaults; set API_KEY_HMAC_SECRET');
+      } else {
+        expect(env, deployment.metadata.name).not.toHaveProperty('API_KEY_HMAC_SECRET');
+      }
       // The gateway reads API keys from the accounts database, and listens for the streams' wake-ups on the events database.
       for (const database of service === 'gateway' ? (['accounts', 'events'] as const) : [service]) {
         expect(databaseUrlOf(config, database), `${deployment.metadata.name}: ${database}`).toBeDefined();
