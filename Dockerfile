@@ -53,4 +53,6 @@ COPY --from=build /app /app
 USER node
 # 4000-4005: the gateway and the subgraphs; 9464: each process's Prometheus metrics.
 EXPOSE 4000 4001 4002 4003 4004 4005 9464
-CMD ["node", "--import", "./shared/src/tracing-preload.js", "gateway/src/main.js"]
+# Each service starts alone: `node dist/<service>/main.js` (gateway, accounts, orders, strategies,
+# fills, events), which loads the tracing preload first; the migrations: `node scripts/migrate.js`.
+CMD ["node", "dist/gateway/main.js"]

@@ -70,6 +70,11 @@ describe('docker-compose.yml', () => {
     for (const service of SERVICE_NAMES) expect(databaseUrlOf(migrations, service), service).toBeDefined();
   });
 
+  it('starts each service alone by its production entry point', () => {
+    const services = applicationServices(composeWith(dotEnv())).filter(([name]) => name !== 'migrate');
+    for (const [name, service] of services) expect(service.command, name).toEqual(['node', `dist/${name}/main.js`]);
+  });
+
   it('gives the API-key secret to the gateway alone, which refuses to start without it', () => {
     const services = applicationServices(composeWith(dotEnv()));
     expect(services.filter(([, service]) => 'API_KEY_HMAC_SECRET' in service.environment).map(([name]) => name)).toEqual(['gateway']);

@@ -12,3 +12,18 @@ describe('the Dockerfile', () => {
     expect(imageNode).toBe(ciNode);
   });
 });
+
+describe('the production entry points, dist/<service>/main.js', () => {
+  const PROCESSES = { gateway: 'gateway/src/main', accounts: 'services/accounts/src/main', orders: 'services/orders/src/main', strategies: 'services/strategies/src/main', fills: 'services/fills/src/main', events: 'services/events/src/main' };
+
+  it.each(Object.entries(PROCESSES))('dist/%s/main.js loads the tracing preload, then the service', (service, main) => {
+    const imports = [...read(`dist/${service}/main.js`).matchAll(/^await import\('\.\.\/\.\.\/(.+)\.js'\);$/gm)].map((match) => match[1]);
+    // The preload registers the module hooks: it is imported alone and first, the service only once it is done.
+    expect(imports).toEqual(['shared/src/tracing-preload', main]);
+    expect(() => read(`${main}.ts`)).not.toThrow();
+  });
+
+  it('the image runs the gateway by its entry point', () => {
+    expect(read('Dockerfile')).toMatch(/^CMD \["node", "dist\/gateway\/main\.js"\]$/m);
+  });
+});

@@ -235,6 +235,7 @@ describe.each(RELEASES)('the Kubernetes manifests ($migrations, then $workloads)
     expect(deployments.map((deployment) => deployment.metadata.name).sort()).toEqual(['ots-gateway', ...SERVICE_NAMES.map((name) => `ots-${name}`)].sort());
     for (const deployment of deployments) {
       const service = deployment.metadata.name.replace(/^ots-/, '') as ServiceName | 'gateway';
+      expect(deployment.spec.template.spec.containers[0].command, deployment.metadata.name).toEqual(['node', `dist/${service}/main.js`]);
       const env = environmentOf(deployment, manifests);
       // Each loads its configuration as its entry point does: the gateway (and the admin CLI, run in
       // a gateway pod) with the API-key secret it hashes keys with; a subgraph without it, and not given it.
