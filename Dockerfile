@@ -4,7 +4,9 @@
 
 # Any Debian-based image with Node 22, npm and a `node` user will do; CI, which reaches no image
 # registry, builds one from Debian packages and the npm registry's Node (.ci/engine node_image).
-ARG NODE_IMAGE=node:22-bookworm-slim
+# Pinned to the Node release CI builds and tests with (.ci/engine's NODE_VERSION; a unit test keeps
+# them in step), so that an image built later runs the Node that was tested.
+ARG NODE_IMAGE=node:22.23.3-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
@@ -51,4 +53,6 @@ COPY --from=build /app /app
 USER node
 # 4000-4005: the gateway and the subgraphs; 9464: each process's Prometheus metrics.
 EXPOSE 4000 4001 4002 4003 4004 4005 9464
-CMD ["node", "--import", "./shared/src/tracing-preload.js", "gateway/src/main.js"]
+# Each service starts alone: `node dist/<service>/main.js` (gateway, accounts, orders, strategies,
+# fills, events), which loads the tracing preload first; the migrations: `node scripts/migrate.js`.
+CMD ["node", "dist/gateway/main.js"]

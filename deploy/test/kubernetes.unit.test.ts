@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
+import { isIP } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
@@ -9,12 +10,12 @@ import { Job } from 'kubernetes-models/batch/v1';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ConfigMap, Namespace, Service, ServiceAccount } from 'kubernetes-models/v1';
-import { databaseUrlOf, loadConfig, SERVICE_NAMES, type ServiceName } from '@ots/shared/config';
+import { databaseUrlOf, loadConfig, loadSubgraphConfig, SERVICE_NAMES, type ServiceName } from '@ots/shared/config';
 
 /**
- * The Kubernetes manifests as CI checks them without a cluster (contract section 11): the production
- * overlay rendered by `kubectl kustomize`, every object validated against the Kubernetes schemas,
- * then our own rules.
+ * The Kubernetes manifests as CI checks them without a cluster (contract section 11): the workloads'
+ * and the migrations' kustomizations, base and production, rendered by `kubectl kustomize`, every
+ * object validated against the Kubernetes schemas, then our own rules.
  */
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -207,8 +208,16 @@ function generateKeys() {
   return keys;
 }
 
-describe.each(['base', 'overlays/production'])('the Kubernetes manifests (%s)', (overlay) => {
-  const manifests = render(overlay);
+/** What a release applies, in this order: its migrations, waited for, then its workloads. */
+const RELEASES = [
+  { migrations: 'migrate', workloads: 'base' },
+  { migrations: 'overlays/production-migrate', workloads: 'overlays/production' },
+];
+
+describe.each(RELEASES)('the Kubernetes manifests ($migrations, then $workloads)', ({ migrations, workloads }) => {
+  const migrationManifests = render(migrations);
+  const workloadManifests = render(workloads);
+  const manifests = [...migrationManifests, ...workloadManifests];
 
   it('are every one valid against the Kubernetes schemas', () => {
     expect(manifests.length).toBeGreaterThan(0);
@@ -218,7 +227,7 @@ describe.each(['base', 'overlays/production'])('the Kubernetes manifests (%s)', 
   it('follow our rules: probes, limits, budgets, autoscalers of at least 2, pinned non-root read-only containers, referenced Secrets', () => {
     const problems = policyProblems(manifests);
     // The base leaves the image's version to the overlay.
-    expect(overlay === 'base' ? problems.filter((problem) => !problem.includes('is not pinned')) : problems).toEqual([]);
+    expect(workloads === 'base' ? problems.filter((problem) => !problem.includes('is not pinned')) : problems).toEqual([]);
   });
 
   it('run the gateway and every subgraph, each with what its process needs to start in production', () => {
@@ -226,8 +235,18 @@ describe.each(['base', 'overlays/production'])('the Kubernetes manifests (%s)', 
     expect(deployments.map((deployment) => deployment.metadata.name).sort()).toEqual(['ots-gateway', ...SERVICE_NAMES.map((name) => `ots-${name}`)].sort());
     for (const deployment of deployments) {
       const service = deployment.metadata.name.replace(/^ots-/, '') as ServiceName | 'gateway';
-      const config = loadConfig(environmentOf(deployment, manifests));
+      expect(deployment.spec.template.spec.containers[0].command, deployment.metadata.name).toEqual(['node', `dist/${service}/main.js`]);
+      const env = environmentOf(deployment, manifests);
+      // Each loads its configuration as its entry point does: the gateway (and the admin CLI, run in
+      // a gateway pod) with the API-key secret it hashes keys with; a subgraph without it, and not given it.
+      const config = service === 'gateway' ? loadConfig(env) : loadSubgraphConfig(env);
       expect(config.production).toBe(true);
+      if (service === 'gateway') {
+        const { API_KEY_HMAC_SECRET: _secret, ...withoutSecret } = env;
+        expect(() => loadConfig(withoutSecret)).toThrow('NODE_ENV=production refuses development defaults; set API_KEY_HMAC_SECRET');
+      } else {
+        expect(env, deployment.metadata.name).not.toHaveProperty('API_KEY_HMAC_SECRET');
+      }
       // The gateway reads API keys from the accounts database, and listens for the streams' wake-ups on the events database.
       for (const database of service === 'gateway' ? (['accounts', 'events'] as const) : [service]) {
         expect(databaseUrlOf(config, database), `${deployment.metadata.name}: ${database}`).toBeDefined();
@@ -240,7 +259,7 @@ describe.each(['base', 'overlays/production'])('the Kubernetes manifests (%s)', 
       if (service === 'events') expect(config.webhookSecretKey).toBeDefined();
     }
     // One migration Job per subgraph, holding that subgraph's database and nothing else.
-    const jobs = manifests.filter((manifest) => manifest.kind === 'Job');
+    const jobs = migrationManifests.filter((manifest) => manifest.kind === 'Job');
     expect(jobs.map((job) => job.spec.template.spec.containers[0].command.at(-1)).sort()).toEqual([...SERVICE_NAMES].sort());
     for (const job of jobs) {
       const service = job.spec.template.spec.containers[0].command.at(-1) as ServiceName;
@@ -249,10 +268,54 @@ describe.each(['base', 'overlays/production'])('the Kubernetes manifests (%s)', 
       expect(databaseUrlOf(loadConfig(env), service)).toBeDefined();
     }
   });
+
+  it('keep the migrations apart: applied and waited for before any Deployment rolls, needing nothing the workloads create', () => {
+    const nameOf = (manifest: Manifest) => `${manifest.kind}/${manifest.metadata.name}`;
+    expect(workloadManifests.filter((manifest) => manifest.kind === 'Job').map(nameOf)).toEqual([]);
+    expect(migrationManifests.length).toBeGreaterThan(0);
+    // Only Jobs: `kubectl wait --for=condition=complete` on everything the kustomization renders ends.
+    expect(migrationManifests.filter((manifest) => manifest.kind !== 'Job').map(nameOf)).toEqual([]);
+    // On a first install the workloads' ServiceAccount and ConfigMap do not exist yet when the Jobs run.
+    for (const job of migrationManifests) {
+      expect(job.spec.template.spec.serviceAccountName, nameOf(job)).toBeUndefined();
+      expect(job.spec.template.spec.containers.flatMap((container: Manifest) => container.envFrom ?? []), nameOf(job)).toEqual([]);
+    }
+  });
+});
+
+describe('a production release', () => {
+  const jobs = render('overlays/production-migrate');
+  const workloads = render('overlays/production');
+  const deployments = workloads.filter((manifest) => manifest.kind === 'Deployment');
+  const images = new Set(deployments.map((deployment) => deployment.spec.template.spec.containers[0].image as string));
+
+  it('migrates with the image its Deployments run, in their namespace', () => {
+    expect(images.size).toBe(1);
+    for (const job of jobs) {
+      expect(job.spec.template.spec.containers[0].image, job.metadata.name).toBe([...images][0]);
+      expect(job.metadata.namespace, job.metadata.name).toBe(deployments[0]!.metadata.namespace);
+    }
+  });
+
+  it("names its Jobs after its version, so that they are new Jobs and not an edit of the previous release's", () => {
+    const version = /:([^:/@]+)$/.exec([...images][0]!)?.[1];
+    expect(jobs.map((job) => job.metadata.name).sort()).toEqual(SERVICE_NAMES.map((name) => `ots-migrate-${name}-${version}`).sort());
+  });
+});
+
+describe('the production gateway', () => {
+  it("believes X-Forwarded-* only from the ingress controller's pods: addresses the overlay names, no whole private range", () => {
+    const workloads = render('overlays/production');
+    const gateway = workloads.find((manifest) => manifest.kind === 'Deployment' && manifest.metadata.name === 'ots-gateway')!;
+    const trusted = loadConfig(environmentOf(gateway, workloads)).trustProxy;
+    expect(trusted).not.toBe(false);
+    // An address or a CIDR each, as `TRUST_PROXY` takes them; not `uniquelocal`, which every pod's address is in.
+    for (const entry of trusted || []) expect(isIP(entry.replace(/\/\d+$/, '')), entry).not.toBe(0);
+  });
 });
 
 describe('the checks themselves', () => {
-  const manifests = render('overlays/production');
+  const manifests = [...render('overlays/production-migrate'), ...render('overlays/production')];
   const copy = (): Manifest[] => structuredClone(manifests);
   const gatewayOf = (all: Manifest[]) => all.find((manifest) => manifest.kind === 'Deployment' && manifest.metadata.name === 'ots-gateway')!;
 

@@ -7,8 +7,9 @@ import { startNodeProcess, type StartedProcess } from '@ots/shared/testing/proce
 import { startStack, type TestStack } from '../../testing/stack.ts';
 
 /**
- * The gateway as the production image runs it: the compiled JavaScript under plain `node` (no tsx),
- * packages resolved to their JavaScript by the "compiled" condition, the tracing preload loaded.
+ * The gateway as the production image runs it: its entry point `dist/gateway/main.js` on the
+ * compiled JavaScript under plain `node` (no tsx), packages resolved to their JavaScript by the
+ * "compiled" condition, the tracing preload loaded first.
  * The subgraphs it calls run in this process.
  */
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -26,7 +27,7 @@ beforeAll(async () => {
   gatewayUrl = `http://127.0.0.1:${port}/graphql`;
   metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
   const { NODE_ENV: _testMode, ...environment } = process.env;
-  gateway = startNodeProcess(['--conditions=compiled', '--import', './shared/src/tracing-preload.js', 'gateway/src/main.js'], {
+  gateway = startNodeProcess(['--conditions=compiled', 'dist/gateway/main.js'], {
     ...environment,
     DATABASE_URL: stack.databaseUrl,
     REDIS_URL: stack.config.redisUrl ?? '',

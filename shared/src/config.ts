@@ -53,6 +53,10 @@ export interface Config {
   /** Unset: key look-ups use the in-process cache alone. */
   redisUrl: string | undefined;
   redisKeyPrefix: string;
+  /**
+   * Hashes API keys: held by the processes that read or make keys, the gateway (with its console)
+   * and the admin CLI. A subgraph's process loads its configuration without it (`loadSubgraphConfig`).
+   */
   apiKeyHmacSecret: Buffer;
   /** Held by the gateway; absent elsewhere in production. */
   assertionPrivateKey: KeyObject | undefined;
@@ -120,7 +124,7 @@ type NoSettings = Record<never, never>;
 /** The slice of the configuration that the subgraph `Name` is given (`ServiceRuntime.config`). */
 export type ServiceSettings<Name extends ServiceName> = SubgraphSettings & OwnSettings[Name];
 
-const OWN_SETTINGS: { [Name in ServiceName]: (config: Config) => OwnSettings[Name] } = {
+const OWN_SETTINGS: { [Name in ServiceName]: (config: SubgraphProcessConfig) => OwnSettings[Name] } = {
   accounts: () => ({}),
   orders: () => ({}),
   strategies: () => ({}),
@@ -129,7 +133,7 @@ const OWN_SETTINGS: { [Name in ServiceName]: (config: Config) => OwnSettings[Nam
 };
 
 /** The settings of `service` alone, for its process part: a subgraph cannot read what is not its own. */
-export function serviceSettings<Name extends ServiceName>(config: Config, service: Name): ServiceSettings<Name> {
+export function serviceSettings<Name extends ServiceName>(config: SubgraphProcessConfig, service: Name): ServiceSettings<Name> {
   const common: SubgraphSettings = {
     production: config.production,
     host: config.host,
@@ -367,7 +371,26 @@ function describeIssues(issues: readonly z.core.$ZodIssue[], env: NodeJS.Process
   });
 }
 
+/** The configuration of a subgraph's process: everything but the API-key secret, which no subgraph reads. */
+export type SubgraphProcessConfig = Omit<Config, 'apiKeyHmacSecret'>;
+
+/**
+ * The configuration of the gateway, the admin CLI and the scripts: production requires the API-key
+ * secret, which they hash keys with.
+ */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const { apiKeyHmacSecret, ...config } = readConfig(env, { hashesApiKeys: true });
+  return { ...config, apiKeyHmacSecret: apiKeyHmacSecret! };
+}
+
+/** The configuration of a subgraph's process: production starts it without the API-key secret. */
+export function loadSubgraphConfig(env: NodeJS.ProcessEnv = process.env): SubgraphProcessConfig {
+  const { apiKeyHmacSecret: _unread, ...config } = readConfig(env, { hashesApiKeys: false });
+  return config;
+}
+
+/** The API-key secret is undefined only when `hashesApiKeys` is false, in production, unset. */
+function readConfig(env: NodeJS.ProcessEnv, { hashesApiKeys }: { hashesApiKeys: boolean }): SubgraphProcessConfig & { apiKeyHmacSecret: Buffer | undefined } {
   const parsed = environmentSchema.safeParse(env);
   if (!parsed.success) throw new ConfigError(describeIssues(parsed.error.issues, env).join('\n'));
   const e = parsed.data;
@@ -393,7 +416,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   for (const name of SERVICE_NAMES) if (serviceUrls[name]) serviceDatabaseUrls[name] = serviceUrls[name];
   const missing: string[] = [];
   if (production) {
-    if (!e.API_KEY_HMAC_SECRET) missing.push('API_KEY_HMAC_SECRET');
+    if (hashesApiKeys && !e.API_KEY_HMAC_SECRET) missing.push('API_KEY_HMAC_SECRET');
     if (!assertionPublicKey) missing.push('ASSERTION_PUBLIC_KEY');
     // A process of one subgraph may hold that subgraph's URL alone; it checks its own when it starts.
     if (!e.DATABASE_URL && Object.keys(serviceDatabaseUrls).length === 0) missing.push('DATABASE_URL');
@@ -434,7 +457,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     serviceDatabaseUrls,
     redisUrl: e.REDIS_URL,
     redisKeyPrefix: e.REDIS_KEY_PREFIX,
-    apiKeyHmacSecret: e.API_KEY_HMAC_SECRET ? Buffer.from(e.API_KEY_HMAC_SECRET, 'utf8') : DEV_HMAC_SECRET,
+    apiKeyHmacSecret: e.API_KEY_HMAC_SECRET ? Buffer.from(e.API_KEY_HMAC_SECRET, 'utf8') : production ? undefined : DEV_HMAC_SECRET,
     assertionPrivateKey,
     assertionPublicKey,
     assertionTtlSeconds: e.ASSERTION_TTL_SECONDS,
@@ -481,8 +504,17 @@ export function databaseVariablesOf(service: ServiceName): string {
 
 /** For process entry points: a configuration mistake is one clear line and exit code 1, not a stack trace. */
 export function loadConfigOrExit(env: NodeJS.ProcessEnv = process.env): Config {
+  return orExit(() => loadConfig(env));
+}
+
+/** `loadSubgraphConfig` for a subgraph's entry point, as `loadConfigOrExit`. */
+export function loadSubgraphConfigOrExit(env: NodeJS.ProcessEnv = process.env): SubgraphProcessConfig {
+  return orExit(() => loadSubgraphConfig(env));
+}
+
+function orExit<Loaded>(load: () => Loaded): Loaded {
   try {
-    return loadConfig(env);
+    return load();
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`${error.message}\n`);

@@ -2,7 +2,7 @@ import type { Migration } from 'kysely';
 import type { Kysely } from 'kysely';
 import type { FastifyInstance } from 'fastify';
 import type { DocumentNode } from 'graphql';
-import { databaseUrlOf, databaseVariablesOf, serviceSettings, type Config, type ServiceName, type ServiceSettings } from './config.ts';
+import { databaseUrlOf, databaseVariablesOf, serviceSettings, type ServiceName, type ServiceSettings, type SubgraphProcessConfig } from './config.ts';
 import { createDatabase, isDatabaseReachable, migrateSchema } from './db.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { startSubgraphServer, type BaseContext, type CallerRoute, type RunningServer, type SubgraphResolvers } from './subgraph-server.ts';
@@ -35,7 +35,7 @@ export interface ServiceDefinition<DB, Context extends BaseContext, Name extends
 }
 
 export interface RunOptions {
-  config: Config;
+  config: SubgraphProcessConfig;
   /** Defaults to the configured port of the service; 0 picks a free one (tests). */
   port?: number;
   logger?: Logger;
@@ -82,7 +82,7 @@ export async function runService<DB, Context extends BaseContext, Name extends S
 /** The body of every `services/<name>/src/main.ts`: migrate-free start, stop on SIGTERM/SIGINT after draining. */
 export async function runServiceProcess<DB, Context extends BaseContext, Name extends ServiceName>(
   definition: ServiceDefinition<DB, Context, Name>,
-  config: Config,
+  config: SubgraphProcessConfig,
 ): Promise<void> {
   const logger = createLogger(definition.name, config.logLevel);
   let server: RunningServer;

@@ -9,7 +9,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import { defaultFieldResolver, GraphQLError, parse, type DocumentNode, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
 import type { z } from 'zod';
 import { ASSERTION_HEADER, AssertionVerifier, type CallerIdentity } from './assertion.ts';
-import type { Config } from './config.ts';
+import type { Config, SubgraphProcessConfig } from './config.ts';
 import { CLIENT_SAFE_CODES, isDependencyOutage, MASKED_MESSAGE, TEMPORARILY_UNAVAILABLE_MESSAGE } from './errors.ts';
 import { discardRestOfBody, serverTimeouts } from './http-edge.ts';
 import type { Logger } from './logger.ts';
@@ -68,7 +68,7 @@ export interface SubgraphOptions<Context extends BaseContext> {
   name: string;
   typeDefs: DocumentNode;
   resolvers: SubgraphResolvers;
-  config: Config;
+  config: SubgraphProcessConfig;
   logger: Logger;
   port: number;
   /** Adds the service's per-request state (repositories, DataLoaders) to the base context. */

@@ -1,12 +1,14 @@
 /**
- * Loaded before the application (`node --import ./shared/src/tracing-preload.ts …`, as `npm start`,
- * the Dockerfile and docker-compose.yml do), because instrumentation must hook a module
- * before its first import. Without OTEL_EXPORTER_OTLP_ENDPOINT (or with the standard
+ * Loaded before the application, because instrumentation must hook a module before its first
+ * import: by `node --import ./shared/src/tracing-preload.ts …` (`npm start`), or imported first by
+ * the production entry points `dist/<service>/main.js` (the Dockerfile, docker-compose.yml, the
+ * Kubernetes manifests). Without OTEL_EXPORTER_OTLP_ENDPOINT (or with the standard
  * OTEL_SDK_DISABLED=true) it does nothing and loads nothing.
  */
 import { register } from 'node:module';
 
-const PROCESS_NAMES = /(gateway|accounts|orders|strategies|fills|events)\/src\/main\.[jt]s$/;
+/** The service a process runs, from its entry point: `dist/orders/main.js`, `services/orders/src/main.ts`, `gateway/src/main.js`. */
+const PROCESS_NAMES = /(?:^|\/)(gateway|accounts|orders|strategies|fills|events)\/(?:src\/)?main\.[jt]s$/;
 
 if (process.env.OTEL_EXPORTER_OTLP_ENDPOINT && process.env.OTEL_SDK_DISABLED !== 'true') {
   // ES modules are hooked by import-in-the-middle, limited to the modules an instrumentation asks

@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { runCommand } from '@ots/shared/testing/processes';
 
@@ -20,5 +21,20 @@ describe.each(entryPoints)('%s refuses a bad setting with one line and exit code
     expect(result.code).toBe(1);
     expect(result.stderr).toBe(`${line}\n`);
     expect(result.stdout).toBe('');
+  });
+});
+
+describe.each([
+  ['the gateway', ['--import', 'tsx', 'gateway/src/main.ts']],
+  ['the admin CLI', ['--import', 'tsx', 'services/accounts/src/cli.ts', 'account', 'list', '--json']],
+])('%s, which hashes API keys, refuses to start in production without API_KEY_HMAC_SECRET', (_name, args) => {
+  it('with one line and exit code 1', async () => {
+    const env = {
+      NODE_ENV: 'production',
+      DATABASE_URL: 'postgres://postgres@127.0.0.1:1/never-reached',
+      ASSERTION_PRIVATE_KEY: generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }).toString(),
+    };
+    const result = await runCommand(process.execPath, args, { env, killAfterMs: 20_000 });
+    expect(result).toMatchObject({ code: 1, stderr: 'NODE_ENV=production refuses development defaults; set API_KEY_HMAC_SECRET\n', stdout: '' });
   });
 });

@@ -1,10 +1,10 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, databaseUrlOf, gatewaySettings, loadConfig, serviceSettings } from '../src/config.ts';
+import { ConfigError, databaseUrlOf, gatewaySettings, loadConfig, loadSubgraphConfig, serviceSettings } from '../src/config.ts';
 
-function problemsOf(env: Record<string, string>): string[] {
+function problemsOf(env: Record<string, string>, load: (env: Record<string, string>) => unknown = loadConfig): string[] {
   try {
-    loadConfig(env);
+    load(env);
   } catch (error) {
     expect(error).toBeInstanceOf(ConfigError);
     return (error as Error).message.split('\n');
@@ -135,6 +135,19 @@ describe('configuration', () => {
     expect(problemsOf({ NODE_ENV: 'production' })).toEqual([
       'NODE_ENV=production refuses development defaults; set API_KEY_HMAC_SECRET, ASSERTION_PUBLIC_KEY, DATABASE_URL',
     ]);
+  });
+
+  it('requires the API-key secret in production only of the processes that hash keys, not of a subgraph', () => {
+    expect(problemsOf({ NODE_ENV: 'production' }, loadSubgraphConfig)).toEqual(['NODE_ENV=production refuses development defaults; set ASSERTION_PUBLIC_KEY, DATABASE_URL']);
+    const subgraph = {
+      NODE_ENV: 'production',
+      DATABASE_URL: 'postgres://ots@db/ots',
+      ASSERTION_PUBLIC_KEY: generateKeyPairSync('ed25519').publicKey.export({ format: 'pem', type: 'spki' }).toString(),
+    };
+    expect(loadSubgraphConfig(subgraph)).not.toHaveProperty('apiKeyHmacSecret');
+    // Given it all the same, a subgraph still does not hold it.
+    expect(loadSubgraphConfig({ ...subgraph, API_KEY_HMAC_SECRET: 'x'.repeat(32) })).not.toHaveProperty('apiKeyHmacSecret');
+    expect(problemsOf(subgraph)).toEqual(['NODE_ENV=production refuses development defaults; set API_KEY_HMAC_SECRET']);
   });
 
   it('gives each service its own <SERVICE>_DATABASE_URL where one is set, else DATABASE_URL', () => {

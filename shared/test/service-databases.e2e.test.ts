@@ -107,7 +107,7 @@ describe("a subgraph team's one-shot migration and start command", () => {
     });
   });
 
-  it('the orders process starts in production with ORDERS_DATABASE_URL and no DATABASE_URL, and is ready', async () => {
+  it('the orders process starts in production with ORDERS_DATABASE_URL and no DATABASE_URL nor API_KEY_HMAC_SECRET, and is ready', async () => {
     await run(['--import', 'tsx', 'scripts/migrate.ts', '--service', 'orders'], { ORDERS_DATABASE_URL: database.url });
     const [port, metricsPort] = [await freePort(), await freePort()];
     const { publicKey } = await import('node:crypto').then(({ generateKeyPairSync }) => generateKeyPairSync('ed25519'));
@@ -119,7 +119,6 @@ describe("a subgraph team's one-shot migration and start command", () => {
         ORDERS_DATABASE_URL: database.url,
         ORDERS_PORT: String(port),
         METRICS_PORT: String(metricsPort),
-        API_KEY_HMAC_SECRET: 'x'.repeat(32),
         ASSERTION_PUBLIC_KEY: publicKey.export({ format: 'pem', type: 'spki' }).toString(),
         EVENTS_INGEST_SECRET: `whsec_${Buffer.alloc(32, 1).toString('base64')}`,
         LOG_LEVEL: 'silent',

@@ -1,5 +1,5 @@
-import { loadConfigOrExit } from '@ots/shared/config';
+import { loadSubgraphConfigOrExit } from '@ots/shared/config';
 import { runServiceProcess } from '@ots/shared/service';
 import { fillsService } from './service.ts';
 
-await runServiceProcess(fillsService, loadConfigOrExit());
+await runServiceProcess(fillsService, loadSubgraphConfigOrExit());

@@ -1,5 +1,5 @@
-import { loadConfigOrExit } from '@ots/shared/config';
+import { loadSubgraphConfigOrExit } from '@ots/shared/config';
 import { runServiceProcess } from '@ots/shared/service';
 import { ordersService } from './service.ts';
 
-await runServiceProcess(ordersService, loadConfigOrExit());
+await runServiceProcess(ordersService, loadSubgraphConfigOrExit());
