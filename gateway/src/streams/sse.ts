@@ -83,7 +83,8 @@ export async function registerSseRoute(app: FastifyInstance, services: StreamSer
       }
       reply.hijack();
       // The reply's own headers (RateLimit and RateLimit-Policy, set by the key check) go out with the stream's.
-      response.writeHead(200, { ...reply.getHeaders(), ...init.headers, [REQUEST_ID_HEADER]: String(request.id), 'x-accel-buffering': 'no' });
+      const replyHeaders = Object.entries(reply.getHeaders()).filter((header): header is [string, string | number | string[]] => header[1] !== undefined);
+      response.writeHead(200, { ...Object.fromEntries(replyHeaders), ...init.headers, [REQUEST_ID_HEADER]: String(request.id), 'x-accel-buffering': 'no' });
       let lastWrite = Date.now();
       const write = (chunk: string) => {
         if (response.writableEnded) return;
