@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { GraphQLError } from 'graphql';
 import { AssertionIssuer } from '@ots/shared/assertion';
 import type { GatewaySettings } from '@ots/shared/config';
-import { decideKey, hashApiKey, isWellFormedApiKey, type ApiKeyStore } from '@ots/accounts';
+import { decideKey, failedAuthClientOf, hashApiKey, isWellFormedApiKey, type ApiKeyStore } from '@ots/accounts';
 import type { GatewayContext } from './data-source.ts';
 import { KeyLookups } from './failed-auth.ts';
 import { asksForPersistedQuery, graphqlBody, operationNameOf } from './graphql-body.ts';
@@ -121,7 +121,7 @@ export function createAuthentication(config: GatewaySettings, keyStore: ApiKeySt
       return { kind: 'refused', status: 400, headers: {}, body: { detail: 'API keys are accepted over HTTPS only' } };
     }
     const refuse = (status: 401 | 403): KeyAuthorisation => {
-      const limited = failedAuthLimiter.take(client.address);
+      const limited = failedAuthLimiter.take(failedAuthClientOf(client.address));
       if (!limited.allowed) return tooManyRequests(limited.retryAfterSeconds);
       if (status === 403) return { kind: 'refused', status, headers: {}, body: ACCESS_DISABLED };
       return { kind: 'refused', status, headers: { 'WWW-Authenticate': 'ApiKey header="X-API-Key"' }, body: INVALID_KEY };
@@ -130,7 +130,7 @@ export function createAuthentication(config: GatewaySettings, keyStore: ApiKeySt
 
     // Every well-formed key is looked up, whatever its address did before (failed-auth.ts says why).
     const keyHash = hashApiKey(config.apiKeyHmacSecret, apiKey);
-    const record = await keyLookups.lookup(keyHash, client.address, client.connection);
+    const record = await keyLookups.lookup(keyHash, failedAuthClientOf(client.address), client.connection);
     if (record === undefined) return { kind: 'abandoned' };
     const decision = decideKey(record, Date.now(), client.address);
     if (decision.kind === 'address-refused') {

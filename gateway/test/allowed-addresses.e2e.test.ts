@@ -114,6 +114,25 @@ describe('behind a proxy that TRUST_PROXY names', () => {
   });
 });
 
+describe('failed authentications behind a proxy', () => {
+  it("count against an IPv6 client's /64, not each address of it, and against an IPv4 address alone", async () => {
+    const limited = await startDualStackGateway({ ...stack.config, trustProxy: ['loopback'], limits: { ...stack.config.limits, failedAuthBurst: 3, failedAuthPerSecond: 0.001 } });
+    try {
+      const wrongKey = 'svc_live_' + 'x'.repeat(40);
+      const statuses = async (addresses: string[]) => Promise.all(addresses.map(async (address) => (await stack.post(JSON.stringify({ query: VIEWER }), { 'content-type': 'application/json', 'x-api-key': wrongKey, 'x-forwarded-for': address }, limited.v4)).status));
+      // Four addresses of one /64: the fourth failure is over its burst of three.
+      expect(await statuses(['2001:db8:1:1::1', '2001:db8:1:1::2', '2001:db8:1:1::3'])).toEqual([401, 401, 401]);
+      expect(await statuses(['2001:db8:1:1::4'])).toEqual([429]);
+      // Another /64, and IPv4 neighbours, have allowances of their own.
+      expect(await statuses(['2001:db8:1:2::1'])).toEqual([401]);
+      expect(await statuses(['198.51.100.1', '198.51.100.2'])).toEqual([401, 401]);
+    } finally {
+      await limited.server.close();
+      await limited.keys.close();
+    }
+  });
+});
+
 describe('the security log', () => {
   it('records a refusal with the address, once a minute per key and address', async () => {
     const { displayPrefix, apiKey } = await keyAllowedFrom('203.0.113.0/24');

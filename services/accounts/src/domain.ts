@@ -191,6 +191,17 @@ function clientIp(clientAddress: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined 
   return address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress() ? (address as ipaddr.IPv6).toIPv4Address() : address;
 }
 
+/**
+ * The client a failed authentication counts against: an IPv4 address, or an IPv6 client's /64, since
+ * one IPv6 client holds a whole /64 and would otherwise get a fresh allowance from each address of it.
+ */
+export function failedAuthClientOf(clientAddress: string): string {
+  const address = clientIp(clientAddress);
+  if (!address || address.kind() === 'ipv4') return address?.toString() ?? clientAddress;
+  const parts = (address as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16));
+  return `${parts.join(':')}::/64`;
+}
+
 /** The address as the security log shows it: `203.0.113.7` rather than its dual-stack form. */
 export function canonicalAddress(clientAddress: string): string {
   return clientIp(clientAddress)?.toString() ?? clientAddress;

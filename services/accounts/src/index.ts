@@ -14,7 +14,7 @@ import type { OperatorScope } from './operations.ts';
  */
 export { SCHEMA as ACCOUNTS_SCHEMA } from '../migrations/index.ts';
 export { registerConsole } from './console/http.ts';
-export { decideKey, displayPrefixOf, generateApiKey, hashApiKey, isWellFormedApiKey, LIVE_PREFIX, type KeyRecord } from './domain.ts';
+export { decideKey, displayPrefixOf, failedAuthClientOf, generateApiKey, hashApiKey, isWellFormedApiKey, LIVE_PREFIX, type KeyRecord } from './domain.ts';
 export { createAccount, operatorScope, type OperatorScope } from './operations.ts';
 export { IdempotencyStore, type StoredAnswer } from './idempotency-store.ts';
 export { ApiKeyStore, openKeyStore, type OpenedKeyStore } from './key-store.ts';
