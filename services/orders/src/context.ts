@@ -1,7 +1,7 @@
 import type { Uuid } from '@ots/shared/ids';
 import { loaderById } from '@ots/shared/loaders';
 import type { Connection } from '@ots/shared/pagination';
-import type { SealedFeedCursors, SealedKeysetCursors } from '@ots/shared/sealed-cursors';
+import type { SealedKeysetCursors } from '@ots/shared/sealed-cursors';
 import { callerScope } from '@ots/shared/scope';
 import type { ServiceRuntime } from '@ots/shared/service';
 import type { BaseContext } from '@ots/shared/subgraph-server';
@@ -9,6 +9,7 @@ import type { OrderListCursors } from './domain.ts';
 import { strategyOrdersLoaders, type ListRequest, type OrdersScope } from './operations.ts';
 import { findOrders, type OrderRow, type OrdersDatabase } from './repository.ts';
 import { strategyLookup, type StrategyLookup } from './strategy-lookup.ts';
+import type { SealedSyncCursors } from './sync-cursors.ts';
 
 /** What every orders resolver is given: the caller's scope, the strategies check and the per-request loaders. */
 export interface OrdersContext extends BaseContext {
@@ -23,7 +24,7 @@ export interface OrdersContext extends BaseContext {
   strategyOrders(strategyId: Uuid | undefined, request: ListRequest): Promise<Connection<OrderRow>>;
 }
 
-export function createOrdersContext(base: BaseContext, { db, config }: ServiceRuntime<OrdersDatabase, 'orders'>, cursors: { sync: SealedFeedCursors; newestFirst: SealedKeysetCursors }): OrdersContext {
+export function createOrdersContext(base: BaseContext, { db, config }: ServiceRuntime<OrdersDatabase, 'orders'>, cursors: { sync: SealedSyncCursors; newestFirst: SealedKeysetCursors }): OrdersContext {
   const scope: OrdersScope = callerScope(db, base);
   return {
     ...base,

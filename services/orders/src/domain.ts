@@ -1,6 +1,6 @@
 import { Decimal, roundDerived } from '@ots/shared/decimal';
 import type { FeedPosition } from '@ots/shared/commit-order';
-import type { AccountFeedCursors, AccountKeysetCursors } from '@ots/shared/sealed-cursors';
+import type { AccountKeysetCursors } from '@ots/shared/sealed-cursors';
 import { fail, ok, payloadError, type PayloadError, type Result } from '@ots/shared/errors';
 import type { ReceivedId, Uuid } from '@ots/shared/ids';
 import {
@@ -11,7 +11,7 @@ import {
   notFoundInAccount,
   wrongState,
 } from '@ots/shared/messages';
-import { cursorTag, type KeysetPosition } from '@ots/shared/pagination';
+import { cursorTag, keysetPosition, type KeysetPosition } from '@ots/shared/pagination';
 import type { OrderSide, OrderStatus, OrderSubmissionOrder, OrderType, TimeInForce } from './generated/enums.ts';
 
 /**
@@ -409,40 +409,84 @@ export function normaliseFilter(input: OrderSubmissionFilterInput | null | undef
 }
 
 /**
- * Where a page of a list starts. SUBMITTED_AT_DESC: after a submission time and id (a keyset
- * position). UPDATED_AT_ASC pages in the order changes committed (shared/src/commit-order.ts): each
- * order appears at its last change, and nothing committed later can appear behind a cursor. That
- * order follows `updatedAt` closely but not exactly (a change stamped earlier may commit later),
- * which is why its cursor holds a commit position and not a time.
+ * Where a page of a list starts: after a keyset position, the time and id of the last row a page
+ * held. SUBMITTED_AT_DESC: a submission time. UPDATED_AT_ASC, the incremental sync: a change stamp
+ * (`updatedAt`), and each order appears at its last change; or a cursor of the sync as it paged
+ * before, by commit order, which the use case turns into a stamp position (`SyncPosition`).
  */
 export type ListPosition =
   | { orderBy: 'SUBMITTED_AT_DESC'; after: KeysetPosition | undefined }
-  | { orderBy: 'UPDATED_AT_ASC'; after: FeedPosition | undefined };
+  | { orderBy: 'UPDATED_AT_ASC'; after: SyncPosition | undefined };
+
+/**
+ * A position of the sync: after the stamp and id of a row handed out, or just after a settled stamp
+ * (`syncEndAt`). `formerCommitPosition`: a cursor issued when the sync paged by commit order (a
+ * transaction id and a row id; repository.ts `stampBeforeCommitPosition` maps it).
+ */
+export type SyncPosition = KeysetPosition | { formerCommitPosition: FeedPosition };
+
+/** Greater than every order id (UUIDv7 ids never are all ones). */
+export const SYNC_END_ID = 'ffffffff-ffff-ffff-ffff-ffffffffffff' as Uuid;
+
+/** The position just after every change stamped at or before `stamp`: a row after it is stamped later. */
+export function syncEndAt(stamp: Date): KeysetPosition {
+  return keysetPosition(stamp, SYNC_END_ID);
+}
+
+/**
+ * The rows of a sync page to hand out, from the `size + 1` the query fetched in `(updated_at, id)`
+ * order: a full page never ends inside a millisecond. When the row after the page has the stamp of
+ * the page's last row, the page's rows with that stamp are left for the next page, so that a client
+ * that keeps only the last `updatedAt` it saw and asks `updatedAfter` it (strictly after) does not
+ * lose the rest of that millisecond. Only when every row of the page has the one stamp (more than
+ * `size` changes of the account in one millisecond) is the page kept whole: the cursor still pages
+ * exactly, and `updatedAfter` would need a larger `first`.
+ */
+export function inWholeMilliseconds<Row extends { updated_at: Date }>(fetched: readonly Row[], size: number): Row[] {
+  const page = fetched.slice(0, size);
+  const next = fetched[size];
+  if (next === undefined) return page;
+  const split = next.updated_at.getTime();
+  const kept = page.filter((row) => row.updated_at.getTime() !== split);
+  return kept.length === 0 ? page : kept;
+}
 
 /** The columns of a listed order that its cursor holds. */
 export interface ListedOrder {
   id: Uuid;
   submitted_at: Date;
-  commit_xid: string;
+  updated_at: Date;
 }
 
 /** The tag of the newest-first list's cursors; the former one (the bare ordering) is still accepted. */
 export const SUBMITTED_AT_DESC = cursorTag('orders', 'SUBMITTED_AT_DESC', 'SUBMITTED_AT_DESC');
 
+/**
+ * The tag of the sync's cursors (stamp positions), new with them; the former one is the list name
+ * the commit-order cursors were sealed under, which still open as what they are (`SyncPosition`).
+ */
+export const UPDATED_AT_ASC = cursorTag('orders', 'UPDATED_AT_ASC:updatedAt', 'orders:UPDATED_AT_ASC');
+
+/** The sync's cursors for one account (sync-cursors.ts). */
+export interface AccountSyncCursors {
+  encode(position: { at: Date; id: Uuid }): string;
+  /** The position a cursor names; undefined when there is none. A cursor this account was not given is a BAD_USER_INPUT. */
+  decode(cursor: string | null | undefined): SyncPosition | undefined;
+}
+
 /** The two orderings' cursors, sealed to the caller's account (shared/src/sealed-cursors.ts). */
 export interface OrderListCursors {
-  sync: AccountFeedCursors;
+  sync: AccountSyncCursors;
   newestFirst: AccountKeysetCursors;
 }
 
 /**
- * A cursor of one ordering is refused by the other. The sync's position is a server-wide
- * transaction id: its cursors issued in the clear before they were sealed are refused, not opened,
- * since one that a client can write lets it find the transaction id of its own rows and so measure
- * everyone's writes.
+ * A cursor of one ordering is refused by the other. Sync cursors issued in the clear, before they
+ * were sealed, held a server-wide transaction id and are refused, not opened: one that a client can
+ * write would let it find the transaction id of its own rows and so measure everyone's writes.
  */
 export function cursorOf(orderBy: OrderSubmissionOrder, row: ListedOrder, cursors: OrderListCursors): string {
-  if (orderBy === 'UPDATED_AT_ASC') return cursors.sync.encode({ xid: row.commit_xid, id: row.id });
+  if (orderBy === 'UPDATED_AT_ASC') return cursors.sync.encode({ at: row.updated_at, id: row.id });
   return cursors.newestFirst.encode({ at: row.submitted_at, id: row.id });
 }
 

@@ -5,14 +5,15 @@ import type { Scope } from '@ots/shared/scope';
 import { notFoundInAccount } from '@ots/shared/messages';
 import { loaderOfGroups } from '@ots/shared/loaders';
 import type { EventType } from '@ots/shared/contracts/events';
-import { toConnection, type Connection } from '@ots/shared/pagination';
-import { feedEndAt } from '@ots/shared/commit-order';
+import { toConnection, type Connection, type KeysetPosition } from '@ots/shared/pagination';
 import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
 import {
   CANCELLABLE_STATUSES,
   checkStrategyStatus,
   cursorOf,
   decideCancel,
+  inWholeMilliseconds,
+  syncEndAt,
   decideFill,
   decideReplace,
   duplicateClientOrderId,
@@ -26,6 +27,7 @@ import {
   type ListPosition,
   type OrderListCursors,
   type OrderDraft,
+  type SyncPosition,
   type OrderFilter,
   type OrderSubmissionFilterInput,
   type ReplaceOrderInput,
@@ -382,47 +384,78 @@ export interface ListRequest {
   cursors: OrderListCursors;
 }
 
-function pageOf(request: ListRequest): OrderPage | undefined {
-  return request.filter && { ...request.position, filter: request.filter, limit: request.size + 1 };
+/** Where a sync page starts: its settled stamp, read before it, and the stamp position after which it reads. */
+interface SyncStart {
+  settled: Date;
+  after: KeysetPosition | undefined;
 }
 
-function connectionOf(rows: readonly OrderRow[], request: ListRequest): Connection<OrderRow> {
-  return toConnection(rows, request.size, (row) => cursorOf(request.position.orderBy, row, request.cursors));
+/** Reads the settled stamp, and turns a cursor of the sync as it paged by commit order into a stamp position. */
+async function syncStart(db: OrdersDb, accountId: string, after: SyncPosition | undefined): Promise<SyncStart> {
+  const settled = await repository.readSettledStamp(db);
+  if (after === undefined || !('formerCommitPosition' in after)) return { settled, after };
+  return { settled, after: syncEndAt(await repository.stampBeforeCommitPosition(db, accountId, after.formerCommitPosition, settled)) };
+}
+
+function pageOf(request: ListRequest, sync: SyncStart | undefined): OrderPage | undefined {
+  if (!request.filter) return undefined;
+  const fetched = { filter: request.filter, limit: request.size + 1 };
+  if (request.position.orderBy === 'SUBMITTED_AT_DESC') return { ...fetched, ...request.position };
+  return { ...fetched, orderBy: 'UPDATED_AT_ASC', after: sync!.after, settled: sync!.settled };
+}
+
+/** A page from the `size + 1` rows its query fetched. */
+function connectionOf(fetched: readonly OrderRow[], request: ListRequest, sync: SyncStart | undefined): Connection<OrderRow> {
+  const cursorOfRow = (row: OrderRow) => cursorOf(request.position.orderBy, row, request.cursors);
+  if (!sync) return toConnection(fetched, request.size, cursorOfRow);
+  const rows = inWholeMilliseconds(fetched, request.size);
+  const connection = toConnection(rows, rows.length, cursorOfRow);
+  return {
+    ...connection,
+    pageInfo: {
+      hasNextPage: fetched.length > request.size,
+      // The sync keeps its place (contract section 4): an empty page answers the position it was asked
+      // from; asked from nowhere, the position just after the settled stamp, behind which nothing can
+      // still appear.
+      get endCursor() {
+        return connection.pageInfo.endCursor ?? request.cursors.sync.encode(sync.after ?? syncEndAt(sync.settled));
+      },
+    },
+  };
 }
 
 export async function listOrderSubmissions({ db, accountId }: OrdersScope, request: ListRequest): Promise<Connection<OrderRow>> {
-  const page = pageOf(request);
-  const position = request.position;
-  if (position.orderBy !== 'UPDATED_AT_ASC') return connectionOf(page ? await repository.listOrders(db, accountId, page) : [], request);
-  const horizons = await repository.readSyncHorizons(db);
-  const { rows, heldBack } = page ? await repository.listSyncPage(db, accountId, page, horizons) : { rows: [], heldBack: undefined };
-  const connection = connectionOf(rows, request);
-  // The incremental sync keeps its place (contract section 4): an empty page answers the position it
-  // was asked from; asked from nowhere, just before the row it stopped at, or else the horizon its
-  // rows were bounded by, behind which nothing matching can still appear.
-  const stayed = position.after ?? feedEndAt(heldBack ? heldBack.commit_xid : horizons.xid);
-  return { ...connection, pageInfo: { ...connection.pageInfo, endCursor: connection.pageInfo.endCursor ?? request.cursors.sync.encode(stayed) } };
+  const { position } = request;
+  const sync = position.orderBy === 'UPDATED_AT_ASC' ? await syncStart(db, accountId, position.after) : undefined;
+  const page = pageOf(request, sync);
+  return connectionOf(page ? await repository.listOrders(db, accountId, page) : [], request, sync);
 }
 
 /**
  * `Strategy.orderSubmissions` for every strategy of a response in one query: one loader per
- * distinct set of arguments, keyed by strategy id, created per request.
+ * distinct set of arguments, keyed by strategy id, created per request. A sync loader reads its
+ * settled stamp once, before its query, and every strategy's page is bounded by it.
  */
 export function strategyOrdersLoaders({ db, accountId }: OrdersScope) {
-  const loaders = new Map<string, { load(strategyId: Uuid): Promise<OrderRow[]> }>();
+  const loaders = new Map<string, { sync: Promise<SyncStart> | undefined; load(strategyId: Uuid): Promise<OrderRow[]> }>();
   /** `strategyId` is undefined when the reference's id is not a UUID: it names no strategy. */
   return async (strategyId: Uuid | undefined, request: ListRequest): Promise<Connection<OrderRow>> => {
-    const page = pageOf(request);
-    if (!page || strategyId === undefined) return connectionOf([], request);
-    const signature = JSON.stringify(page);
+    const { position } = request;
+    const signature = JSON.stringify([request.filter, position, request.size]);
     let loader = loaders.get(signature);
     if (!loader) {
-      loader = loaderOfGroups(
-        (strategyIds: readonly Uuid[]) => repository.listOrdersOfStrategies(db, accountId, strategyIds, page),
+      const sync = position.orderBy === 'UPDATED_AT_ASC' ? syncStart(db, accountId, position.after) : undefined;
+      const rows = loaderOfGroups(
+        async (strategyIds: readonly Uuid[]) => {
+          const page = pageOf(request, await sync);
+          return page ? repository.listOrdersOfStrategies(db, accountId, strategyIds, page) : [];
+        },
         (row) => row.strategy_id ?? '',
       );
+      loader = { sync, load: (id) => rows.load(id) };
       loaders.set(signature, loader);
     }
-    return connectionOf(await loader.load(strategyId), request);
+    const fetched = strategyId === undefined ? [] : await loader.load(strategyId);
+    return connectionOf(fetched, request, await loader.sync);
   };
 }

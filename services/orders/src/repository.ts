@@ -1,12 +1,12 @@
 import { sql, type Generated, type Kysely, type QueryCreator, type RawBuilder, type Selectable, type SelectQueryBuilder } from 'kysely';
-import { inCommitOrder } from '@ots/shared/commit-order';
+import type { FeedPosition } from '@ots/shared/commit-order';
 import { compiledStatement } from '@ots/shared/compiled-statement';
 import { formatDecimal, type Decimal } from '@ots/shared/decimal';
 import type { Uuid } from '@ots/shared/ids';
 import type { EventType, RecordedFillFields } from '@ots/shared/contracts/events';
 import type { OutboxDatabase } from '@ots/shared/outbox';
-import { inKeysetOrder } from '@ots/shared/pagination';
-import type { FillState, ListPosition, OrderFilter } from './domain.ts';
+import { inKeysetOrder, type KeysetPosition } from '@ots/shared/pagination';
+import type { FillState, OrderFilter } from './domain.ts';
 import type { Liquidity, OrderSide, OrderStatus, OrderType, TimeInForce } from './generated/enums.ts';
 
 /** pg returns `numeric` as a string (exact), `timestamptz` as a Date and `uuid` in lower case (a `Uuid`). */
@@ -93,8 +93,8 @@ const wire = (value: Decimal): string => formatDecimal(value);
 /**
  * The instant a change takes effect: the database clock when the statement runs (after any row lock
  * it waited for), to the millisecond, and at least 1 ms after the row's previous change, so that
- * each order's `updatedAt` strictly increases. Stamps order the changes of one order; the sync
- * pages by commit order (shared/src/commit-order.ts), which stamps cannot give without a lock.
+ * each order's `updatedAt` strictly increases. Read while the statement runs, never before its
+ * transaction began: the sync's horizon relies on it (`readSettledStamp`).
  */
 const changeStamp = sql<Date>`greatest(clock.now, order_submissions.updated_at + interval '1 millisecond')`;
 
@@ -281,6 +281,10 @@ export async function insertOrder(db: OrdersDb, order: NewOrder, event: OrderEve
 
 const insertOrderStatement = compiledStatement((db: OrdersDb, p: NewOrder & EventParams) =>
   db
+    // The clock while the statement runs, like `changeStamp`: `now()`, the transaction's start, is
+    // taken by a statement outside a transaction as it arrives, a moment before that start is
+    // published in pg_stat_activity, where the sync's horizon looks (`readSettledStamp`).
+    .with('clock', (qb) => qb.selectNoFrom(sql<Date>`clock_timestamp()::timestamptz(3)`.as('now')))
     .with('changed', (qb) =>
       qb
         .insertInto('order_submissions')
@@ -301,16 +305,17 @@ const insertOrderStatement = compiledStatement((db: OrdersDb, p: NewOrder & Even
           fill_notional: p.fill_notional,
           replaced_by: p.replaced_by,
           replaces_id: p.replaces_id,
-          // The statement's start (no lock to wait for): one value for both.
-          submitted_at: sql<Date>`now()`,
-          updated_at: sql<Date>`now()`,
+          // One value for both (a CTE read twice is evaluated once).
+          submitted_at: sql<Date>`(select now from clock)`,
+          updated_at: sql<Date>`(select now from clock)`,
           cancelled_at: null,
           replaced_at: null,
         })
         .onConflict((conflict) => conflict.columns(['account_id', 'client_order_id']).doNothing())
         .returning(ORDER_COLUMNS),
     )
-    .with('event', eventOfChangedOrder(p))
+    // The event reads only `changed`: the clock is no table of its (a type-only cast).
+    .with('event', (qb) => eventOfChangedOrder(p)(qb as unknown as QueryCreator<OrdersDatabase & { changed: OrderRow }>))
     .selectFrom('changed')
     .select(ORDER_COLUMNS),
   { prepared: true },
@@ -589,13 +594,19 @@ export async function findApplicationsLackingExecutionId(
 }
 
 /** A page of a list: where it starts in its ordering, and what it keeps. */
-export type OrderPage = ListPosition & {
+export type OrderPage = {
   filter: OrderFilter;
   /** Rows to fetch: the page size plus one, which only says whether more exist. */
   limit: number;
-  /** UPDATED_AT_ASC: a horizon read before the page (commit-order.ts `readFeedHorizon`). */
-  horizon?: string;
-};
+} & (
+  | { orderBy: 'SUBMITTED_AT_DESC'; after: KeysetPosition | undefined }
+  | {
+      orderBy: 'UPDATED_AT_ASC';
+      after: KeysetPosition | undefined;
+      /** The settled stamp read before the page (`readSettledStamp`): the page holds no change stamped later. */
+      settled: Date;
+    }
+);
 
 function filtered<O>(query: SelectQueryBuilder<OrdersDatabase, 'order_submissions', O>, accountId: string, page: OrderPage): SelectQueryBuilder<OrdersDatabase, 'order_submissions', O> {
   const { filter } = page;
@@ -608,8 +619,22 @@ function filtered<O>(query: SelectQueryBuilder<OrdersDatabase, 'order_submission
   if (filter.submittedAfter) scoped = scoped.where('submitted_at', '>', filter.submittedAfter);
   if (filter.submittedBefore) scoped = scoped.where('submitted_at', '<', filter.submittedBefore);
   if (filter.updatedAfter) scoped = scoped.where('updated_at', '>', filter.updatedAfter);
-  if (page.orderBy === 'UPDATED_AT_ASC') return inCommitOrder(scoped, { after: page.after, limit: page.limit, horizon: page.horizon });
+  if (page.orderBy === 'UPDATED_AT_ASC') return inStampOrder(scoped, page);
   return inKeysetOrder(scoped, { time: 'submitted_at', after: page.after, limit: page.limit });
+}
+
+/**
+ * The sync's order: oldest change first by `(updated_at, id)`, after the cursor, and only changes
+ * stamped at or before the settled stamp, which are all committed and visible, and behind which no
+ * change can still appear (`readSettledStamp`). A keyset page on `(account_id, updated_at, id)`.
+ */
+function inStampOrder<O>(
+  query: SelectQueryBuilder<OrdersDatabase, 'order_submissions', O>,
+  page: Extract<OrderPage, { orderBy: 'UPDATED_AT_ASC' }>,
+): SelectQueryBuilder<OrdersDatabase, 'order_submissions', O> {
+  let ordered = query.where('updated_at', '<=', page.settled);
+  if (page.after) ordered = ordered.where(sql<boolean>`(updated_at, id) > (${page.after.at}, ${page.after.id})`);
+  return ordered.orderBy('updated_at').orderBy('id').limit(page.limit);
 }
 
 /** One keyset page of the account's orders: page N costs what page 1 costs. */
@@ -617,59 +642,50 @@ export async function listOrders(db: OrdersDb, accountId: string, page: OrderPag
   return filtered(db.selectFrom('order_submissions').selectAll(), accountId, page).execute();
 }
 
-/** Where the incremental sync may hand out up to: read before its page (`readSyncHorizons`). */
-export interface SyncHorizons {
-  /** The transaction-id horizon (commit-order.ts `readFeedHorizon`). */
-  xid: string;
-  /** No write still to come can stamp its change earlier than this. */
-  stamp: Date;
-}
-
 /**
- * Contract section 4: a client that keeps the last `updatedAt` it saw gets every change since. Stamps
- * do not follow commit order (a write stamps its change when its statement runs, or, for a
- * replacement order, when its transaction began, and may commit after a later-stamped one), so the
- * sync hands out only changes stamped before every change it cannot hand out yet. Read before the
- * page, so that whatever the page's snapshot lacks lies beyond it: a write still in flight stamps at
- * or after its transaction began, and so at or after the oldest transaction still running now of
- * the orders processes (every one names its connections alike, and only they write orders); a later
- * one after this clock reading. A psql session or another service's long transaction does not hold
- * the sync back this way.
+ * The incremental sync's horizon (contract section 4: a client that keeps the last `updatedAt` it
+ * saw gets every change since): the latest stamp every change at or before which has committed, and
+ * behind which no change can still appear. Read before the page, in a statement of its own, so that
+ * the page's snapshot, taken later, sees every such change.
+ *
+ * Why it holds. A change is stamped by the database clock while its statement runs (`changeStamp`,
+ * and a new order's insert), so after its transaction has begun and the backend has published that
+ * start in `pg_stat_activity`. Here the clock is read first, then `pg_stat_activity` (the subquery
+ * needs the clock's value, so it runs after it): H = the earlier of the clock and the oldest
+ * `xact_start` among the other backends of the orders processes (the same database, user and
+ * `application_name`: every orders process names its connections alike, and only they write orders).
+ * A write in flight then either had published its start, at or after H, or publishes it later than
+ * the clock was read; either way its stamps are at or after H, and, rounded to the millisecond, at
+ * or after H truncated to it. A write that begins later stamps later still. So the millisecond
+ * before truncated H is settled: a change stamped at or before it was made by a transaction that had
+ * ended, committed (a backend clears its `xact_start` after its commit is visible), when
+ * `pg_stat_activity` was read. A psql session or another service's long transaction does not hold
+ * it back. It needs `track_activities` (on by default).
  */
-export async function readSyncHorizons(db: OrdersDb): Promise<SyncHorizons> {
-  const { rows } = await sql<{ xid: string; stamp: Date }>`
-    select pg_snapshot_xmin(pg_current_snapshot())::text as xid,
-      least(clock_timestamp(), (
+export async function readSettledStamp(db: OrdersDb): Promise<Date> {
+  const { rows } = await sql<{ settled: Date }>`
+    select date_trunc('milliseconds', coalesce((
         select min(xact_start) from pg_stat_activity
         where datname = current_database() and usename = current_user and pid <> pg_backend_pid()
-          and application_name = current_setting('application_name')
-      )) as stamp`.execute(db);
-  return rows[0]!;
-}
-
-export interface SyncPage {
-  rows: OrderRow[];
-  /** The first row in commit order that the page stopped before, held back by its stamp. */
-  heldBack: OrderRow | undefined;
+          and application_name = current_setting('application_name') and xact_start < clock.now
+      ), clock.now)) - interval '1 millisecond' as settled
+    from (select clock_timestamp() as now offset 0) as clock`.execute(db);
+  return rows[0]!.settled;
 }
 
 /**
- * A page of the sync: rows in commit order below `horizons.xid`, up to (not including) the first one
- * stamped at or after the earliest stamp not yet handed out: `horizons.stamp`, or that of a change
- * of the account committed above the transaction-id horizon (there, but not to be handed out yet).
- * A millisecond is taken off both, since stamps are rounded to the millisecond. Stopping at that
- * row, rather than leaving it out, keeps every page a prefix of the commit order, so the cursor
- * never passes a row held back.
+ * A stamp a sync cursor issued before the sync paged by stamps can continue from, with nothing
+ * missed: the client holding it has every change committed at or before its commit position, and
+ * not one after. So it continues just before the earliest stamp among the account's rows written
+ * after that position, or from the settled stamp if that is earlier: a write still in flight stamps
+ * after it. A few changes the client had may come again; an upgrade pays that once.
  */
-export async function listSyncPage(db: OrdersDb, accountId: string, page: OrderPage, horizons: SyncHorizons): Promise<SyncPage> {
-  const held = sql<boolean>`updated_at >= least(${horizons.stamp}::timestamptz, (
-      select min(later.updated_at) from order_submissions later
-      where later.account_id = ${accountId} and later.commit_xid >= ${horizons.xid}::xid8
-    )) - interval '1 millisecond'`;
-  const rows = await filtered(db.selectFrom('order_submissions').selectAll().select(held.as('stamp_held')), accountId, { ...page, horizon: horizons.xid }).execute();
-  const stop = rows.findIndex((row) => row.stamp_held);
-  const kept = (stop === -1 ? rows : rows.slice(0, stop)).map(({ stamp_held: _, ...row }) => row);
-  return { rows: kept, heldBack: stop === -1 ? undefined : rows[stop] };
+export async function stampBeforeCommitPosition(db: OrdersDb, accountId: string, former: FeedPosition, settled: Date): Promise<Date> {
+  const { rows } = await sql<{ at: Date }>`
+    select least(${settled}::timestamptz, min(updated_at) - interval '1 millisecond') as at
+    from order_submissions
+    where account_id = ${accountId} and (commit_xid, id) > (${former.xid}::xid8, ${former.id}::uuid)`.execute(db);
+  return rows[0]!.at;
 }
 
 /**
@@ -698,7 +714,7 @@ export async function listOrdersOfStrategies(
     )
     .selectAll('orders_of_strategy')
     .orderBy('orders_of_strategy.strategy_id')
-    .orderBy(page.orderBy === 'UPDATED_AT_ASC' ? 'orders_of_strategy.commit_xid' : 'orders_of_strategy.submitted_at', direction)
+    .orderBy(page.orderBy === 'UPDATED_AT_ASC' ? 'orders_of_strategy.updated_at' : 'orders_of_strategy.submitted_at', direction)
     .orderBy('orders_of_strategy.id', direction)
     .execute();
 }

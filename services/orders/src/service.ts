@@ -1,11 +1,12 @@
 import { RECORDED_FILLS_PATH } from '@ots/shared/contracts/internal-routes';
 import { outboxRelay, requireIngestSecret } from '@ots/shared/outbox';
-import { perRuntime, SealedFeedCursors, SealedKeysetCursors } from '@ots/shared/sealed-cursors';
+import { perRuntime, SealedKeysetCursors } from '@ots/shared/sealed-cursors';
 import type { ServiceDefinition, ServiceRuntime } from '@ots/shared/service';
 import { loadTypeDefs } from '@ots/shared/subgraph-server';
 import { migrations, SCHEMA } from '../migrations/index.ts';
 import { createOrdersContext, type OrdersContext } from './context.ts';
 import { registerLegacyFillsRoute } from './legacy-fills.ts';
+import { SealedSyncCursors } from './sync-cursors.ts';
 import { SUBMITTED_AT_DESC } from './domain.ts';
 import type { OrdersDatabase } from './repository.ts';
 import { resolvers } from './resolvers.ts';
@@ -28,7 +29,7 @@ function createOrdersService(): ServiceDefinition<OrdersDatabase, OrdersContext,
   const cursorsOf = perRuntime((runtime: ServiceRuntime<OrdersDatabase, 'orders'>) => {
     const secret = Buffer.from(requireIngestSecret(runtime.config), 'utf8');
     return {
-      sync: new SealedFeedCursors(secret, { feed: 'orders:UPDATED_AT_ASC', keyInfo: CURSOR_KEY_INFO }),
+      sync: new SealedSyncCursors(secret, CURSOR_KEY_INFO),
       newestFirst: new SealedKeysetCursors(secret, { tag: SUBMITTED_AT_DESC, keyInfo: CURSOR_KEY_INFO }),
     };
   });

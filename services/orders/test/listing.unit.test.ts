@@ -3,16 +3,18 @@ import { GraphQLError } from 'graphql';
 import { parseUuid, receiveId } from '@ots/shared/ids';
 import { encodeCursor } from '@ots/shared/pagination';
 import { refusal } from '@ots/shared/testing/refusal';
-import { cursorOf, normaliseFilter, positionAfter } from '../src/domain.ts';
+import { SealedFeedCursors } from '@ots/shared/sealed-cursors';
+import { cursorOf, inWholeMilliseconds, normaliseFilter, positionAfter, syncEndAt } from '../src/domain.ts';
 import { listCursorsOf } from './support/list-cursors.ts';
 
 const row = {
   id: parseUuid('0190f5a2-0000-7000-8000-00000000000a')!,
   submitted_at: new Date('2026-11-21T14:03:07.120Z'),
-  commit_xid: '73219',
+  updated_at: new Date('2026-11-21T14:09:58.731Z'),
 };
 const cursorsOf = listCursorsOf;
-const sync = cursorsOf('0190f5a2-0000-7000-8000-0000000000aa');
+const account = '0190f5a2-0000-7000-8000-0000000000aa';
+const sync = cursorsOf(account);
 
 function badInput(run: () => unknown): GraphQLError {
   const error = refusal(run);
@@ -21,12 +23,12 @@ function badInput(run: () => unknown): GraphQLError {
 }
 
 describe('cursors', () => {
-  it('round-trip the sort position of each ordering: submission time to the millisecond, commit position exactly', () => {
+  it('round-trip the sort position of each ordering: submission time, or change stamp, to the millisecond', () => {
     expect(positionAfter('SUBMITTED_AT_DESC', cursorOf('SUBMITTED_AT_DESC', row, sync), sync)).toEqual({
       orderBy: 'SUBMITTED_AT_DESC',
       after: { at: row.submitted_at, id: row.id },
     });
-    expect(positionAfter('UPDATED_AT_ASC', cursorOf('UPDATED_AT_ASC', row, sync), sync)).toEqual({ orderBy: 'UPDATED_AT_ASC', after: { xid: row.commit_xid, id: row.id } });
+    expect(positionAfter('UPDATED_AT_ASC', cursorOf('UPDATED_AT_ASC', row, sync), sync)).toEqual({ orderBy: 'UPDATED_AT_ASC', after: { at: row.updated_at, id: row.id } });
   });
 
   it('are opaque: neither ordering shows its position, and another account\'s are refused', () => {
@@ -34,21 +36,30 @@ describe('cursors', () => {
       const cursor = cursorOf(orderBy, row, sync);
       expect(cursor).toMatch(/^[A-Za-z0-9_-]+$/);
       const text = Buffer.from(cursor, 'base64url').toString('latin1');
-      for (const readable of [row.submitted_at.toISOString(), String(row.submitted_at.getTime()), row.commit_xid]) expect(text).not.toContain(readable);
+      for (const time of [row.submitted_at, row.updated_at]) for (const readable of [time.toISOString(), String(time.getTime())]) expect(text).not.toContain(readable);
       expect(Buffer.from(cursor, 'base64url').toString('hex')).not.toContain(row.id.replaceAll('-', ''));
       expect(badInput(() => positionAfter(orderBy, cursor, cursorsOf('0190f5a2-0000-7000-8000-0000000000cc'))).extensions.argumentName).toBe('after');
     }
   });
 
-  it("of the sync show no commit position and are refused by another account", () => {
-    const cursor = cursorOf('UPDATED_AT_ASC', row, sync);
-    expect(Buffer.from(cursor, 'base64url').toString('latin1')).not.toContain(row.commit_xid);
-    const otherAccount = cursorsOf('0190f5a2-0000-7000-8000-0000000000bb');
-    expect(badInput(() => positionAfter('UPDATED_AT_ASC', cursor, otherAccount)).extensions.argumentName).toBe('after');
+  it('of the sync as it paged by commit order still open, as a commit position, never misread as a time; another account\'s are refused', () => {
+    const secret = Buffer.from('the test secret, long enough to seal', 'utf8');
+    const former = new SealedFeedCursors(secret, { feed: 'orders:UPDATED_AT_ASC', keyInfo: 'test' }).forAccount(account);
+    const position = { xid: '73219', id: row.id };
+    expect(positionAfter('UPDATED_AT_ASC', former.encode(position), sync)).toEqual({ orderBy: 'UPDATED_AT_ASC', after: { formerCommitPosition: position } });
+    expect(badInput(() => positionAfter('UPDATED_AT_ASC', former.encode(position), cursorsOf('0190f5a2-0000-7000-8000-0000000000bb'))).extensions.argumentName).toBe('after');
+  });
+
+  it('of the sync end just after the settled stamp are not linkable: the same end seals differently each time', () => {
+    const end = syncEndAt(row.updated_at);
+    const [one, two] = [sync.sync.encode(end), sync.sync.encode(end)];
+    expect(one).not.toBe(two);
+    expect(positionAfter('UPDATED_AT_ASC', one, sync)).toEqual({ orderBy: 'UPDATED_AT_ASC', after: end });
+    expect(sync.sync.encode({ at: row.updated_at, id: row.id })).toBe(sync.sync.encode({ at: row.updated_at, id: row.id }));
   });
 
   it('of the sync as first issued, in the clear, are refused (a cursor a client can write would give away transaction ids); the newest-first list\'s former ones still open', () => {
-    const former = encodeCursor({ tag: 'UPDATED_AT_ASC' }, [row.commit_xid, row.id]);
+    const former = encodeCursor({ tag: 'UPDATED_AT_ASC' }, ['73219', row.id]);
     expect(badInput(() => positionAfter('UPDATED_AT_ASC', former, sync)).extensions.argumentName).toBe('after');
     const formerNewestFirst = encodeCursor({ tag: 'SUBMITTED_AT_DESC' }, [row.submitted_at.toISOString(), row.id]);
     expect(positionAfter('SUBMITTED_AT_DESC', formerNewestFirst, sync)).toEqual({ orderBy: 'SUBMITTED_AT_DESC', after: { at: row.submitted_at, id: row.id } });
@@ -80,6 +91,20 @@ describe('cursors', () => {
     ['an edited id', encodeCursor({ tag: 'UPDATED_AT_ASC' }, ['73219', 'x'])],
   ])('of the sync holding %s are refused with BAD_USER_INPUT', (_case, cursor) => {
     badInput(() => positionAfter('UPDATED_AT_ASC', cursor, sync));
+  });
+});
+
+describe('a sync page', () => {
+  const at = (ms: number, id: string) => ({ updated_at: new Date(Date.UTC(2026, 10, 21, 14, 0, 0, ms)), id });
+
+  it('that is full never ends inside a millisecond: the rows of the millisecond the next row shares are left for the next page', () => {
+    expect(inWholeMilliseconds([at(1, 'a'), at(2, 'b'), at(3, 'c'), at(3, 'd'), at(3, 'e')], 4).map((row) => row.id)).toEqual(['a', 'b']);
+    expect(inWholeMilliseconds([at(1, 'a'), at(2, 'b'), at(3, 'c')], 2).map((row) => row.id)).toEqual(['a', 'b']);
+  });
+
+  it('that is not full, or holds one millisecond only, is kept whole', () => {
+    expect(inWholeMilliseconds([at(1, 'a'), at(1, 'b')], 2).map((row) => row.id)).toEqual(['a', 'b']);
+    expect(inWholeMilliseconds([at(3, 'a'), at(3, 'b'), at(3, 'c')], 2).map((row) => row.id)).toEqual(['a', 'b']);
   });
 });
 

@@ -1,8 +1,11 @@
 import pg from 'pg';
+import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createDatabase } from '@ots/shared/db';
 import { Decimal } from '@ots/shared/decimal';
+import type { Connection } from '@ots/shared/pagination';
+import { SealedFeedCursors } from '@ots/shared/sealed-cursors';
 import { newId, parseUuid, receiveId } from '@ots/shared/ids';
 import { SubgraphUnavailableError } from '@ots/shared/subgraph-client';
 import { testScope } from '@ots/shared/testing/scope';
@@ -13,13 +16,14 @@ import {
   cancelOrderSubmissions,
   listOrderSubmissions,
   replaceOrderSubmission,
+  strategyOrdersLoaders,
   submitOrder,
   type FillRequest,
   type SubmitOrderRequest,
 } from '../src/operations.ts';
 import { orderEvent } from '../src/mappers.ts';
 import { migrations, SCHEMA } from '../migrations/index.ts';
-import { findOrder, markCancelled, type OrderRow, type OrdersDatabase, type OrdersDb } from '../src/repository.ts';
+import { findOrder, lockOrder, markCancelled, type OrderRow, type OrdersDatabase, type OrdersDb } from '../src/repository.ts';
 import { listRequest } from '../src/resolvers.ts';
 import { listCursorsOf } from './support/list-cursors.ts';
 import type { StrategyLookup } from '../src/strategy-lookup.ts';
@@ -439,6 +443,91 @@ async function syncFrom(accountId: string, cursor: string | null) {
   }
 }
 
+/** Each order's version: what a client that keeps the last version of each id ends with. */
+const stateOf = (rows: Iterable<OrderRow>) => new Map([...rows].map((row) => [row.id, [row.status, row.filled_quantity, row.updated_at.getTime()]]));
+
+const storedOrders = (accountId: string) => db.selectFrom('order_submissions').selectAll().where('account_id', '=', accountId).execute();
+
+/**
+ * Gives the orders one change each, all stamped in one millisecond by one statement (at least 1 ms
+ * after each one's last change, as every write stamps): what concurrent writes of an account may do.
+ */
+async function changedInOneMillisecond(ids: readonly string[]): Promise<void> {
+  await sql`
+    update order_submissions set updated_at = clock.now
+    from (select greatest(clock_timestamp()::timestamptz(3),
+      (select max(updated_at) + interval '1 millisecond' from order_submissions where id = any(${ids}::uuid[]))) as now) as clock
+    where id = any(${ids}::uuid[])`.execute(db);
+}
+
+/**
+ * A sync client that keeps nothing but the highest `updatedAt` it has seen, and asks for what changed
+ * strictly after it, `first` at a time, never with a cursor (contract section 4's client).
+ */
+function updatedAfterClient(accountId: string, first: number) {
+  let kept = new Date(0);
+  const latest = new Map<string, OrderRow>();
+  const poll = async () => {
+    for (;;) {
+      const page = await listOrderSubmissions(
+        testScope(db, accountId),
+        listRequest({ orderBy: 'UPDATED_AT_ASC', first, filter: { updatedAfter: kept } }, listCursorsOf(accountId)),
+      );
+      const stamps = page.nodes.map((row) => row.updated_at.getTime());
+      expect(stamps).toEqual([...stamps].sort((a, b) => a - b));
+      for (const row of page.nodes) {
+        latest.set(row.id, row);
+        if (row.updated_at > kept) kept = row.updated_at;
+      }
+      if (!page.pageInfo.hasNextPage) return;
+    }
+  };
+  return { poll, latest };
+}
+
+/** A sync client that keeps the last endCursor (never null) and checks it is given no version twice, in updatedAt order throughout. */
+function cursorClient(list: (after: string | null) => Promise<Connection<OrderRow>>) {
+  let cursor: string | null = null;
+  let lastStamp = 0;
+  const versions = new Set<string>();
+  const latest = new Map<string, OrderRow>();
+  const poll = async () => {
+    for (;;) {
+      const page = await list(cursor);
+      for (const row of page.nodes) {
+        expect(row.updated_at.getTime()).toBeGreaterThanOrEqual(lastStamp);
+        lastStamp = row.updated_at.getTime();
+        const version = `${row.id}@${lastStamp}`;
+        expect(versions.has(version), `${version} given twice`).toBe(false);
+        versions.add(version);
+        latest.set(row.id, row);
+      }
+      expect(page.pageInfo.endCursor).toEqual(expect.any(String));
+      cursor = page.pageInfo.endCursor;
+      if (!page.pageInfo.hasNextPage) return;
+    }
+  };
+  return { poll, latest };
+}
+
+const listSync = (accountId: string, first: number) => (after: string | null) =>
+  listOrderSubmissions(testScope(db, accountId), listRequest({ orderBy: 'UPDATED_AT_ASC', first, after }, listCursorsOf(accountId)));
+
+/** Changes three orders so that the one committed first in transaction-id order is stamped last: b and c, then a. */
+async function changedOutOfStampOrder(accountId: string, [a, b, c]: readonly OrderRow[]): Promise<void> {
+  const open = await db.startTransaction().execute();
+  try {
+    // The row lock gives the transaction its id now, before the two cancels below take theirs.
+    await lockOrder(open, accountId, a!.id);
+    for (const order of [b!, c!]) expect(await cancelOrderSubmission(testScope(db, accountId), receiveId(order.id))).toMatchObject({ ok: true });
+    await cancelIn(open, a!);
+    await open.commit().execute();
+  } catch (error) {
+    await open.rollback().execute();
+    throw error;
+  }
+}
+
 describe('writes of one account run side by side', () => {
   it('a write of one order (submit, cancel, fill, replace, cancel-all of other orders) does not wait for a long transaction on another order of the same account', async () => {
     const accountId = someAccount();
@@ -508,7 +597,7 @@ describe('writes of one account run side by side', () => {
     expect(await secondCancel).toMatchObject({ ok: true, value: { status: 'CANCELLED', updated_at: cancelledFirst.updated_at } });
   });
 
-describe('the incremental sync (UPDATED_AT_ASC, paged by commit order)', () => {
+describe('the incremental sync (UPDATED_AT_ASC, paged by change stamp up to the settled stamp)', () => {
   it('holds back a change committed after one still in flight, then hands out both ahead of the cursor', async () => {
     const accountId = someAccount();
     const [slow, fast] = [await submitted(accountId), await submitted(accountId)];
@@ -521,7 +610,9 @@ describe('the incremental sync (UPDATED_AT_ASC, paged by commit order)', () => {
     const fastCancel = await cancelOrderSubmission(testScope(db, accountId), receiveId(fast.id));
     if (!fastCancel.ok) throw new Error(fastCancel.error.message);
     // The fast cancel committed, but handing it out now would let the slow one land behind the cursor.
-    expect((await syncFrom(accountId, start.cursor)).rows).toEqual([]);
+    const held = await syncFrom(accountId, start.cursor);
+    expect(held.rows).toEqual([]);
+    expect(held.cursor).toEqual(expect.any(String));
     await open.commit().execute();
 
     let next = await syncFrom(accountId, start.cursor);
@@ -529,7 +620,6 @@ describe('the incremental sync (UPDATED_AT_ASC, paged by commit order)', () => {
       [slow.id, 'CANCELLED'],
       [fast.id, 'CANCELLED'],
     ]);
-    // updatedAt keeps meaning when the change took effect, which need not follow commit order.
     expect(next.rows[0]!.updated_at).toEqual(slowCancel.updated_at);
   });
 
@@ -545,13 +635,13 @@ describe('the incremental sync (UPDATED_AT_ASC, paged by commit order)', () => {
         if (row.updated_at > kept) kept = row.updated_at;
       }
     };
-    // A submit stamps its order with its transaction's start: this one began first and commits last.
+    // Stamped first, committed last: the submit inside the open transaction.
     const open = await db.startTransaction().execute();
+    const earlier = await submitOrder({ ...testScope(open, accountId), lookupStrategy: strategies().lookup }, limitOrder());
+    if (!earlier.ok) throw new Error(earlier.error.message);
     await sleep(5);
     const later = await submitted(accountId);
     keep(await poll(kept));
-    const earlier = await submitOrder({ ...testScope(open, accountId), lookupStrategy: strategies().lookup }, limitOrder());
-    if (!earlier.ok) throw new Error(earlier.error.message);
     await open.commit().execute();
     expect(earlier.value.updated_at.getTime()).toBeLessThan(later.updated_at.getTime());
     await expect.poll(async () => (keep(await poll(kept)), [...seen].sort())).toEqual([earlier.value.id, later.id].sort());
@@ -600,12 +690,16 @@ describe('the incremental sync (UPDATED_AT_ASC, paged by commit order)', () => {
 
     const latest = new Map<string, OrderRow>();
     let cursor: string | null = null;
+    let lastStamp = 0;
     const sync = async () => {
       const { rows, cursor: next } = await syncFrom(accountId, cursor);
       for (const row of rows) {
         const previous = latest.get(row.id);
         // An order comes again only after a later change of it: never an older or the same version.
         if (previous) expect(row.updated_at.getTime()).toBeGreaterThan(previous.updated_at.getTime());
+        // The whole sync, page after page, in updatedAt order.
+        expect(row.updated_at.getTime()).toBeGreaterThanOrEqual(lastStamp);
+        lastStamp = row.updated_at.getTime();
         latest.set(row.id, row);
       }
       cursor = next;
@@ -626,5 +720,98 @@ describe('the incremental sync (UPDATED_AT_ASC, paged by commit order)', () => {
     const versions = (rows: Iterable<OrderRow>) => new Map([...rows].map((row) => [row.id, [row.status, row.filled_quantity, row.updated_at.getTime()]]));
     // Syncing on until the horizon has passed the last write (other tests' transactions may hold it back a moment).
     await expect.poll(async () => (await sync(), versions(latest.values()))).toEqual(versions(stored));
+  });
+
+  it('lets a client that keeps only the highest updatedAt, 2 at a time, miss no change committed out of stamp order', async () => {
+    const accountId = someAccount();
+    const orders = [await submitted(accountId), await submitted(accountId), await submitted(accountId)];
+    const client = updatedAfterClient(accountId, 2);
+    await expect.poll(async () => (await client.poll(), client.latest.size)).toBe(3);
+    await changedOutOfStampOrder(accountId, orders);
+    await expect.poll(async () => (await client.poll(), stateOf(client.latest.values()))).toEqual(stateOf(await storedOrders(accountId)));
+  });
+
+  it('lets a client that keeps only the highest updatedAt, 2 at a time, miss no change of the millisecond a full page would end in', async () => {
+    const accountId = someAccount();
+    const [o1, o2, o3] = [await submitted(accountId), await submitted(accountId), await submitted(accountId)];
+    const client = updatedAfterClient(accountId, 2);
+    await expect.poll(async () => (await client.poll(), client.latest.size)).toBe(3);
+    await changedInOneMillisecond([o1!.id]);
+    await changedInOneMillisecond([o2!.id, o3!.id]);
+    await expect.poll(async () => (await client.poll(), stateOf(client.latest.values()))).toEqual(stateOf(await storedOrders(accountId)));
+  });
+
+  it('gives two clients, one keeping the highest updatedAt and one the cursor, 2 at a time, every final state during concurrent writes held open and stamped alike', async () => {
+    const accountId = someAccount();
+    const scope = testScope(withRandomDelays(8), accountId);
+    const orders = await Promise.all(Array.from({ length: 10 }, () => submitted(accountId, limitOrder({ quantity: d('6') }))));
+    const writer = async (worker: number) => {
+      for (let step = 1; step <= 12; step += 1) {
+        const target = orders[(worker * 3 + step) % orders.length]!;
+        if (step % 5 === 0) await changedInOneMillisecond([target.id, orders[(worker + step + 1) % orders.length]!.id]);
+        else if (step % 6 === 0) await cancelOrderSubmission(scope, receiveId(target.id));
+        else if (step % 4 === 0) await submitOrder({ ...scope, lookupStrategy: strategies().lookup }, limitOrder({ quantity: d('6') }));
+        else await applyFill(scope, fill(target.id, '1', `${10 + worker}.5`));
+      }
+    };
+    const outOfOrder = async () => {
+      const fresh = [await submitted(accountId), await submitted(accountId), await submitted(accountId)];
+      await changedOutOfStampOrder(accountId, fresh);
+    };
+    const byStamp = updatedAfterClient(accountId, 2);
+    const byCursor = cursorClient(listSync(accountId, 2));
+    let writing = true;
+    const readers = Promise.all(
+      [byStamp, byCursor].map(async (client) => {
+        while (writing) await client.poll();
+      }),
+    );
+    try {
+      await Promise.all([...Array.from({ length: 4 }, (_, worker) => writer(worker)), outOfOrder(), outOfOrder()]);
+    } finally {
+      writing = false;
+      await readers;
+    }
+    const stored = stateOf(await storedOrders(accountId));
+    await expect.poll(async () => (await byStamp.poll(), stateOf(byStamp.latest.values()))).toEqual(stored);
+    await expect.poll(async () => (await byCursor.poll(), stateOf(byCursor.latest.values()))).toEqual(stored);
+  });
+
+  it('answers Strategy.orderSubmissions(UPDATED_AT_ASC) alike: an empty page keeps its place, and nothing committed out of stamp order is missed', async () => {
+    const accountId = someAccount();
+    const strategyId = newId();
+    const ofStrategy = async () => {
+      const result = await submitOrder({ ...testScope(db, accountId), lookupStrategy: async () => 'ACTIVE' }, limitOrder({ strategyId: receiveId(strategyId) }));
+      if (!result.ok) throw new Error(result.error.message);
+      return result.value;
+    };
+    // A loader per page: one per request.
+    const list = (after: string | null) =>
+      strategyOrdersLoaders(testScope(db, accountId))(strategyId, listRequest({ orderBy: 'UPDATED_AT_ASC', first: 2, after }, listCursorsOf(accountId)));
+    const empty = await list(null);
+    expect(empty.nodes).toEqual([]);
+    expect(empty.pageInfo.endCursor).toEqual(expect.any(String));
+    expect((await list(empty.pageInfo.endCursor)).pageInfo.endCursor).toEqual(expect.any(String));
+
+    const client = cursorClient(list);
+    await client.poll();
+    const orders = [await ofStrategy(), await ofStrategy(), await ofStrategy()];
+    await submitted(accountId);
+    await changedOutOfStampOrder(accountId, orders);
+    await changedInOneMillisecond([orders[0]!.id, orders[1]!.id]);
+    const stored = stateOf((await storedOrders(accountId)).filter((row) => row.strategy_id === strategyId));
+    await expect.poll(async () => (await client.poll(), stateOf(client.latest.values()))).toEqual(stored);
+  });
+
+  it('continues a cursor of the sync as it paged by commit order from a stamp before every change it had not given, never after one', async () => {
+    const accountId = someAccount();
+    const [a, b] = [await submitted(accountId), await submitted(accountId)];
+    const former = new SealedFeedCursors(Buffer.from('the test secret, long enough to seal', 'utf8'), { feed: 'orders:UPDATED_AT_ASC', keyInfo: 'test' });
+    // The client had every change up to a's submission in commit order, b's not.
+    const cursor = former.forAccount(accountId).encode({ xid: a.commit_xid, id: a.id });
+    await expect.poll(async () => (await listSync(accountId, 2)(cursor)).nodes.map((row) => row.id)).toContain(b.id);
+    await cancelOrderSubmission(testScope(db, accountId), receiveId(a.id));
+    const resumed = cursorClient(async (after) => listSync(accountId, 2)(after ?? cursor));
+    await expect.poll(async () => (await resumed.poll(), stateOf(resumed.latest.values()))).toEqual(stateOf(await storedOrders(accountId)));
   });
 });

@@ -279,7 +279,7 @@ describe('listOrderSubmissions', () => {
     expect(ids(await client.listOrders({ filter: { updatedAfter: lastSubmitted } })).sort()).toEqual(['l-1', 'l-2', 'l-3']);
   });
 
-  it('orders by last change for UPDATED_AT_ASC (in commit order, once no older write is in flight on the server)', async () => {
+  it('orders by last change for UPDATED_AT_ASC (by updatedAt, once no older write of orders is in flight)', async () => {
     await expect.poll(async () => ids(await client.listOrders({ orderBy: 'UPDATED_AT_ASC' })), { timeout: 10_000 }).toEqual([
       'l-0',
       'l-4',
@@ -320,7 +320,7 @@ describe('listOrderSubmissions', () => {
     expect(second.pageInfo.hasNextPage).toBe(false);
   });
 
-  it('is an incremental sync with UPDATED_AT_ASC: paging on from the last endCursor gives every change since, in commit order', async () => {
+  it('is an incremental sync with UPDATED_AT_ASC: paging on from the last endCursor gives every change since, by updatedAt', async () => {
     const syncer = await freshClient();
     const a = await syncer.submittedOrder({ quantity: '5' });
     const b = await syncer.submittedOrder({ quantity: '5' });

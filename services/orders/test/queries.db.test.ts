@@ -3,6 +3,7 @@ import type { KyselyPlugin } from 'kysely';
 import { loadConfig } from '@ots/shared/config';
 import { Decimal } from '@ots/shared/decimal';
 import { newId, parseUuid, receiveId, type Uuid } from '@ots/shared/ids';
+import type { KeysetPosition } from '@ots/shared/pagination';
 import { createLogger } from '@ots/shared/logger';
 import { expectAccountIndexesOnly, openPlanExplainer, type PlanExplainer, type PlanNode } from '@ots/shared/testing/plans';
 import { testScope } from '@ots/shared/testing/scope';
@@ -158,8 +159,13 @@ describe('query plans on a table of many accounts', () => {
   for (const orderBy of orderings) {
     it.each(filters)(`listOrderSubmissions ${orderBy} by %s reads only the account's index entries`, async (_name, filter) => {
       const sync = contextFor(accountId, db).listCursors;
-      const lastRow = { id: parseUuid('00000000-0000-4000-8000-000000000000')!, submitted_at: new Date('2026-01-01T10:00:00Z'), commit_xid: '1000' };
-      const pages = [positionAfter(orderBy, null, sync), positionAfter(orderBy, cursorOf(orderBy, lastRow, sync), sync)].map((position) => ({ ...position, filter, limit: 51 }));
+      const lastRow = { id: parseUuid('00000000-0000-4000-8000-000000000000')!, submitted_at: new Date('2026-01-01T10:00:00Z'), updated_at: new Date('2026-01-01T10:00:00Z') };
+      const pages = [positionAfter(orderBy, null, sync), positionAfter(orderBy, cursorOf(orderBy, lastRow, sync), sync)].map(
+        (position): repository.OrderPage =>
+          position.orderBy === 'UPDATED_AT_ASC'
+            ? { ...position, after: position.after as KeysetPosition | undefined, settled: new Date(), filter, limit: 51 }
+            : { ...position, filter, limit: 51 },
+      );
       for (const page of pages) {
         expectAccountIndexesOnly(await explainer.plansOf((handle) => repository.listOrders(handle, accountId, page)), 'order_submissions');
       }
@@ -175,6 +181,12 @@ describe('query plans on a table of many accounts', () => {
     expect(nodes.find((node) => node['Relation Name'] === 'order_submissions')?.['Index Name']).toBe(
       'order_submissions_account_strategy_submitted',
     );
+  });
+
+  it('Strategy.orderSubmissions UPDATED_AT_ASC for a batch of strategies reads only the account\'s index entries', async () => {
+    const strategies = [0, 1, 2, 3, 4].map((i) => parseUuid(`00000000-0000-4000-8000-0000000007${String(i).padStart(2, '0')}`)!);
+    const page: repository.OrderPage = { filter: {}, orderBy: 'UPDATED_AT_ASC', after: undefined, settled: new Date(), limit: 51 };
+    expectAccountIndexesOnly(await explainer.plansOf((handle) => repository.listOrdersOfStrategies(handle, accountId, strategies, page)), 'order_submissions');
   });
 
   it('look-ups by id and clientOrderId use an index, never a scan', async () => {

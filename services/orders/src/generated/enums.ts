@@ -53,9 +53,9 @@ export const OrderSubmissionOrder = {
   /** Newest submission first. */
   SubmittedAtDesc: 'SUBMITTED_AT_DESC',
   /**
-   * The incremental sync order: by when each order's last change was committed, oldest first. It
-   * follows `updatedAt` closely, but a change that took effect earlier may commit later, so the
-   * cursor, not `updatedAt`, is the exact place to continue from.
+   * The incremental sync order: by each order's last change (`updatedAt`, then id), oldest first,
+   * up to the changes that can no longer be preceded by one still to commit. A full page never ends
+   * inside a millisecond, unless all of it is one millisecond.
    */
   UpdatedAtAsc: 'UPDATED_AT_ASC'
 } as const;

@@ -257,8 +257,8 @@ export type OrderSubmissionFilter = {
   /** Compared upper-cased. */
   symbol?: InputMaybe<Scalars['String']['input']>;
   /**
-   * Last changed (updatedAt) strictly after this instant. A filter: to sync without missing a change
-   * committed late, continue with the `endCursor` of `UPDATED_AT_ASC` pages.
+   * Last changed (updatedAt) strictly after this instant. With `UPDATED_AT_ASC`, the last `updatedAt`
+   * a client saw: the incremental sync, none missed.
    */
   updatedAfter?: InputMaybe<Scalars['DateTime']['input']>;
 };
@@ -267,9 +267,9 @@ export type OrderSubmissionOrder =
   /** Newest submission first. */
   | 'SUBMITTED_AT_DESC'
   /**
-   * The incremental sync order: by when each order's last change was committed, oldest first. It
-   * follows `updatedAt` closely, but a change that took effect earlier may commit later, so the
-   * cursor, not `updatedAt`, is the exact place to continue from.
+   * The incremental sync order: by each order's last change (`updatedAt`, then id), oldest first,
+   * up to the changes that can no longer be preceded by one still to commit. A full page never ends
+   * inside a millisecond, unless all of it is one millisecond.
    */
   | 'UPDATED_AT_ASC';
 
@@ -317,13 +317,12 @@ export type Query = {
   /**
    * The caller's order submissions, newest first by default.
    *
-   * `orderBy: UPDATED_AT_ASC` is the incremental sync: orders in the order their last changes were
-   * committed. A client that pages forward with `after` set to the last `endCursor` it received (an
-   * empty page has none: keep the previous one) gets every change committed since, none missed, even
-   * one committed late by a slow transaction, and never the same version twice; an order that changed
-   * again comes again, further on, in its newer state. A change is handed out once every write that
-   * began before it has ended, which is usually at once and at most a few seconds later. Start a sync
-   * without `after`, or with `filter.updatedAfter` to skip older history, then continue from the cursor.
+   * `orderBy: UPDATED_AT_ASC` is the incremental sync: orders by their last change (`updatedAt`, then
+   * id), oldest first; an order that changed again comes again, further on, in its newer state. A
+   * client that keeps the last `updatedAt` it saw and asks `filter.updatedAfter` it gets every order
+   * that changed since, none missed; so does one that pages forward with `after` set to the last
+   * `endCursor` (never null), never given the same version twice. A change is handed out once every
+   * write that began before it has ended, which is usually at once and at most a few seconds later.
    */
   listOrderSubmissions: OrderSubmissionConnection;
   /** The order submission with this id; null when there is none or it belongs to another account. */
