@@ -70,7 +70,7 @@ function createOutboxMetrics() {
   return {
     oldestEventSeconds: new Gauge({
       name: 'ots_outbox_oldest_event_seconds',
-      help: 'Age of the oldest event waiting in a producer\'s outbox for the events service, as of its relay\'s last pass; 0 when none waits (fills_outbox\'s relay leaves each event for a second and counts only those older)',
+      help: 'Age of the oldest event waiting in a producer\'s outbox for the events service, as of its relay\'s last pass; 0 when none waits',
       labelNames: ['service'] as const,
       registers: [registry],
     }),
@@ -82,7 +82,7 @@ function createOutboxMetrics() {
     }),
     consumerOldestEventSeconds: new Gauge({
       name: 'ots_consumer_outbox_oldest_event_seconds',
-      help: 'Age of the oldest event waiting in a producer\'s outbox for another service (its table, e.g. fills_outbox), as of its relay\'s last pass; 0 when none waits (fills_outbox\'s relay leaves each event for a second and counts only those older)',
+      help: 'Age of the oldest event waiting in a producer\'s outbox for another service (its table, e.g. fills_outbox), beyond the time its relay leaves it (fills_outbox\'s: a second, the request keeping the fill itself meanwhile), as of the relay\'s last pass; 0 when none waits longer',
       labelNames: ['service', 'table'] as const,
       registers: [registry],
     }),

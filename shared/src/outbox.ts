@@ -102,10 +102,10 @@ export interface RelayConsumer {
   url: () => URL;
   /**
    * How long a row waits before it is relayed, for a consumer whose rows the writing request
-   * normally delivers itself (recordFill keeps its fill before it answers): such a relay only carries
-   * what a failed request left behind. Sent at once, every row would go twice, and its insert would
-   * contend with the request's own insert of the same row. Such a relay is not woken by answered
-   * requests; it looks every `holdMs`.
+   * normally delivers itself (recordFill keeps its fill before it answers), so that the relay, which
+   * is the recovery of a request that failed, sends after that request's own insert (the consumer
+   * then changes nothing) rather than contending with it, and in bigger batches. Such a relay is not
+   * woken by answered requests; it looks every `holdMs` (or the relay interval, if longer).
    */
   holdMs?: number;
 }
@@ -222,7 +222,8 @@ export async function relayOutboxOnce(options: OutboxRelayOptions): Promise<numb
   // The outbox lag: how long the oldest waiting event has waited (ids are time-ordered, so it is the first).
   // The events service's outbox keeps its metrics' names; a consumer's outbox has its own, by table.
   const metrics = outboxMetrics();
-  const waited = rows[0] ? Math.max(0, (Date.now() - rows[0].created_at.getTime()) / 1000) : 0;
+  // A held relay's rows wait the hold by design: only what waits longer is lag.
+  const waited = rows[0] ? Math.max(0, (Date.now() - rows[0].created_at.getTime() - (options.holdMs ?? 0)) / 1000) : 0;
   if (table === 'outbox') metrics.oldestEventSeconds.set({ service: options.service }, waited);
   else metrics.consumerOldestEventSeconds.set({ service: options.service, table }, waited);
   if (rows.length === 0) return 0;

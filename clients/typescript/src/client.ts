@@ -150,8 +150,8 @@ export class OtsClient {
         (await this.query(ops.ListOrdersDocument, { filter: options.filter, orderBy: options.orderBy, first, after })).listOrderSubmissions,
       ),
     /**
-     * The incremental sync: every order changed since `after` (or since `filter.updatedAfter`), in the
-     * order the changes were committed, none missed. Keep `cursor` and start the next sync from it.
+     * The incremental sync: every order changed since `after` (or since `filter.updatedAfter`), oldest
+     * change first by `updatedAt`, none missed. Keep `cursor` and start the next sync from it.
      */
     sync: (options: ListOptions<ops.OrderSubmissionFilter> = {}) =>
       this.paginate(options, async (first, after) =>

@@ -91,8 +91,8 @@ type OrdersQuery = SelectQueryBuilder<OrdersDatabase, 'order_submissions', Order
 const wire = (value: Decimal): string => formatDecimal(value);
 
 /**
- * The instant a change takes effect: the database clock when the statement runs (after any row lock
- * it waited for), to the millisecond, and at least 1 ms after the row's previous change, so that
+ * The instant a change takes effect: the database clock when the statement runs, to the millisecond
+ * (read before any row lock it waits for), and at least 1 ms after the row's previous change, so that
  * each order's `updatedAt` strictly increases. Read while the statement runs, never before its
  * transaction began: the sync's horizon relies on it (`readSettledStamp`).
  */

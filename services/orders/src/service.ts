@@ -35,8 +35,8 @@ function createOrdersService(): ServiceDefinition<OrdersDatabase, OrdersContext,
   });
   // The fills orders records reach the fills subgraph through an outbox of its own (migration 007),
   // recordFill's recovery path: a fills outage holds back none of the events service's. The request
-  // that records a fill keeps it in fills before it answers, so the relay carries only what a failed
-  // request left: it leaves each row for a second (FILLS_RECOVERY_HOLD_MS).
+  // that records a fill normally keeps it in fills before it answers, so the relay sends each row a
+  // second later (FILLS_RECOVERY_HOLD_MS), after that request's insert and in bigger batches.
   const relay = outboxRelay<OrdersDatabase, OrdersContext>((config) => [
     { table: 'fills_outbox', url: () => new URL(RECORDED_FILLS_PATH, config.subgraphUrls.fills), holdMs: FILLS_RECOVERY_HOLD_MS },
   ]);
