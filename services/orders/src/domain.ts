@@ -434,21 +434,21 @@ export function syncEndAt(stamp: Date): KeysetPosition {
 }
 
 /**
- * The rows of a sync page to hand out, from the `size + 1` the query fetched in `(updated_at, id)`
- * order: a full page never ends inside a millisecond. When the row after the page has the stamp of
- * the page's last row, the page's rows with that stamp are left for the next page, so that a client
- * that keeps only the last `updatedAt` it saw and asks `updatedAfter` it (strictly after) does not
- * lose the rest of that millisecond. Only when every row of the page has the one stamp (more than
- * `size` changes of the account in one millisecond) is the page kept whole: the cursor still pages
- * exactly, and `updatedAfter` would need a larger `first`.
+ * A sync page never ends inside a millisecond, so that a client that keeps only the last `updatedAt`
+ * it saw and asks `updatedAfter` it (strictly after) loses none of that millisecond. From the
+ * `size + 1` rows the query fetched in `(updated_at, id)` order: when the row after the page has the
+ * stamp of the page's last row, the page's rows with that stamp are left for the next page
+ * (`rows`); when every row of the page has that one stamp (more than `size` changes of the account in
+ * one millisecond), the page is that whole millisecond instead, more than `size` rows: `restOf` names
+ * the last row fetched, after which the rest of its millisecond is to be read.
  */
-export function inWholeMilliseconds<Row extends { updated_at: Date }>(fetched: readonly Row[], size: number): Row[] {
+export function inWholeMilliseconds<Row extends { updated_at: Date }>(fetched: readonly Row[], size: number): { rows: Row[]; restOf?: Row } {
   const page = fetched.slice(0, size);
   const next = fetched[size];
-  if (next === undefined) return page;
+  if (next === undefined) return { rows: page };
   const split = next.updated_at.getTime();
   const kept = page.filter((row) => row.updated_at.getTime() !== split);
-  return kept.length === 0 ? page : kept;
+  return kept.length === 0 ? { rows: [...fetched], restOf: next } : { rows: kept };
 }
 
 /** The columns of a listed order that its cursor holds. */

@@ -404,11 +404,20 @@ function pageOf(request: ListRequest, sync: SyncStart | undefined): OrderPage | 
   return { ...fetched, orderBy: 'UPDATED_AT_ASC', after: sync!.after, settled: sync!.settled };
 }
 
-/** A page from the `size + 1` rows its query fetched. */
-function connectionOf(fetched: readonly OrderRow[], request: ListRequest, sync: SyncStart | undefined): Connection<OrderRow> {
+/**
+ * A page from the `size + 1` rows its query fetched; a sync page in whole milliseconds
+ * (`inWholeMilliseconds`), reading the rest of one that the fetched rows do not hold with `readRest`.
+ */
+async function connectionOf(
+  fetched: readonly OrderRow[],
+  request: ListRequest,
+  sync: SyncStart | undefined,
+  readRest: (after: OrderRow) => Promise<OrderRow[]>,
+): Promise<Connection<OrderRow>> {
   const cursorOfRow = (row: OrderRow) => cursorOf(request.position.orderBy, row, request.cursors);
   if (!sync) return toConnection(fetched, request.size, cursorOfRow);
-  const rows = inWholeMilliseconds(fetched, request.size);
+  const whole = inWholeMilliseconds(fetched, request.size);
+  const rows = whole.restOf ? [...whole.rows, ...(await readRest(whole.restOf))] : whole.rows;
   const connection = toConnection(rows, rows.length, cursorOfRow);
   return {
     ...connection,
@@ -428,7 +437,8 @@ export async function listOrderSubmissions({ db, accountId }: OrdersScope, reque
   const { position } = request;
   const sync = position.orderBy === 'UPDATED_AT_ASC' ? await syncStart(db, accountId, position.after) : undefined;
   const page = pageOf(request, sync);
-  return connectionOf(page ? await repository.listOrders(db, accountId, page) : [], request, sync);
+  const rest = (after: OrderRow) => repository.listRestOfMillisecond(db, accountId, request.filter!, sync!.settled, after);
+  return connectionOf(page ? await repository.listOrders(db, accountId, page) : [], request, sync, rest);
 }
 
 /**
@@ -456,6 +466,8 @@ export function strategyOrdersLoaders({ db, accountId }: OrdersScope) {
       loaders.set(signature, loader);
     }
     const fetched = strategyId === undefined ? [] : await loader.load(strategyId);
-    return connectionOf(fetched, request, await loader.sync);
+    const sync = await loader.sync;
+    const rest = (after: OrderRow) => repository.listRestOfMillisecond(db, accountId, { ...request.filter!, strategyId }, sync!.settled, after);
+    return connectionOf(fetched, request, sync, rest);
   };
 }

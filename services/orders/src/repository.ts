@@ -5,7 +5,7 @@ import { formatDecimal, type Decimal } from '@ots/shared/decimal';
 import type { Uuid } from '@ots/shared/ids';
 import type { EventType, RecordedFillFields } from '@ots/shared/contracts/events';
 import type { OutboxDatabase } from '@ots/shared/outbox';
-import { inKeysetOrder, type KeysetPosition } from '@ots/shared/pagination';
+import { inKeysetOrder, keysetPosition, type KeysetPosition } from '@ots/shared/pagination';
 import type { FillState, OrderFilter } from './domain.ts';
 import type { Liquidity, OrderSide, OrderStatus, OrderType, TimeInForce } from './generated/enums.ts';
 
@@ -635,6 +635,18 @@ function inStampOrder<O>(
   let ordered = query.where('updated_at', '<=', page.settled);
   if (page.after) ordered = ordered.where(sql<boolean>`(updated_at, id) > (${page.after.at}, ${page.after.id})`);
   return ordered.orderBy('updated_at').orderBy('id').limit(page.limit);
+}
+
+/** The most rows of one millisecond a sync page holds beyond its `first` (`inWholeMilliseconds`). */
+const MILLISECOND_ROWS = 10_000;
+
+/**
+ * The sync's rows of `after`'s millisecond that follow it, for a page that is that whole millisecond
+ * (`inWholeMilliseconds`): more than `first` changes of the account in one millisecond.
+ */
+export async function listRestOfMillisecond(db: OrdersDb, accountId: string, filter: OrderFilter, settled: Date, after: OrderRow): Promise<OrderRow[]> {
+  const rest: OrderPage = { orderBy: 'UPDATED_AT_ASC', filter, settled, after: keysetPosition(after.updated_at, after.id), limit: MILLISECOND_ROWS };
+  return filtered(db.selectFrom('order_submissions').selectAll(), accountId, rest).where('updated_at', '=', after.updated_at).execute();
 }
 
 /** One keyset page of the account's orders: page N costs what page 1 costs. */

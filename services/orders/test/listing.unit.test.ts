@@ -98,13 +98,16 @@ describe('a sync page', () => {
   const at = (ms: number, id: string) => ({ updated_at: new Date(Date.UTC(2026, 10, 21, 14, 0, 0, ms)), id });
 
   it('that is full never ends inside a millisecond: the rows of the millisecond the next row shares are left for the next page', () => {
-    expect(inWholeMilliseconds([at(1, 'a'), at(2, 'b'), at(3, 'c'), at(3, 'd'), at(3, 'e')], 4).map((row) => row.id)).toEqual(['a', 'b']);
-    expect(inWholeMilliseconds([at(1, 'a'), at(2, 'b'), at(3, 'c')], 2).map((row) => row.id)).toEqual(['a', 'b']);
+    expect(inWholeMilliseconds([at(1, 'a'), at(2, 'b'), at(3, 'c'), at(3, 'd'), at(3, 'e')], 4)).toEqual({ rows: [at(1, 'a'), at(2, 'b')] });
+    expect(inWholeMilliseconds([at(1, 'a'), at(2, 'b'), at(3, 'c')], 2)).toEqual({ rows: [at(1, 'a'), at(2, 'b')] });
   });
 
-  it('that is not full, or holds one millisecond only, is kept whole', () => {
-    expect(inWholeMilliseconds([at(1, 'a'), at(1, 'b')], 2).map((row) => row.id)).toEqual(['a', 'b']);
-    expect(inWholeMilliseconds([at(3, 'a'), at(3, 'b'), at(3, 'c')], 2).map((row) => row.id)).toEqual(['a', 'b']);
+  it('that is not full is kept whole', () => {
+    expect(inWholeMilliseconds([at(1, 'a'), at(1, 'b')], 2)).toEqual({ rows: [at(1, 'a'), at(1, 'b')] });
+  });
+
+  it('that holds one millisecond only, which the next row shares too, is that whole millisecond: the rest is read after the last row fetched', () => {
+    expect(inWholeMilliseconds([at(3, 'a'), at(3, 'b'), at(3, 'c')], 2)).toEqual({ rows: [at(3, 'a'), at(3, 'b'), at(3, 'c')], restOf: at(3, 'c') });
   });
 });
 

@@ -461,6 +461,21 @@ async function changedInOneMillisecond(ids: readonly string[]): Promise<void> {
 }
 
 /**
+ * Stamps each group of orders with one millisecond of its own, one after the other, in one statement:
+ * changes of one account that share a millisecond, exactly as the test means them.
+ */
+async function changedInMilliseconds(groups: readonly (readonly string[])[]): Promise<void> {
+  const ids = groups.flat();
+  const offsets = groups.flatMap((group, index) => group.map(() => index));
+  await sql`
+    update order_submissions set updated_at = clock.now + make_interval(secs => grouped.ms / 1000.0)
+    from (select greatest(clock_timestamp()::timestamptz(3),
+      (select max(updated_at) + interval '1 millisecond' from order_submissions where id = any(${ids}::uuid[]))) as now) as clock,
+      unnest(${ids}::uuid[], ${offsets}::int[]) as grouped(id, ms)
+    where order_submissions.id = grouped.id`.execute(db);
+}
+
+/**
  * A sync client that keeps nothing but the highest `updatedAt` it has seen, and asks for what changed
  * strictly after it, `first` at a time, never with a cursor (contract section 4's client).
  */
@@ -736,8 +751,16 @@ describe('the incremental sync (UPDATED_AT_ASC, paged by change stamp up to the 
     const [o1, o2, o3] = [await submitted(accountId), await submitted(accountId), await submitted(accountId)];
     const client = updatedAfterClient(accountId, 2);
     await expect.poll(async () => (await client.poll(), client.latest.size)).toBe(3);
-    await changedInOneMillisecond([o1!.id]);
-    await changedInOneMillisecond([o2!.id, o3!.id]);
+    await changedInMilliseconds([[o1!.id], [o2!.id, o3!.id]]);
+    await expect.poll(async () => (await client.poll(), stateOf(client.latest.values()))).toEqual(stateOf(await storedOrders(accountId)));
+  });
+
+  it('gives more changes of one millisecond than first in one page, so that a client keeping only the highest updatedAt misses none of them', async () => {
+    const accountId = someAccount();
+    const orders = await Promise.all(Array.from({ length: 5 }, () => submitted(accountId)));
+    const client = updatedAfterClient(accountId, 2);
+    await expect.poll(async () => (await client.poll(), client.latest.size)).toBe(5);
+    await changedInMilliseconds([orders.slice(0, 4).map((order) => order.id), [orders[4]!.id]]);
     await expect.poll(async () => (await client.poll(), stateOf(client.latest.values()))).toEqual(stateOf(await storedOrders(accountId)));
   });
 
