@@ -212,7 +212,12 @@ function addressAllowed(cidrs: readonly string[], clientAddress: string): boolea
   if (!address) return false;
   let ranges = parsedCidrs.get(cidrs);
   if (!ranges) {
-    ranges = cidrs.map((cidr) => ipaddr.parseCIDR(cidr));
+    // A range saved in IPv4-mapped form before `canonicalCidr` turned such ranges into IPv4 is matched as the IPv4 range it names.
+    ranges = cidrs.map((cidr) => {
+      const [network, length] = ipaddr.parseCIDR(cidr);
+      const mapped = network.kind() === 'ipv6' && (network as ipaddr.IPv6).isIPv4MappedAddress();
+      return mapped ? [(network as ipaddr.IPv6).toIPv4Address(), length - 96] : [network, length];
+    });
     parsedCidrs.set(cidrs, ranges);
   }
   return ranges.some(([network, length]) => network.kind() === address.kind() && address.match(network, length));

@@ -254,6 +254,12 @@ describe('parseScopes and parseCidrs', () => {
     expect(parseCidrs(['::ffff:0:0/96'])).toEqual(['0.0.0.0/0']);
   });
 
+  it('a range saved in IPv4-mapped form by a release before admits the IPv4 client it names', () => {
+    const record: KeyRecord = { keyId: 'key-1', accountId: 'account-1', expiresAt: null, revokedAt: null, apiAccessEnabled: true, scopes: ['read'], allowedCidrs: ['::ffff:cb00:7107/128', '::ffff:c633:6400/120'] };
+    for (const address of ['203.0.113.7', '::ffff:203.0.113.7', '198.51.100.200']) expect(decideKey(record, Date.now(), address).kind, address).toBe('authenticated');
+    expect(decideKey(record, Date.now(), '203.0.113.8').kind).toBe('address-refused');
+  });
+
   it('a zone id is refused as such', () => {
     expect(parseCidrs(['fe80::1%eth0'])).toEqual({ problem: expect.stringContaining('zone id') });
   });
