@@ -27,6 +27,22 @@ export interface EventStreamOptions {
 
 const DEFAULT_IDLE_TIMEOUT_MS = 25_000;
 
+/**
+ * What `work` resolves to, or undefined as soon as `signal` aborts: a request with all its retries
+ * (a gateway that does not answer) may take half a minute, which an abort does not wait for. Its
+ * later failure is then nobody's to handle.
+ */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T | undefined> {
+  if (!signal) return work;
+  work.catch(() => undefined);
+  return new Promise((resolve, reject) => {
+    const abort = () => resolve(undefined);
+    if (signal.aborted) return abort();
+    signal.addEventListener('abort', abort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort));
+  });
+}
+
 /** A pause that an abort of `signal` cuts short. */
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve) => {
@@ -152,7 +168,7 @@ export class EventStream implements AsyncIterable<EventFieldsFragment> {
         try {
           // "From now" is fixed before the stream opens: a stream cut before its first event then
           // resumes from there, not from a later "now" that would skip what committed meanwhile.
-          this.position ??= await this.feedEnd();
+          this.position ??= await untilAborted(this.feedEnd(), signal);
           if (signal?.aborted) return;
           const variables: EventsSubscriptionVariables = { filter: this.options.filter, after: this.position };
           const results = client.iterate<EventsSubscription>({ query: EventsDocument.toString(), variables });

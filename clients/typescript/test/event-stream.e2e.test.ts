@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey, updateKey } from '@ots/accounts';
 import { TcpProxy } from '@ots/shared/testing/tcp-proxy';
@@ -179,6 +181,27 @@ describe('the event stream', () => {
       expect(Date.now() - abortedAt).toBeLessThan(250);
     } finally {
       await relay.cut();
+    }
+  });
+
+  it('ends at once when its signal aborts while it asks where "now" is of a gateway that does not answer', async () => {
+    const silent = createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const client = new OtsClient({ apiKey: 'svc_live_unanswered', baseUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}` });
+      const stop = new AbortController();
+      const reading = (async () => {
+        for await (const event of client.events.stream({ signal: stop.signal })) return event;
+        return 'ended';
+      })();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      stop.abort();
+      const abortedAt = Date.now();
+      await expect(reading).resolves.toBe('ended');
+      expect(Date.now() - abortedAt).toBeLessThan(250);
+    } finally {
+      silent.closeAllConnections?.();
+      await new Promise((resolve) => silent.close(resolve));
     }
   });
 
