@@ -123,8 +123,8 @@ export type OrderSubmissionFilter = {
   /** Compared upper-cased. */
   symbol?: InputMaybe<Scalars['String']['input']>;
   /**
-   * Last changed (updatedAt) strictly after this instant. A filter: to sync without missing a change
-   * committed late, continue with the `endCursor` of `UPDATED_AT_ASC` pages.
+   * Last changed (updatedAt) strictly after this instant. With `UPDATED_AT_ASC`, the last `updatedAt`
+   * a client saw: the incremental sync, none missed.
    */
   updatedAfter?: InputMaybe<Scalars['DateTime']['input']>;
 };
@@ -133,9 +133,9 @@ export type OrderSubmissionOrder =
   /** Newest submission first. */
   | 'SUBMITTED_AT_DESC'
   /**
-   * The incremental sync order: by when each order's last change was committed, oldest first. It
-   * follows `updatedAt` closely, but a change that took effect earlier may commit later, so the
-   * cursor, not `updatedAt`, is the exact place to continue from.
+   * The incremental sync order: by each order's last change (`updatedAt`, then id), oldest first,
+   * up to the changes that can no longer be preceded by one still to commit. A full page never ends
+   * inside a millisecond, unless all of it is one millisecond.
    */
   | 'UPDATED_AT_ASC';
 
