@@ -118,10 +118,10 @@ function isOutagePayload(value: unknown): boolean {
  * description may hold any words). `nothing-ran`: every root field is null with an outage error of its
  * own saying so, or is an outage payload; a retry may run it again once the outage is over.
  * `may-have-run`: no root field is known to have run, and one may have (its subgraph got the request
- * and did not answer); neither a retry nor this answer can be trusted. `ran`: any other answer, a
- * partial one included (an order committed whose fills' subgraph was down, one root field of two that
- * ran, whatever became of the other): it is kept for the retries, since running it again would repeat
- * what ran.
+ * and did not answer). `ran`: any other answer, a partial one included (an order committed whose
+ * fills' subgraph was down, one root field of two that ran, whatever became of the other). Both are
+ * kept for the retries, since running it again could repeat what ran (Stripe keeps any answer once the
+ * request began to run, errors included).
  */
 function outcomeOf(answer: string, claim: Claim, owners: ReadonlyMap<string, string>): Outcome {
   let parsed: unknown;
@@ -164,9 +164,11 @@ function payloadText(payload: unknown): string | undefined {
  * released nor answered with the 504: the answer the mutation produces later is what its retries get
  * (the route's handler is wrapped for it, since Fastify drops an answer that comes after the 504). Until
  * then a retry gets 409. The claim's lease is renewed while the request runs, so it lapses only when
- * the gateway that runs it has died, however long the mutation takes. An answer whose mutation may
- * have run in a subgraph that did not answer (`may-have-run`) is neither kept nor released: the
- * renewal stops, and retries get 409 until the lease lapses, then run it again.
+ * the gateway that runs it has died, however long the mutation takes (or when there is no answer to
+ * keep: the handler failed after the 504, or storing the answer failed for a minute); then a retry runs
+ * the mutation again, whether or not it ran. An answer whose mutation may have run in a subgraph that
+ * did not answer (`may-have-run`) is kept like any other: its retries are replayed that outage and run
+ * nothing, and a caller who finds that the mutation did not run sends it again under a new key.
  */
 export function registerIdempotency(
   routes: FastifyInstance,
@@ -199,9 +201,8 @@ export function registerIdempotency(
     if (claim.settled) return;
     claim.settled = true;
     const outcome = answer && outcomeOf(answer.body, claim, rules.owners);
-    // Without an answer to judge (a handler that failed after the 504), or one that may have run, the
-    // claim is left to its lease.
-    if (!answer || outcome === 'may-have-run') {
+    // Without an answer to judge (a handler that failed after the 504), the claim is left to its lease.
+    if (!answer) {
       clearInterval(claim.leaseRenewal);
       return;
     }
@@ -211,7 +212,7 @@ export function registerIdempotency(
     } catch (error) {
       log.error({ err: error, requestId: String(request.id) }, 'keeping an idempotent answer failed');
       // The answer goes out now; repeats get 409 until it is kept. A release that failed lapses instead.
-      if (outcome === 'ran') {
+      if (outcome !== 'nothing-ran') {
         void keepRetrying(request, claim, answer).finally(() => clearInterval(claim.leaseRenewal));
         return;
       }

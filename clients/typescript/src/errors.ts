@@ -15,6 +15,8 @@ export class OtsError extends Error {
    * A mutation's `Idempotency-Key`, the one all its attempts carried. Pass it back as the call's
    * `idempotencyKey` option, with the same arguments, to carry on: the answer of whatever ran under
    * it comes back, and nothing runs twice. Set on the errors of a mutation that did not get its answer.
+   * An outage the gateway replayed under it (the mutation may have run) comes back the same: check
+   * whether it ran, and if not call again under a new key.
    */
   idempotencyKey: string | undefined;
   /** The `clientOrderId` that `orders.submit` sent (the caller's, or the one it made): send it again with the same key. */

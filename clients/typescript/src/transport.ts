@@ -37,16 +37,17 @@ const MAX_DELAY_MS = 8_000;
 /**
  * How long the gateway keeps an Idempotency-Key in progress (409) after the request holding it stopped
  * renewing it: its claim's lease (the accounts service's idempotency store, 30 s). A mutation the
- * gateway timed out keeps its key until it finishes; one that may have run in a service that did not
- * answer keeps it until this lease lapses.
+ * gateway timed out keeps its key until it finishes; one whose gateway died keeps it until this lease
+ * lapses, and then a retry runs it again.
  */
 const GATEWAY_IDEMPOTENCY_LEASE_MS = 30_000;
 const REQUEST_ERROR_CODES = new Set(['BAD_USER_INPUT', 'BAD_REQUEST', 'GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED', 'QUERY_TOO_COMPLEX']);
 /**
  * Top-level errors of an outage, a dependency's (TEMPORARILY_UNAVAILABLE) or a whole service's
  * (SERVICE_UNAVAILABLE). A mutation's retry carries the same Idempotency-Key: when nothing ran the
- * gateway kept no answer and the retry runs; when part of it ran, the retry is answered with what ran
- * and nothing runs twice.
+ * gateway kept no answer and the retry runs; when part of it ran, or the service got it and did not
+ * answer, the retry is answered with that first answer (`Idempotent-Replayed: true`) and nothing runs
+ * twice.
  */
 const OUTAGE_CODES = new Set(['TEMPORARILY_UNAVAILABLE', 'SERVICE_UNAVAILABLE']);
 
@@ -112,8 +113,9 @@ function unavailablePayload(data: Record<string, unknown> | null | undefined): P
  * 429 (after `Retry-After`), 5xx, TEMPORARILY_UNAVAILABLE and SERVICE_UNAVAILABLE (a service down) are
  * tried again up to `maxNetworkRetries` times. A mutation carries one `Idempotency-Key` on every
  * attempt, so a retry whose first attempt did run is answered with that attempt's answer and runs
- * nothing again. 409 (that first attempt still running) is tried again, with back-off, until the
- * gateway must have let the key go: one request timeout plus its lease after the first 409.
+ * nothing again; such a replayed answer is never tried again, since the key would only replay it.
+ * 409 (that first attempt still running) is tried again, with back-off, until the gateway must have
+ * let the key go: one request timeout plus its lease after the first 409.
  */
 export class Transport {
   constructor(private readonly options: TransportOptions) {}
@@ -166,7 +168,8 @@ export class Transport {
         if (!(failure instanceof AttemptFailure)) throw failure;
         if (failure.inProgress) {
           // The first attempt may run on at the gateway after we stopped waiting for it (about a
-          // request timeout more), and its key may then stay held until its lease lapses.
+          // request timeout more), and a gateway that died while running it holds its key until its
+          // lease lapses.
           conflictsUntil ??= Date.now() + this.options.timeoutMs + GATEWAY_IDEMPOTENCY_LEASE_MS;
           const delayMs = backoffMs(conflicts);
           if (Date.now() + delayMs > conflictsUntil) throw failure.error;
@@ -200,6 +203,14 @@ export class Transport {
     const status = response.status;
     const detail = parsed?.detail ?? parsed?.errors?.[0]?.message ?? `HTTP ${status}`;
     const context = { status, requestId, code: parsed?.errors?.[0]?.extensions?.code };
+    const replayed = response.headers.get('idempotent-replayed') === 'true';
+    // A replayed failure is the answer the gateway kept for the key, which every retry under it gets
+    // again: for an outage, the service got the mutation and did not answer, so it may have run.
+    const fail = (error: OtsError, retryable: boolean) => {
+      if (!replayed || !retryable) return new AttemptFailure(error, retryable);
+      error.message = `${error.message} (the answer kept for this Idempotency-Key: the mutation may have run; check whether it did, and call again under a new key if not)`;
+      return new AttemptFailure(error, false);
+    };
 
     if (status === 429) {
       const seconds = retryAfterSeconds(response);
@@ -209,14 +220,14 @@ export class Transport {
     if (status === 401) throw new AttemptFailure(new OtsAuthenticationError(detail, context), false);
     if (status === 403) throw new AttemptFailure(new OtsPermissionError(detail, context), false);
     if (status === 409) throw new AttemptFailure(new OtsApiError(detail, context), false, 0, true);
-    if (status >= 500) throw new AttemptFailure(new OtsApiError(detail, context), true);
+    if (status >= 500) throw fail(new OtsApiError(detail, context), true);
     if (status >= 400) throw new AttemptFailure(new OtsRequestError(detail, context), false);
-    if (!parsed) throw new AttemptFailure(new OtsApiError('The answer was not JSON', context), true);
+    if (!parsed) throw fail(new OtsApiError('The answer was not JSON', context), true);
 
     const first = parsed.errors?.[0];
-    if (first) throw new AttemptFailure(errorOf(first, { status, requestId }), OUTAGE_CODES.has(first.extensions?.code ?? ''));
+    if (first) throw fail(errorOf(first, { status, requestId }), OUTAGE_CODES.has(first.extensions?.code ?? ''));
     const unavailable = unavailablePayload(parsed.data);
-    if (unavailable) throw new AttemptFailure(new OtsPayloadError(unavailable, requestId), true);
+    if (unavailable) throw fail(new OtsPayloadError(unavailable, requestId), true);
     return parsed.data ?? {};
   }
 }

@@ -1,3 +1,4 @@
+import { createServer, type Server } from 'node:http';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey, setApiAccess } from '@ots/accounts';
@@ -5,6 +6,7 @@ import { useStack } from '../../../testing/fixture.ts';
 import { FaultProxy, type ForwardedRequest } from '../../../testing/fault-proxy.ts';
 import { Receiver } from '../../../testing/webhook-receiver.ts';
 import {
+  OtsApiError,
   OtsAuthenticationError,
   OtsClient,
   OtsConnectionError,
@@ -61,6 +63,31 @@ function watching(look: (request: { body: string; idempotencyKey: string | undef
     const headers = (init?.headers ?? {}) as Record<string, string>;
     await look({ body: String(init?.body), idempotencyKey: headers['idempotency-key'] }, response);
     return response;
+  };
+}
+
+/** A relay to `target` that forwards each request and loses its answer (502): a service that ran it and did not answer. */
+async function answerLosingRelay(target: string): Promise<{ url: string; close: () => Promise<void> }> {
+  const server: Server = createServer((incoming, outgoing) => {
+    void (async () => {
+      const chunks: Buffer[] = [];
+      for await (const chunk of incoming) chunks.push(chunk as Buffer);
+      const headers = Object.fromEntries(
+        Object.entries(incoming.headers).filter((entry): entry is [string, string] => typeof entry[1] === 'string' && !['host', 'connection', 'content-length'].includes(entry[0])),
+      );
+      await fetch(target, { method: 'POST', headers, body: Buffer.concat(chunks) });
+      outgoing.writeHead(502).end();
+    })();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}/graphql`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
   };
 }
 
@@ -233,6 +260,35 @@ describe('a call while the service it needs is down', () => {
     const attempts = proxy.requests.slice(from).filter(mutation('createStrategy'));
     expect(attempts.length).toBeGreaterThanOrEqual(2);
     expect(new Set(attempts.map((request) => request.headers['idempotency-key'])).size).toBe(1);
+  });
+});
+
+describe('a call whose service ran it and did not answer', () => {
+  it('stops at the replayed outage and throws it, saying the mutation may have run: the strategy is created once', async () => {
+    const relay = await answerLosingRelay(t.stack.urls.strategies);
+    const gateway = await t.stack.anotherGateway({ config: { subgraphUrls: { ...t.stack.config.subgraphUrls, strategies: relay.url } } });
+    try {
+      const { client: reader, apiKey } = await newClient();
+      const replayed: (string | null)[] = [];
+      const client = new OtsClient({
+        apiKey,
+        baseUrl: gateway.url,
+        maxNetworkRetries: 4,
+        fetch: watching(async (_request, response) => {
+          replayed.push(response.headers.get('idempotent-replayed'));
+        }),
+      });
+      const failure = await client.strategies.create({ name: 'Answer lost' }).catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(OtsApiError);
+      expect(failure).toMatchObject({ code: 'SERVICE_UNAVAILABLE', idempotencyKey: expect.any(String) });
+      expect((failure as OtsApiError).message).toMatch(/may have run.*new key/);
+      // One retry, answered with the kept outage; the retries left would only replay it.
+      expect(replayed).toEqual([null, 'true']);
+      expect((await reader.strategies.list().toArray()).map((s) => s.name)).toEqual(['Answer lost']);
+    } finally {
+      await gateway.close();
+      await relay.close();
+    }
   });
 });
 

@@ -121,7 +121,7 @@ export const OTHER_ERROR_CODES: Record<string, ErrorCodeDoc> = {
   SERVICE_UNAVAILABLE: {
     where: 'top-level',
     when: 'The service owning these fields did not answer; the fields of the others are still in `data`. A mutation it received may still have run.',
-    todo: 'Retry after a back-off; mutations with the same Idempotency-Key or natural id are safe to retry (409 for up to 30 s when the service may have received the mutation).',
+    todo: 'Retry after a back-off; mutations with the same Idempotency-Key or natural id are safe to retry. A retry answered this again with `Idempotent-Replayed: true` is the kept answer of a mutation the service received: it may have run, and the key will only replay it. Check, and if it did not run, send it under a new key.',
   },
   GATEWAY_TIMEOUT: {
     where: 'top-level',
@@ -155,7 +155,7 @@ export const OTHER_ERROR_CODES: Record<string, ErrorCodeDoc> = {
   '403': { where: 'http', when: '`{"detail": "API access is not enabled for this account"}`.', todo: 'An owner enables API access for the account.' },
   '409': {
     where: 'http',
-    when: '`{"detail": "A request with this Idempotency-Key is in progress"}`: the first request with this key has not answered yet, or its service did not answer and may have run it (then for up to 30 s).',
+    when: '`{"detail": "A request with this Idempotency-Key is in progress"}`: the first request with this key has not answered yet (after a 504 too, until the mutation ends).',
     todo: 'Retry after a short back-off; you will get its answer.',
   },
   '400': {

@@ -31,8 +31,10 @@ export interface IdempotencyStoreOptions {
   retentionMs?: number;
   /**
    * How long a claim without an answer counts as in progress unless renewed. The gateway that claimed
-   * the key renews it while the request still runs (`renewLease`), so a claim past its lease is one
-   * whose gateway died: the same request may run again.
+   * the key renews it while the request still runs (`renewLease`), and keeps every answer of a request
+   * that may have run, so a claim past its lease is one whose gateway died (or had no answer to keep):
+   * the same request then runs again, though it may have run, the one case where a repeat within the
+   * 24 hours does.
    */
   leaseMs?: number;
   /** How many expired keys one statement of the purge deletes. */
@@ -132,7 +134,7 @@ export class IdempotencyStore {
       .execute();
   }
 
-  /** Gives a claimed key up unanswered, so that a retry runs the request again. */
+  /** Gives a claimed key up unanswered, so that a retry runs the request again: for a request that ran nothing. */
   async release(accountId: string, key: string): Promise<void> {
     await this.db
       .deleteFrom('idempotency_keys')
