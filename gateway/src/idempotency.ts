@@ -88,8 +88,8 @@ function mutationOf(query: string, operationName: string | undefined): { documen
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** What an answer shows of a mutation's root fields: that none ran, that one may have, or that one did. */
-type Outcome = 'nothing-ran' | 'may-have-run' | 'ran';
+/** What a root field's own outage error says of it: that it ran nothing, or that it may have run. */
+type RootFieldOutage = 'nothing-ran' | 'may-have-run';
 
 /**
  * What an error of the root field `key` itself (not of a field below it) says of it: `nothing-ran` for a
@@ -99,7 +99,7 @@ type Outcome = 'nothing-ran' | 'may-have-run' | 'ran';
  * subgraph's outage below a root field can null that root field (GraphQL's null rule), and the gateway
  * names the root field in its error, though its change committed: that error says nothing here.
  */
-function outageOfRootField(error: unknown, key: string, owner: string | undefined, context: GatewayContext): Outcome | undefined {
+function outageOfRootField(error: unknown, key: string, owner: string | undefined, context: GatewayContext): RootFieldOutage | undefined {
   if (!isRecord(error) || !Array.isArray(error.path) || error.path.length !== 1 || error.path[0] !== key) return undefined;
   const code = isRecord(error.extensions) ? error.extensions.code : undefined;
   if (code === 'TEMPORARILY_UNAVAILABLE') return 'nothing-ran';
@@ -114,33 +114,29 @@ function isOutagePayload(value: unknown): boolean {
 }
 
 /**
- * What an answer shows of the mutation, read from its structure, never its text (a strategy's
- * description may hold any words). `nothing-ran`: every root field is null with an outage error of its
- * own saying so, or is an outage payload; a retry may run it again once the outage is over.
- * `may-have-run`: no root field is known to have run, and one may have (its subgraph got the request
- * and did not answer). `ran`: any other answer, a partial one included (an order committed whose
- * fills' subgraph was down, one root field of two that ran, whatever became of the other). Both are
- * kept for the retries, since running it again could repeat what ran (Stripe keeps any answer once the
- * request began to run, errors included).
+ * Whether an answer shows that the mutation ran nothing, read from its structure, never its text (a
+ * strategy's description may hold any words): every root field is an outage payload, or is null with
+ * an outage error of its own saying that nothing ran; a retry may run it again once the outage is
+ * over. Any other answer is kept for the retries, since running it again could repeat what ran
+ * (Stripe keeps any answer once the request began to run, errors included): a partial one (an order
+ * committed whose fills' subgraph was down, one root field of two that ran, whatever became of the
+ * other), and one whose subgraph got the request and did not answer (it may have run).
  */
-function outcomeOf(answer: string, claim: Claim, owners: ReadonlyMap<string, string>): Outcome {
+function ranNothing(answer: string, claim: Claim, owners: ReadonlyMap<string, string>): boolean {
   let parsed: unknown;
   try {
     parsed = JSON.parse(answer);
   } catch {
-    return 'ran';
+    return false;
   }
-  if (!isRecord(parsed) || claim.rootFields.length === 0) return 'ran';
+  if (!isRecord(parsed) || claim.rootFields.length === 0) return false;
   const data = isRecord(parsed.data) ? parsed.data : {};
   const errors: unknown[] = Array.isArray(parsed.errors) ? parsed.errors : [];
-  const outcomes = claim.rootFields.map(({ key, name }): Outcome => {
-    if (data[key] !== null && data[key] !== undefined) return isOutagePayload(data[key]) ? 'nothing-ran' : 'ran';
+  return claim.rootFields.every(({ key, name }) => {
+    if (data[key] !== null && data[key] !== undefined) return isOutagePayload(data[key]);
     const outages = errors.map((error) => outageOfRootField(error, key, owners.get(`Mutation.${name}`), claim.context));
-    if (outages.includes('may-have-run')) return 'may-have-run';
-    return outages.includes('nothing-ran') ? 'nothing-ran' : 'ran';
+    return outages.includes('nothing-ran') && !outages.includes('may-have-run');
   });
-  if (outcomes.includes('ran')) return 'ran';
-  return outcomes.includes('may-have-run') ? 'may-have-run' : 'nothing-ran';
 }
 
 function payloadText(payload: unknown): string | undefined {
@@ -200,19 +196,19 @@ export function registerIdempotency(
   const settle = async (request: FastifyRequest, claim: Claim, answer: StoredAnswer | undefined) => {
     if (claim.settled) return;
     claim.settled = true;
-    const outcome = answer && outcomeOf(answer.body, claim, rules.owners);
     // Without an answer to judge (a handler that failed after the 504), the claim is left to its lease.
     if (!answer) {
       clearInterval(claim.leaseRenewal);
       return;
     }
+    const released = ranNothing(answer.body, claim, rules.owners);
     try {
-      if (outcome === 'nothing-ran') await store.release(claim.accountId, claim.key);
+      if (released) await store.release(claim.accountId, claim.key);
       else await store.complete(claim.accountId, claim.key, answer);
     } catch (error) {
       log.error({ err: error, requestId: String(request.id) }, 'keeping an idempotent answer failed');
       // The answer goes out now; repeats get 409 until it is kept. A release that failed lapses instead.
-      if (outcome !== 'nothing-ran') {
+      if (!released) {
         void keepRetrying(request, claim, answer).finally(() => clearInterval(claim.leaseRenewal));
         return;
       }
