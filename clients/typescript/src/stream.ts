@@ -1,4 +1,4 @@
-import { createClient, NetworkError } from 'graphql-sse';
+import { createClient, NetworkError, type Client, type ExecutionResult, type RequestParams } from 'graphql-sse';
 import { OtsApiError, OtsAuthenticationError, OtsError, OtsPermissionError, OtsRateLimitError, OtsRequestError } from './errors.js';
 import {
   EventFeedEndDocument,
@@ -21,11 +21,19 @@ export interface EventStreamOptions {
    * TCP connection, a proxy that stopped passing bytes) is silent that long.
    */
   idleTimeoutMs?: number;
+  /**
+   * How many events the stream may hold that the loop has not taken yet (default 1,000, the gateway's
+   * own limit for a consumer behind). One more closes the connection; once the loop has taken those
+   * it holds, the stream reconnects after the last of them, so a slow loop costs reconnections,
+   * never memory, and still sees each event once, in order.
+   */
+  maxBufferedEvents?: number;
   /** Aborting it ends the iteration, waiting or not: the loop over the stream finishes without an error. */
   signal?: AbortSignal;
 }
 
 const DEFAULT_IDLE_TIMEOUT_MS = 25_000;
+const DEFAULT_MAX_BUFFERED_EVENTS = 1_000;
 
 /**
  * What `work` resolves to, or undefined as soon as `signal` aborts: a request with all its retries
@@ -113,6 +121,62 @@ function failingWhenSilent(fetchFn: typeof fetch, idleTimeoutMs: number): typeof
   };
 }
 
+/**
+ * One connection's results, in order, holding at most `bound` that the consumer has not taken.
+ * graphql-sse reads a response as fast as it comes, whatever the consumer does (its own `iterate`
+ * queues without limit), and offers no way to pull: so a result that finds `bound` held is dropped
+ * with the connection, and the results end once the consumer has taken those held, `fellBehind`
+ * set. The caller resumes after the last of them, as after the gateway's SLOW_CONSUMER.
+ */
+class BoundedResults<Data> implements AsyncIterable<ExecutionResult<Data, unknown>> {
+  fellBehind = false;
+
+  constructor(
+    private readonly client: Client,
+    private readonly request: RequestParams,
+    private readonly bound: number,
+  ) {}
+
+  async *[Symbol.asyncIterator](): AsyncIterator<ExecutionResult<Data, unknown>> {
+    const held: ExecutionResult<Data, unknown>[] = [];
+    let end: { failure?: unknown } | undefined;
+    let wake: (() => void) | undefined;
+    const unsubscribe = this.client.subscribe<Data>(this.request, {
+      next: (result) => {
+        // What the parser read along with the result that found no room still comes after the close.
+        if (end) return;
+        if (held.length < this.bound) held.push(result);
+        else {
+          this.fellBehind = true;
+          end = {};
+          unsubscribe();
+        }
+        wake?.();
+      },
+      error: (failure) => {
+        end ??= { failure };
+        wake?.();
+      },
+      complete: () => {
+        end ??= {};
+        wake?.();
+      },
+    });
+    try {
+      for (;;) {
+        const result = held.shift();
+        if (result) yield result;
+        else if (end) {
+          if ('failure' in end) throw end.failure;
+          return;
+        } else await new Promise<void>((resolve) => (wake = resolve));
+      }
+    } finally {
+      unsubscribe();
+    }
+  }
+}
+
 /** The most back-off between reconnections: a stream that keeps failing still tries every few seconds. */
 const MAX_RECONNECT_ATTEMPT = 4;
 
@@ -125,7 +189,10 @@ function endsForGood(failure: OtsError): boolean {
  * The account's events, live, over GraphQL over SSE. A dropped connection, one silent for
  * `idleTimeoutMs`, a server restart, an outage of the events service (TEMPORARILY_UNAVAILABLE,
  * SERVICE_UNAVAILABLE) or a SLOW_CONSUMER ending is followed by a reconnection from the last cursor
- * handed out, so a consumer sees each event once and in order. Authentication, permission and request
+ * handed out, so a consumer sees each event once and in order. A loop that falls `maxBufferedEvents`
+ * behind has its connection closed on the spot and reopened from there once it has taken what the
+ * stream held: it is the client that notices, since it reads everything the gateway sends, so the
+ * gateway never sees a backlog to end with SLOW_CONSUMER. Authentication, permission and request
  * failures end the iteration with the matching `OtsError`; break out of the loop, or abort `signal`,
  * to close the stream.
  */
@@ -136,6 +203,8 @@ export class EventStream implements AsyncIterable<EventFieldsFragment> {
     private readonly transport: Transport,
     private readonly options: EventStreamOptions,
   ) {
+    const bound = options.maxBufferedEvents;
+    if (bound !== undefined && !(Number.isInteger(bound) && bound >= 1)) throw new TypeError('maxBufferedEvents must be a whole number, at least 1');
     this.position = options.after;
   }
 
@@ -156,8 +225,8 @@ export class EventStream implements AsyncIterable<EventFieldsFragment> {
       retryAttempts: 0,
       fetchFn: failingWhenSilent(this.transport.fetch, this.options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS),
     });
-    // graphql-sse's iterate takes no signal: disposing of the client aborts its connection, and its
-    // iteration completes.
+    // graphql-sse's subscribe takes no signal: disposing of the client aborts its connection, and the
+    // subscription completes.
     const dispose = () => client.dispose();
     signal?.addEventListener('abort', dispose, { once: true });
     let failures = 0;
@@ -171,7 +240,11 @@ export class EventStream implements AsyncIterable<EventFieldsFragment> {
           this.position ??= await untilAborted(this.feedEnd(), signal);
           if (signal?.aborted) return;
           const variables: EventsSubscriptionVariables = { filter: this.options.filter, after: this.position };
-          const results = client.iterate<EventsSubscription>({ query: EventsDocument.toString(), variables });
+          const results = new BoundedResults<EventsSubscription>(
+            client,
+            { query: EventsDocument.toString(), variables },
+            this.options.maxBufferedEvents ?? DEFAULT_MAX_BUFFERED_EVENTS,
+          );
           let ending: GraphqlError | undefined;
           for await (const result of results) {
             // What arrived before the abort is not handed out: the cursor stays on the last event that was.
@@ -191,7 +264,10 @@ export class EventStream implements AsyncIterable<EventFieldsFragment> {
             yield item.event;
           }
           // SLOW_CONSUMER asks for a resumption at once; any other ending backs off as a failed connection does.
-          if (ending && ending.extensions?.code !== 'SLOW_CONSUMER') {
+          // Fallen behind here: the loop has just taken all that was held and waits for more, so at once.
+          if (results.fellBehind) {
+            delayMs = 0;
+          } else if (ending && ending.extensions?.code !== 'SLOW_CONSUMER') {
             delayMs = backoffMs(Math.min(failures, MAX_RECONNECT_ATTEMPT));
             failures += 1;
           } else {

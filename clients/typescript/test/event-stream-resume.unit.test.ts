@@ -126,6 +126,34 @@ describe('client.events.stream', () => {
     expect(resumedFrom.length).toBeGreaterThanOrEqual(4);
   });
 
+  it('holds at most 1,000 events the loop has not taken: one more closes the connection, which resumes after the last held', async () => {
+    let streamsOpen = 0;
+    const countingStreams: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      if (response.ok && response.headers.get('content-type')?.startsWith('text/event-stream')) {
+        streamsOpen += 1;
+        init?.signal?.addEventListener('abort', () => (streamsOpen -= 1), { once: true });
+      }
+      return response;
+    };
+    const client = new OtsClient({ apiKey: 'svc_live_good', baseUrl: proxy.origin, fetch: countingStreams });
+    publish(1);
+    const base = log.length;
+    const events = client.events.stream({ after: `c${base}` })[Symbol.asyncIterator]();
+    const opensBefore = opened.length;
+    // The loop takes the first event, then stalls while the server sends the rest at once.
+    const first = events.next();
+    publish(2_500);
+    expect((await first).value?.data.n).toBe(base + 1);
+    await expect.poll(() => streamsOpen).toBe(0);
+    const seen = [base + 1];
+    while (seen.length < 2_500) seen.push((await events.next()).value!.data.n as number);
+    await events.return?.();
+    expect(seen).toEqual(Array.from({ length: 2_500 }, (_, i) => base + 1 + i));
+    // The first connection: the event taken, then 1,000 held; the next found no room.
+    expect(opened.slice(opensBefore, opensBefore + 2)).toEqual([`c${base}`, `c${base + 1 + 1_000}`]);
+  });
+
   it('ends with OtsAuthenticationError when the key is refused, without retrying', async () => {
     const client = new OtsClient({ apiKey: 'svc_live_bad', baseUrl: proxy.origin });
     const iterator = client.events.stream()[Symbol.asyncIterator]();

@@ -36,6 +36,35 @@ function countingStreams() {
   return counter;
 }
 
+/**
+ * A `fetch` for the client that counts the events the gateway sent it on its event streams, as they
+ * pass (the SSE `next` messages, each whole), and whether a stream it opened is still open.
+ */
+function countingEvents() {
+  const counter = {
+    received: 0,
+    open: 0,
+    fetch: (async (input, init) => {
+      const response = await fetch(input, init);
+      if (!String(input).endsWith('/graphql/stream') || !response.ok || !response.body) return response;
+      counter.open += 1;
+      init?.signal?.addEventListener('abort', () => (counter.open -= 1), { once: true });
+      const decoder = new TextDecoder();
+      let partial = '';
+      const counting = new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          const messages = (partial + decoder.decode(chunk, { stream: true })).split('\n\n');
+          partial = messages.pop()!;
+          counter.received += messages.filter((message) => /^event: next$/m.test(message)).length;
+          controller.enqueue(chunk);
+        },
+      });
+      return new Response(response.body.pipeThrough(counting), { status: response.status, statusText: response.statusText, headers: response.headers });
+    }) as typeof fetch,
+  };
+  return counter;
+}
+
 /** The names of the stream's first `count` events, pushed to `seen` as they come; then the stream is closed. */
 async function take(events: AsyncIterable<Event>, count: number, seen: string[]): Promise<void> {
   for await (const event of events) {
@@ -148,6 +177,35 @@ describe('the event stream', () => {
     } finally {
       await relay.close();
     }
+  });
+
+  it('holds no more than maxBufferedEvents for a consumer that stalls, then hands out every event once, in order', { timeout: 60_000 }, async () => {
+    const { apiKey } = await t.stack.createAccountWithKey();
+    const streams = countingEvents();
+    const client = new OtsClient({ apiKey, baseUrl: t.stack.gatewayUrl, fetch: streams.fetch });
+    const start = client.events.list();
+    await start.toArray();
+    const maxBufferedEvents = 5;
+    const stream = client.events.stream({ filter: { types: ['strategy.created'] }, after: start.cursor, maxBufferedEvents });
+    const events = stream[Symbol.asyncIterator]();
+    const names = Array.from({ length: 4 * maxBufferedEvents }, (_, i) => `Behind ${i}`);
+    // The consumer takes the first event, then stalls while the rest are written.
+    const first = events.next();
+    await expect.poll(() => streams.open).toBe(1);
+    for (const name of names) {
+      const before = streams.received;
+      await client.strategies.create({ name });
+      // One event at a time reaches the client, each in its own read, until it closes the stream.
+      await expect.poll(() => streams.received > before || streams.open === 0).toBe(true);
+    }
+    expect((await first).value).toMatchObject({ data: { name: names[0] } });
+    // The one it handed out, the ones it holds, and the one that found no room, whereupon it closed the stream.
+    expect(streams.received).toBeLessThanOrEqual(1 + maxBufferedEvents + 1);
+    expect(streams.open).toBe(0);
+    const seen = [names[0]!];
+    while (seen.length < names.length) seen.push(String((await events.next()).value!.data.name));
+    await events.return?.();
+    expect(seen).toEqual(names);
   });
 
   it('ends without an error when its signal aborts, whether it waits for an event or to reconnect', async () => {
