@@ -18,6 +18,8 @@ const WS_PATH = '/graphql/ws';
 const MAX_BUFFERED_BYTES = 1024 * 1024;
 /** A subscribe message is a GraphQL request: the same bound as a /graphql body. */
 const MAX_MESSAGE_BYTES = 100 * 1024;
+/** How long a stream ended for a slow consumer waits for the socket to take its SLOW_CONSUMER message before the socket is closed. */
+const SLOW_CONSUMER_CLOSE_MS = 2_000;
 
 /** The contract's close codes, and graphql-ws's for a full quota; 1001 (going away) lets a client reconnect elsewhere. */
 const CLOSE = {
@@ -26,6 +28,8 @@ const CLOSE = {
   tooManyRequests: [4429, 'Too many requests'],
   httpsOnly: [4400, 'API keys are accepted over HTTPS only'],
   shutdown: [1001, 'The server is restarting: reconnect'],
+  // Not one of graphql-ws's fatal codes: its client may reconnect, and resume from the last cursor it received.
+  slowConsumer: [4001, 'SLOW_CONSUMER: more than 1,000 events behind; resume from the last cursor received'],
 } as const;
 
 type Connection = {
@@ -176,6 +180,15 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
                 if (reason === 'key-invalid') closeWith(socket, CLOSE.invalidKey);
                 if (reason === 'access-disabled') closeWith(socket, CLOSE.accessDisabled);
                 if (reason === 'shutdown') closeWith(socket, CLOSE.shutdown);
+                // The SLOW_CONSUMER message goes out when graphql-ws asks for the next message, which it
+                // does once the socket took the last one. A client that stopped reading may never let
+                // it: its socket is closed instead, with a reason that names it, queued behind every
+                // item already sent, so that the last cursor the client receives is the one to resume from.
+                if (reason === 'slow-consumer') {
+                  setTimeout(() => {
+                    if (!contextValue.stream?.finished) closeWith(socket, CLOSE.slowConsumer);
+                  }, SLOW_CONSUMER_CLOSE_MS).unref();
+                }
                 // A key that lost `read` keeps its socket: each later subscribe looks again and is refused FORBIDDEN while it lacks it.
               },
             });
