@@ -1,6 +1,9 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import WebSocket from 'ws';
+import { ACCOUNTS_SCHEMA, ApiKeyStore, hashApiKey, readKeyCacheGeneration, revokeKey, type AccountsDatabase, type KeyRecord } from '@ots/accounts';
+import { createDatabase } from '@ots/shared/db';
+import { createLogger } from '@ots/shared/logger';
 import { useStack } from '../../testing/fixture.ts';
 import { EVENTS_SUBSCRIPTION, ingestEvents, streamUrls, type StreamedEvent } from '../../testing/streams.ts';
 
@@ -84,4 +87,37 @@ describe('a slow consumer over WebSocket', () => {
       expect(closedOrEnded).toMatchObject({ code: 4001, reason: expect.stringMatching(/^SLOW_CONSUMER/) });
     }
   }, 120_000);
+});
+
+describe('the key store, looked at again after a change', () => {
+  it('does not join a look-up begun before the change, which would answer with the key as it was', async () => {
+    const client = await t.newAccount('Racing look-up');
+    const db = createDatabase<AccountsDatabase>({ url: t.stack.databaseUrl, schema: ACCOUNTS_SCHEMA, applicationName: 'racing-look-up' });
+    cleanups.push(() => db.destroy());
+    const log = createLogger('racing-look-up', 'silent');
+    const keyHash = hashApiKey(t.stack.config.apiKeyHmacSecret, client.apiKey);
+    const asItWas = (await new ApiKeyStore({ db, redis: undefined, redisKeyPrefix: 'unused:', log }).lookup(keyHash)) as KeyRecord;
+    const generationBefore = await readKeyCacheGeneration(db);
+
+    // A Redis whose first read the test holds, and then answers with the record as it was, stamped with the generation it was read under.
+    let answerFirstRead!: (raw: string | null) => void;
+    let reads = 0;
+    const redis = {
+      get: () => (++reads === 1 ? new Promise<string | null>((resolve) => (answerFirstRead = resolve)) : Promise.resolve(null)),
+      set: () => Promise.resolve('OK'),
+      del: () => Promise.resolve(1),
+      publish: () => Promise.resolve(0),
+    } as unknown as Redis;
+    const store = new ApiKeyStore({ db, redis, redisKeyPrefix: 'racing-look-up:', log });
+    const begunBefore = store.lookup(keyHash);
+    await expect.poll(() => reads).toBe(1);
+
+    await revokeKey(t.stack.operator, { keyId: client.apiKeyId });
+    await store.invalidate([], await readKeyCacheGeneration(db));
+    // What a stream's check does on the change.
+    const checkedAfter = store.lookup(keyHash);
+    answerFirstRead(JSON.stringify({ g: generationBefore, r: asItWas }));
+    expect((await begunBefore)?.revokedAt).toBeNull();
+    expect((await checkedAfter)?.revokedAt).not.toBeNull();
+  });
 });

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { EventFeedAnswer, EventFeedInput } from '@ots/shared/event-feed';
+import type { KeyStatus } from '../src/authentication.ts';
 import { EventStream, type EventStreamOptions } from '../src/streams/event-stream.ts';
+import { StreamRegistry, type StreamKey } from '../src/streams/registry.ts';
 
 const never = () => new Promise<never>(() => undefined);
 
@@ -53,5 +55,27 @@ describe('EventStream', () => {
     events.end('key-invalid');
     const ended = await Promise.race([next, new Promise((resolve) => setTimeout(() => resolve('still waiting'), 500))]);
     expect(ended).toMatchObject({ value: { end: { extensions: { code: 'UNAUTHENTICATED' } } } });
+  });
+});
+
+describe('StreamRegistry', () => {
+  it('checks a key again until the key store answers, when the check a change asked for failed', async () => {
+    const key = { apiKeyId: 'key-a', expiresAt: null, address: '127.0.0.1' } as StreamKey;
+    const live: KeyStatus = { kind: 'authenticated', caller: { accountId: 'account-a', apiKeyId: key.apiKeyId, scopes: ['read'] }, expiresAt: null };
+    let answer: () => Promise<KeyStatus> = async () => live;
+    const registry = new StreamRegistry(10, () => answer());
+    const opened = stream(never, { onClosed: () => registry.close(opened, key.apiKeyId) });
+    expect(await registry.open(opened, key)).toBe(true);
+
+    // The key is revoked, and the one check its change asks for meets a database blip.
+    let failures = 0;
+    answer = async () => {
+      if (failures++ < 2) throw new Error('connection terminated');
+      return { kind: 'invalid' };
+    };
+    registry.keysChanged();
+    await registry.drained();
+    expect(opened.endReason).toBeUndefined();
+    await expect.poll(() => opened.endReason, { timeout: 1_000, interval: 20 }).toBe('key-invalid');
   });
 });

@@ -18,6 +18,8 @@ interface OpenStream {
 
 /** setTimeout's longest delay; a later expiry is armed again when it fires. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** A check the key store could not answer is tried again this soon: a revoked key's streams end within the second. */
+export const KEY_CHECK_RETRY_MS = 250;
 
 /**
  * The open streams of this gateway process, by key: at most `perKey` each, counted with every
@@ -178,7 +180,9 @@ export class StreamRegistry {
         try {
           status = await this.keyStatus(sameAddress[0]!.key);
         } catch {
-          // The key store could not answer: the next change, or the generation poll, checks again.
+          // The key store could not answer (a database blip): the change that asked may be the last
+          // one for a long while, so the check is tried again until it answers.
+          this.checkLater(sameAddress);
           return;
         }
         if (status.kind === 'authenticated' && status.caller.scopes.includes('read')) {
@@ -189,6 +193,14 @@ export class StreamRegistry {
         for (const entry of sameAddress) entry.stream.end(reason);
       }),
     );
+  }
+
+  private checkLater(entries: OpenStream[]): void {
+    const retry = setTimeout(() => {
+      const open = entries.filter((entry) => !entry.stream.ended);
+      if (open.length > 0 && !this.stopped) void this.check(open);
+    }, KEY_CHECK_RETRY_MS);
+    retry.unref();
   }
 
   private expireAt(entry: OpenStream, expiresAt: number | null): void {

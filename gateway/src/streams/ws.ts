@@ -9,6 +9,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { AuthorisedKey, KeyAuthorisation, KeyStatus } from '../authentication.ts';
 import { reportUpgradeUse } from '../connections.ts';
 import type { EndReason, EventStream } from './event-stream.ts';
+import { KEY_CHECK_RETRY_MS } from './registry.ts';
 import { tooManyStreams, type StreamServices } from './services.ts';
 import { prepareSubscription, type StreamContext } from './schema.ts';
 
@@ -104,6 +105,20 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
     if (left > 0) socketsOfKey.set(key.apiKeyId, left);
     else socketsOfKey.delete(key.apiKeyId);
   };
+  const checkSockets = (key: AuthorisedKey, sockets: WebSocket[]) => {
+    authentication.keyStatus(key).then(
+      (status) => {
+        for (const socket of sockets) closeRefused(socket, status);
+      },
+      // A key store that does not answer (a database blip) is asked again until it does: the change may be the last for a long while.
+      () => {
+        setTimeout(() => {
+          const open = sockets.filter((socket) => authorisedSockets.has(socket));
+          if (open.length > 0) checkSockets(key, open);
+        }, KEY_CHECK_RETRY_MS).unref();
+      },
+    );
+  };
   const stopFollowingKeys = services.onKeysChanged(() => {
     // One look-up per key and client address, however many sockets share them: a change of any
     // account's key comes here, and a gateway may hold thousands of idle sockets.
@@ -114,15 +129,7 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
       if (same) same.sockets.push(socket);
       else sharing.set(group, { key, sockets: [socket] });
     }
-    for (const { key, sockets } of sharing.values()) {
-      authentication.keyStatus(key).then(
-        (status) => {
-          for (const socket of sockets) closeRefused(socket, status);
-        },
-        // A key store that does not answer leaves the sockets open: the next change, or the next subscribe, looks again.
-        () => undefined,
-      );
-    }
+    for (const { key, sockets } of sharing.values()) checkSockets(key, sockets);
   });
 
   useServer<Record<string, unknown> | undefined, Connection>(
