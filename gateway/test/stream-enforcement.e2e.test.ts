@@ -5,7 +5,7 @@ import { ACCOUNTS_SCHEMA, ApiKeyStore, hashApiKey, readKeyCacheGeneration, revok
 import { createDatabase } from '@ots/shared/db';
 import { createLogger } from '@ots/shared/logger';
 import { useStack } from '../../testing/fixture.ts';
-import { EVENTS_SUBSCRIPTION, ingestEvents, streamUrls, type StreamedEvent } from '../../testing/streams.ts';
+import { EVENTS_SUBSCRIPTION, RawSseStream, ingestEvents, streamUrls, type StreamedEvent } from '../../testing/streams.ts';
 
 const t = useStack({ redis: 'direct', env: { OUTBOX_RELAY_INTERVAL_MS: '20', RATE_LIMIT_PER_SECOND: '1000', RATE_LIMIT_BURST: '1000' }, accounts: [] });
 
@@ -119,5 +119,20 @@ describe('the key store, looked at again after a change', () => {
     answerFirstRead(JSON.stringify({ g: generationBefore, r: asItWas }));
     expect((await begunBefore)?.revokedAt).toBeNull();
     expect((await checkedAfter)?.revokedAt).not.toBeNull();
+  });
+});
+
+describe('the open streams of a key', () => {
+  it('refuses every stream past the 10th with 429, when 12 open at once', async () => {
+    const client = await t.newAccount('Twelve at once');
+    const streams = await Promise.all(
+      Array.from({ length: 12 }, async () => {
+        const stream = new RawSseStream();
+        cleanups.push(() => stream.close());
+        return stream.open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION);
+      }),
+    );
+    const statuses = streams.map((stream) => stream.status).sort();
+    expect(statuses).toEqual([...Array(10).fill(200), 429, 429]);
   });
 });

@@ -9,7 +9,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { AuthorisedKey, KeyAuthorisation, KeyStatus } from '../authentication.ts';
 import { reportUpgradeUse } from '../connections.ts';
 import type { EndReason, EventStream } from './event-stream.ts';
-import { KEY_CHECK_RETRY_MS } from './registry.ts';
+import { KEY_CHECK_RETRY_MS, type StreamPlace } from './registry.ts';
 import { tooManyStreams, type StreamServices } from './services.ts';
 import { prepareSubscription, type StreamContext } from './schema.ts';
 
@@ -38,7 +38,7 @@ type Connection = {
   key?: AuthorisedKey;
 };
 
-type StreamArgs = ExecutionArgs & { contextValue: StreamContext & { stream?: EventStream } };
+type StreamArgs = ExecutionArgs & { contextValue: StreamContext & { stream?: EventStream }; place: StreamPlace };
 
 /**
  * GraphQL over WebSocket, the `graphql-transport-ws` subprotocol served by `graphql-ws` at
@@ -178,10 +178,12 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
         if (status.kind === 'access-disabled') return [new GraphQLError(CLOSE.accessDisabled[1], { extensions: { code: 'FORBIDDEN' } })];
         const { caller } = status;
         const key = { ...authorised, expiresAt: status.expiresAt };
-        if (await registry.full(key.apiKeyId)) return [tooManyStreams(limits.perKey)];
+        const place = await registry.reserve(key.apiKeyId);
+        if (!place) return [tooManyStreams(limits.perKey)];
         const contextValue: StreamArgs['contextValue'] = {
           openStream: async (args) => {
             const stream = await services.openStream(caller, key, args, {
+              place,
               hasRoom: (opened) => opened.unwritten < 64 && socket.bufferedAmount < MAX_BUFFERED_BYTES,
               onEnd: (reason: EndReason) => {
                 if (reason === 'key-invalid') closeWith(socket, CLOSE.invalidKey);
@@ -203,7 +205,11 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
             return stream;
           },
         };
-        return { schema, document: prepared.document, operationName: prepared.operationName, variableValues: prepared.variables, contextValue };
+        return { schema, document: prepared.document, operationName: prepared.operationName, variableValues: prepared.variables, contextValue, place };
+      },
+      // A subscription that did not open its stream (refused arguments, no `read`) gives back its place; one that did, when it closes.
+      onOperation: (_ctx, _id, _payload, args) => {
+        registry.release((args as StreamArgs).place);
       },
       onNext: (_ctx, _id, _payload, args) => {
         (args as StreamArgs).contextValue.stream?.written();
