@@ -26,11 +26,12 @@ describe('StreamRegistry (one process, no Redis)', () => {
     const registry = new StreamRegistry(1, async () => live());
     const first = openedStream(registry);
     expect(await registry.open(first, key)).toBe(true);
-    expect(await registry.full(key.apiKeyId)).toBe(true);
+    expect(await registry.reserve(key.apiKeyId)).toBeUndefined();
     // What a transport does when the client goes while the subscription is still opening.
     await first.messages().return!(undefined);
-    expect(await registry.full(key.apiKeyId)).toBe(false);
-    expect(await registry.open(openedStream(registry), key)).toBe(true);
+    const place = await registry.reserve(key.apiKeyId);
+    expect(place).toBeDefined();
+    expect(await registry.open(openedStream(registry), key, place)).toBe(true);
   });
 
   it('ends a stream whose key was revoked between the check of its transport and its admission', async () => {

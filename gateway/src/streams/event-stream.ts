@@ -20,8 +20,9 @@ const PAGE_SIZE = 200;
 const HELD_BACK_LOOK_MS = [5, 5, 10, 10, 10, 10, 20, 20, 50, 100, 250];
 /** Idle streams cost a feed read each per look; wake-ups come on every commit, and every stream looks again when the listener reconnects. */
 const IDLE_LOOK_MS = 15_000;
-/** While the consumer does not take what is sent: how often to wait for room, and to count how far behind it is. */
+/** While the transport has no room: how often to look again, for a transport that cannot say when it has. */
 const ROOM_WAIT_MS = 20;
+/** While the consumer holds the stream back: how often to count how far behind it is. */
 const BEHIND_CHECK_MS = 1_000;
 /** How far a backlog is counted: enough to tell whether it shrinks. */
 const MAX_BACKLOG_COUNT = 10_000;
@@ -51,8 +52,8 @@ export interface StreamEnd {
 
 export type StreamMessage = StreamItem | StreamEnd;
 
-/** Why a stream ends before its consumer is done with it: its key, its account, the process stopping, or the client leaving. */
-export type EndReason = 'key-invalid' | 'access-disabled' | 'read-revoked' | 'shutdown' | 'client-gone';
+/** Why a stream ends before its consumer is done with it: its key, its account, the consumer falling behind, the process stopping, or the client leaving. */
+export type EndReason = 'key-invalid' | 'access-disabled' | 'read-revoked' | 'slow-consumer' | 'shutdown' | 'client-gone';
 
 export interface EventStreamOptions {
   accountId: string;
@@ -83,10 +84,14 @@ export class EventStream {
   private lastYielded: string | null;
   private woken = false;
   private roomWaiter: (() => void) | undefined;
-  private lastBehindCheck = Date.now();
-  /** Events beyond what the consumer was sent, at the last count. */
+  /** A message was handed out and the consumer has not asked for the next one yet. */
+  private awaitingPull = false;
+  private behindWatch: NodeJS.Timeout | undefined;
+  private countingBehind = false;
+  /** Events beyond what the consumer was sent, at the last count while it held the stream back. */
   private lastBacklog: number | undefined;
   private closed = false;
+  private done = false;
   private wakeWaiter: (() => void) | undefined;
   private readonly ending = new AbortController();
   endReason: EndReason | undefined;
@@ -114,17 +119,27 @@ export class EventStream {
     this.roomWaiter?.();
   }
 
-  /** Ends the stream from outside (revocation, shutdown); the transport closes what it must. */
+  /**
+   * Ends the stream (revocation, a slow consumer, shutdown); the transport closes what it must. An
+   * ended stream delivers no more events, so its place is given back at once: its consumer may take
+   * the end message late or never (a socket the client stopped reading).
+   */
   end(reason: EndReason): void {
     if (this.endReason) return;
     this.endReason = reason;
     this.ending.abort();
     this.wake();
+    this.close();
     this.options.onEnd?.(reason);
   }
 
   get ended(): boolean {
     return this.ending.signal.aborted;
+  }
+
+  /** Whether every message was taken, the end included, or the stream was stopped. */
+  get finished(): boolean {
+    return this.done;
   }
 
   private wake(): void {
@@ -180,35 +195,60 @@ export class EventStream {
     });
   }
 
-  /**
-   * Waits while the transport is full. A consumer held back is counted against the feed once a
-   * second: more than `maxBehind` events beyond what it was sent, and not catching up since the last
-   * count, and it is told so and ended. A consumer that replays a long backlog as fast as it reads
-   * is catching up, not falling behind.
-   */
-  private async untilRoom(): Promise<'room' | 'slow' | 'ended'> {
+  /** Waits while the transport is full (how far behind that leaves the consumer is `countBehind`'s business). */
+  private async untilRoom(): Promise<'room' | 'ended'> {
     while (!this.options.hasRoom()) {
       if (this.ended) return 'ended';
-      if (Date.now() - this.lastBehindCheck >= BEHIND_CHECK_MS) {
-        this.lastBehindCheck = Date.now();
-        const counted = await this.read({ after: this.delivered, limit: 0, countUpTo: MAX_BACKLOG_COUNT });
-        if (counted && !('error' in counted) && counted.beyond !== null) {
-          const previous = this.lastBacklog;
-          this.lastBacklog = counted.beyond;
-          if (counted.beyond > this.options.limits.maxBehind && previous !== undefined && counted.beyond >= previous) return 'slow';
-        }
-      }
       await this.roomOrTimeout();
     }
     return this.ended ? 'ended' : 'room';
   }
 
-  /** A read of the feed; undefined while the events service does not answer (retried by the caller). */
-  private async read(input: Omit<EventFeedInput, 'types' | 'occurredAfter'>): Promise<EventFeedAnswer | undefined> {
+  /**
+   * Once a second while the consumer holds the stream back (the transport has no room, or it has not
+   * asked for the next message), counts the events beyond what it was sent: more than `maxBehind`,
+   * and not catching up since the last count, and the stream ends with SLOW_CONSUMER. Counted on a
+   * timer, not when the stream next runs: a transport that sends one message at a time and waits for
+   * the socket to take it (graphql-ws) never asks again while the client's window is full. A consumer
+   * that replays a long backlog as fast as it reads is catching up, not falling behind.
+   */
+  private async countBehind(): Promise<void> {
+    if (this.countingBehind || this.ended) return;
+    if (!this.awaitingPull && this.options.hasRoom()) {
+      this.lastBacklog = undefined;
+      return;
+    }
+    this.countingBehind = true;
     try {
-      return await this.options.readFeed({ ...input, ...this.options.filter });
+      const counted = await this.read({ after: this.delivered, limit: 0, countUpTo: MAX_BACKLOG_COUNT });
+      if (!counted || 'error' in counted || counted.beyond === null) return;
+      const previous = this.lastBacklog;
+      this.lastBacklog = counted.beyond;
+      if (counted.beyond > this.options.limits.maxBehind && previous !== undefined && counted.beyond >= previous) this.end('slow-consumer');
+    } finally {
+      this.countingBehind = false;
+    }
+  }
+
+  /**
+   * A read of the feed; undefined while the events service does not answer (retried by the caller),
+   * and at once when the stream ends: its end message (a revocation's) does not wait on the read,
+   * which another stream sharing it (shared-reads.ts) may still need.
+   */
+  private async read(input: Omit<EventFeedInput, 'types' | 'occurredAfter'>): Promise<EventFeedAnswer | undefined> {
+    if (this.ended) return undefined;
+    const signal = this.ending.signal;
+    let stop: (() => void) | undefined;
+    const ended = new Promise<undefined>((resolve) => {
+      stop = () => resolve(undefined);
+      signal.addEventListener('abort', stop, { once: true });
+    });
+    try {
+      return await Promise.race([this.options.readFeed({ ...input, ...this.options.filter }), ended]);
     } catch {
       return undefined;
+    } finally {
+      signal.removeEventListener('abort', stop!);
     }
   }
 
@@ -218,6 +258,7 @@ export class EventStream {
       return { end: new GraphQLError('API access is not enabled for this account', { extensions: { code: 'FORBIDDEN' } }) };
     }
     if (this.endReason === 'read-revoked') return { end: missingReadScope() };
+    if (this.endReason === 'slow-consumer') return { end: slowConsumer(this.lastYielded) };
     return undefined;
   }
 
@@ -229,7 +270,12 @@ export class EventStream {
   messages(): AsyncIterableIterator<StreamMessage> {
     const produced = this.produce();
     const iterator: AsyncIterableIterator<StreamMessage> = {
-      next: () => produced.next(),
+      next: async () => {
+        this.awaitingPull = false;
+        const result = await produced.next();
+        this.awaitingPull = !result.done;
+        return result;
+      },
       return: async () => {
         this.end('client-gone');
         const result = await produced.return(undefined);
@@ -258,6 +304,8 @@ export class EventStream {
 
   private async *produce(): AsyncGenerator<StreamMessage, undefined> {
     const unsubscribe = this.options.subscribeWakeups(this.options.accountId, () => this.wake());
+    this.behindWatch = setInterval(() => void this.countBehind(), BEHIND_CHECK_MS);
+    this.behindWatch.unref();
     const emit = (message: StreamMessage, cursor: string | null) => {
       this.pending.push(cursor);
       if (cursor !== null) this.lastYielded = cursor;
@@ -268,12 +316,7 @@ export class EventStream {
       let heldBackLooks = 0;
       let failingSince: number | undefined;
       for (;;) {
-        const room = await this.untilRoom();
-        if (room === 'slow') {
-          yield emit({ end: slowConsumer(this.lastYielded) }, null);
-          return;
-        }
-        if (room === 'ended') break;
+        if ((await this.untilRoom()) === 'ended') break;
         const answer = await this.read({ after: position, limit: PAGE_SIZE, countUpTo: 0 });
         if (this.ended) break;
         if (!answer) {
@@ -296,20 +339,11 @@ export class EventStream {
         // From now: the first read only names the feed's end, which the stream then follows.
         position = answer.endCursor;
         if (this.lastYielded === null) this.lastYielded = this.delivered = position;
-        let stopped: 'slow' | 'ended' | undefined;
         for (const item of answer.items) {
-          const itemRoom = await this.untilRoom();
-          if (itemRoom !== 'room') {
-            stopped = itemRoom;
-            break;
-          }
+          if ((await this.untilRoom()) === 'ended') break;
           yield emit(item, item.cursor);
         }
-        if (stopped === 'slow') {
-          yield emit({ end: slowConsumer(this.lastYielded) }, null);
-          return;
-        }
-        if (stopped === 'ended' || this.ended) break;
+        if (this.ended) break;
         if (answer.hasMore) continue;
         if (!answer.heldBack || answer.items.length > 0) heldBackLooks = 0;
         await this.waitForWake(answer.heldBack ? HELD_BACK_LOOK_MS[Math.min(heldBackLooks++, HELD_BACK_LOOK_MS.length - 1)]! : IDLE_LOOK_MS);
@@ -317,8 +351,10 @@ export class EventStream {
       const last = this.endMessage();
       if (last) yield emit(last, null);
     } finally {
+      clearInterval(this.behindWatch);
       unsubscribe();
       this.close();
+      this.done = true;
     }
     return undefined;
   }

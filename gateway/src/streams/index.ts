@@ -89,7 +89,7 @@ export async function registerStreams(app: FastifyInstance, deps: StreamDeps): P
         onEnd: (reason) => transport.onEnd(reason),
         onClosed: () => registry.close(stream, key.apiKeyId),
       });
-      if (!(await registry.open(stream, key))) throw tooManyStreams(limits.perKey);
+      if (!(await registry.open(stream, key, transport.place))) throw tooManyStreams(limits.perKey);
       return stream;
     },
     onKeysChanged: (listener) => deps.keyStore.onChange(listener),

@@ -22,10 +22,6 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 `;
 
-const COUNT = `${NOW}
-return redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')
-`;
-
 /** Extends the given places (adding back any that Redis lost meanwhile, to an outage or a restart). */
 const RENEW = `${NOW}
 for i = 2, #ARGV do
@@ -52,10 +48,6 @@ export class StreamLeases {
   /** Takes a place for `leaseId` unless the key holds `limit` live ones; true when taken. */
   async acquire(apiKeyId: string, leaseId: string, limit: number): Promise<boolean> {
     return (await this.redis.eval(ACQUIRE, 1, this.keyOf(apiKeyId), limit, LEASE_MS, leaseId)) === 1;
-  }
-
-  async count(apiKeyId: string): Promise<number> {
-    return (await this.redis.eval(COUNT, 1, this.keyOf(apiKeyId))) as number;
   }
 
   release(apiKeyId: string, leaseId: string): void {

@@ -7,6 +7,12 @@ import { RENEW_MS, type StreamLeases } from './leases.ts';
 /** The key a stream was opened with: enough to check it again, and when it expires. */
 export type StreamKey = AuthorisedKey;
 
+/** A place among a key's streams, taken before its stream starts, so that a refusal can still be an HTTP 429. */
+export interface StreamPlace {
+  readonly apiKeyId: string;
+  readonly leaseId: string;
+}
+
 interface OpenStream {
   stream: EventStream;
   /** As last checked: a roll moves the key's expiry to the end of its grace. */
@@ -18,6 +24,8 @@ interface OpenStream {
 
 /** setTimeout's longest delay; a later expiry is armed again when it fires. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
+/** A check the key store could not answer is tried again this soon: a revoked key's streams end within the second. */
+export const KEY_CHECK_RETRY_MS = 250;
 
 /**
  * The open streams of this gateway process, by key: at most `perKey` each, counted with every
@@ -30,6 +38,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  */
 export class StreamRegistry {
   private readonly byKey = new Map<string, Set<OpenStream>>();
+  /** Places taken for streams still opening, by key: counted and renewed as the open ones are. */
+  private readonly reserved = new Map<string, Set<string>>();
   private checking: Promise<void> | undefined;
   private recheck = false;
   private stopped = false;
@@ -48,22 +58,58 @@ export class StreamRegistry {
     this.renewal.unref();
   }
 
-  /** Registers the stream; false when its key already holds `perKey` open streams. */
-  async open(stream: EventStream, key: StreamKey): Promise<boolean> {
-    const leaseId = randomUUID();
-    const admitted = await this.shared(
-      (leases) => leases.acquire(key.apiKeyId, leaseId, this.perKey),
-      () => {
-        if (this.localCount(key.apiKeyId) < this.perKey) return true;
-        // Redis may have taken the place before failing to answer.
-        this.leases?.release(key.apiKeyId, leaseId);
-        return false;
-      },
-    );
-    if (!admitted) return false;
+  /** Takes a place for a stream of this key; undefined when it already holds `perKey`. */
+  async reserve(apiKeyId: string): Promise<StreamPlace | undefined> {
+    const place = { apiKeyId, leaseId: randomUUID() };
+    // Counted and taken in one step, with no await between: two streams cannot both take the last place.
+    const takeHere = () => {
+      if (this.localCount(apiKeyId) >= this.perKey) return false;
+      this.hold(place);
+      return true;
+    };
+    if (!this.leases) return takeHere() ? place : undefined;
+    try {
+      const taken = await this.leases.acquire(apiKeyId, place.leaseId, this.perKey);
+      this.sharedCountUp();
+      if (!taken) return undefined;
+      this.hold(place);
+      return place;
+    } catch (error) {
+      this.sharedCountFailed(error);
+      if (takeHere()) return place;
+      // Redis may have taken the place before failing to answer.
+      this.leases.release(apiKeyId, place.leaseId);
+      return undefined;
+    }
+  }
+
+  private hold(place: StreamPlace): void {
+    let set = this.reserved.get(place.apiKeyId);
+    if (!set) this.reserved.set(place.apiKeyId, (set = new Set()));
+    set.add(place.leaseId);
+  }
+
+  /** Gives back a place whose stream did not open; one that did is given back when its stream closes. */
+  release(place: StreamPlace): void {
+    if (!this.unhold(place)) return;
+    this.leases?.release(place.apiKeyId, place.leaseId);
+  }
+
+  private unhold(place: StreamPlace): boolean {
+    const set = this.reserved.get(place.apiKeyId);
+    if (!set?.delete(place.leaseId)) return false;
+    if (set.size === 0) this.reserved.delete(place.apiKeyId);
+    return true;
+  }
+
+  /** Registers the stream in the place taken for it (or one taken now); false when its key already holds `perKey` open streams. */
+  async open(stream: EventStream, key: StreamKey, reservedPlace?: StreamPlace): Promise<boolean> {
+    const place = reservedPlace ?? (await this.reserve(key.apiKeyId));
+    // Refused, or given back meanwhile (the client left while its stream was opening).
+    if (!place || !this.unhold(place)) return false;
     let set = this.byKey.get(key.apiKeyId);
     if (!set) this.byKey.set(key.apiKeyId, (set = new Set()));
-    const entry: OpenStream = { stream, key, leaseId, expiry: undefined };
+    const entry: OpenStream = { stream, key, leaseId: place.leaseId, expiry: undefined };
     this.armExpiry(entry);
     set.add(entry);
     // Admitted while the gateway was stopping: it ends with the others.
@@ -71,15 +117,6 @@ export class StreamRegistry {
     // A change seen between the transport's look at the key and this registration found no stream to end: look once more.
     else await this.check([entry]);
     return true;
-  }
-
-  /** Whether another stream of this key would be refused. */
-  async full(apiKeyId: string): Promise<boolean> {
-    const count = await this.shared(
-      (leases) => leases.count(apiKeyId),
-      () => this.localCount(apiKeyId),
-    );
-    return count >= this.perKey;
   }
 
   close(stream: EventStream, apiKeyId: string): void {
@@ -95,25 +132,13 @@ export class StreamRegistry {
   }
 
   private localCount(apiKeyId: string): number {
-    return this.byKey.get(apiKeyId)?.size ?? 0;
-  }
-
-  /** Asks Redis when there is one, and this process's count when Redis does not answer. */
-  private async shared<T>(ask: (leases: StreamLeases) => Promise<T>, local: () => T): Promise<T> {
-    if (!this.leases) return local();
-    try {
-      const answer = await ask(this.leases);
-      this.sharedCountUp();
-      return answer;
-    } catch (error) {
-      this.sharedCountFailed(error);
-      return local();
-    }
+    return (this.byKey.get(apiKeyId)?.size ?? 0) + (this.reserved.get(apiKeyId)?.size ?? 0);
   }
 
   private renew(): void {
     const held = new Map<string, string[]>();
     for (const [apiKeyId, set] of this.byKey) held.set(apiKeyId, [...set].map((entry) => entry.leaseId));
+    for (const [apiKeyId, leaseIds] of this.reserved) held.set(apiKeyId, [...(held.get(apiKeyId) ?? []), ...leaseIds]);
     void this.leases?.renew(held).then(
       () => this.sharedCountUp(),
       (error: unknown) => this.sharedCountFailed(error),
@@ -178,7 +203,9 @@ export class StreamRegistry {
         try {
           status = await this.keyStatus(sameAddress[0]!.key);
         } catch {
-          // The key store could not answer: the next change, or the generation poll, checks again.
+          // The key store could not answer (a database blip): the change that asked may be the last
+          // one for a long while, so the check is tried again until it answers.
+          this.checkLater(sameAddress);
           return;
         }
         if (status.kind === 'authenticated' && status.caller.scopes.includes('read')) {
@@ -189,6 +216,14 @@ export class StreamRegistry {
         for (const entry of sameAddress) entry.stream.end(reason);
       }),
     );
+  }
+
+  private checkLater(entries: OpenStream[]): void {
+    const retry = setTimeout(() => {
+      const open = entries.filter((entry) => !entry.stream.ended);
+      if (open.length > 0 && !this.stopped) void this.check(open);
+    }, KEY_CHECK_RETRY_MS);
+    retry.unref();
   }
 
   private expireAt(entry: OpenStream, expiresAt: number | null): void {

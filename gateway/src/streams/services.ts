@@ -4,7 +4,7 @@ import type { Logger } from '@ots/shared/logger';
 import type { Authentication, AuthorisedKey } from '../authentication.ts';
 import type { GatewayContext } from '../data-source.ts';
 import type { DEFAULT_STREAM_LIMITS, EndReason, EventStream } from './event-stream.ts';
-import type { StreamRegistry } from './registry.ts';
+import type { StreamPlace, StreamRegistry } from './registry.ts';
 import type { EventsArgs, streamSchema } from './schema.ts';
 
 /** What both transports need to open a stream for an authorised caller. */
@@ -22,6 +22,8 @@ export interface StreamServices {
 }
 
 interface StreamTransport {
+  /** The place the transport took for the stream before answering its request. */
+  place: StreamPlace;
   /** A resume point sent by the transport itself (SSE's Last-Event-ID), over the operation's `after`. */
   resumeFrom?: string | undefined;
   hasRoom(stream: EventStream): boolean;

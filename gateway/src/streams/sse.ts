@@ -40,90 +40,98 @@ export async function registerSseRoute(app: FastifyInstance, services: StreamSer
       if (!String(request.headers.accept ?? '').includes('text/event-stream')) {
         return reply.code(406).send({ detail: 'The stream is sent as text/event-stream: send Accept: text/event-stream' });
       }
-      if (await registry.full(key.apiKeyId)) {
+      // Taken before the stream starts: past it, a refusal could only be a TOO_MANY_STREAMS message after a 200.
+      const place = await registry.reserve(key.apiKeyId);
+      if (!place) {
         return reply.code(429).header('Retry-After', '1').send({ detail: `At most ${limits.perKey} open streams per API key: close one first` });
       }
-      const response = reply.raw;
-      const lastEventId = request.headers['last-event-id'];
-      let stream: EventStream | undefined;
-      let shuttingDown = false;
-      const context: StreamContext = {
-        openStream: async (args) =>
-          (stream = await services.openStream(caller, key, args, {
-            resumeFrom: typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : undefined,
-            hasRoom: (opened) => opened.unwritten < MAX_UNWRITTEN && !response.writableNeedDrain,
-            onEnd: (reason) => {
-              // A stopping gateway ends the response without `complete`, so that the client reconnects (elsewhere).
-              if (reason === 'shutdown') {
-                shuttingDown = true;
-                response.end();
-              }
-            },
-          })),
-      };
-      const [body, init] = await handler({
-        method: 'POST',
-        url: request.url,
-        headers: {
-          get: (name) => (name === 'accept' ? 'text/event-stream' : (headerOf(request, name) ?? null)),
-        },
-        body: request.body as Record<string, unknown>,
-        raw: request,
-        context,
-      });
-      if (body === null || typeof body === 'string') {
-        return reply.code(init.status).headers(init.headers ?? {}).send(body ?? undefined);
-      }
-
-      // Answered meanwhile (the stream took its place in the registry): nothing will read it, so it ends now.
-      if (reply.sent || response.headersSent) {
-        stream?.end('client-gone');
-        void body.return(undefined);
-        return reply;
-      }
-      reply.hijack();
-      // The reply's own headers (RateLimit and RateLimit-Policy, set by the key check) go out with the stream's.
-      const replyHeaders = Object.entries(reply.getHeaders()).filter((header): header is [string, string | number | string[]] => header[1] !== undefined);
-      response.writeHead(200, { ...Object.fromEntries(replyHeaders), ...init.headers, [REQUEST_ID_HEADER]: String(request.id), 'x-accel-buffering': 'no' });
-      let lastWrite = Date.now();
-      const write = (chunk: string) => {
-        if (response.writableEnded) return;
-        response.write(chunk);
-        lastWrite = Date.now();
-      };
-      // At least every heartbeatMs of silence, a comment line: a quiet stream is told from a dead one.
-      const heartbeat = setInterval(() => {
-        if (Date.now() - lastWrite >= limits.heartbeatMs / 2) write(':\n\n');
-      }, limits.heartbeatMs / 2);
-      const leave = () => {
-        stream?.end('client-gone');
-        void body.return(undefined);
-      };
-      request.raw.once('close', leave);
-      response.once('close', leave);
-      // A client gone while the stream was opening (its place taken in Redis) was never seen leaving.
-      if (response.destroyed) leave();
-      const drained = () => stream?.roomMaybe();
-      response.on('drain', drained);
       try {
-        for await (const chunk of body) {
-          if (chunk.startsWith('event: next')) {
-            const cursor = stream?.written() ?? null;
-            write(cursor === null ? chunk : `id: ${cursor}\n${chunk}`);
-          } else if (chunk.startsWith('event: complete') && shuttingDown) {
-            break;
-          } else {
-            write(chunk);
-          }
+        const response = reply.raw;
+        const lastEventId = request.headers['last-event-id'];
+        let stream: EventStream | undefined;
+        let shuttingDown = false;
+        const context: StreamContext = {
+          openStream: async (args) =>
+            (stream = await services.openStream(caller, key, args, {
+              place,
+            resumeFrom: typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : undefined,
+              hasRoom: (opened) => opened.unwritten < MAX_UNWRITTEN && !response.writableNeedDrain,
+              onEnd: (reason) => {
+                // A stopping gateway ends the response without `complete`, so that the client reconnects (elsewhere).
+                if (reason === 'shutdown') {
+                  shuttingDown = true;
+                  response.end();
+                }
+              },
+            })),
+        };
+        const [body, init] = await handler({
+          method: 'POST',
+          url: request.url,
+          headers: {
+            get: (name) => (name === 'accept' ? 'text/event-stream' : (headerOf(request, name) ?? null)),
+          },
+          body: request.body as Record<string, unknown>,
+          raw: request,
+          context,
+        });
+        if (body === null || typeof body === 'string') {
+          return reply.code(init.status).headers(init.headers ?? {}).send(body ?? undefined);
         }
+
+        // Answered meanwhile (the stream took its place in the registry): nothing will read it, so it ends now.
+        if (reply.sent || response.headersSent) {
+          stream?.end('client-gone');
+          void body.return(undefined);
+          return reply;
+        }
+        reply.hijack();
+        // The reply's own headers (RateLimit and RateLimit-Policy, set by the key check) go out with the stream's.
+        const replyHeaders = Object.entries(reply.getHeaders()).filter((header): header is [string, string | number | string[]] => header[1] !== undefined);
+        response.writeHead(200, { ...Object.fromEntries(replyHeaders), ...init.headers, [REQUEST_ID_HEADER]: String(request.id), 'x-accel-buffering': 'no' });
+        let lastWrite = Date.now();
+        const write = (chunk: string) => {
+          if (response.writableEnded) return;
+          response.write(chunk);
+          lastWrite = Date.now();
+        };
+        // At least every heartbeatMs of silence, a comment line: a quiet stream is told from a dead one.
+        const heartbeat = setInterval(() => {
+          if (Date.now() - lastWrite >= limits.heartbeatMs / 2) write(':\n\n');
+        }, limits.heartbeatMs / 2);
+        const leave = () => {
+          stream?.end('client-gone');
+          void body.return(undefined);
+        };
+        request.raw.once('close', leave);
+        response.once('close', leave);
+        // A client gone while the stream was opening (its place taken in Redis) was never seen leaving.
+        if (response.destroyed) leave();
+        const drained = () => stream?.roomMaybe();
+        response.on('drain', drained);
+        try {
+          for await (const chunk of body) {
+            if (chunk.startsWith('event: next')) {
+              const cursor = stream?.written() ?? null;
+              write(cursor === null ? chunk : `id: ${cursor}\n${chunk}`);
+            } else if (chunk.startsWith('event: complete') && shuttingDown) {
+              break;
+            } else {
+              write(chunk);
+            }
+          }
+        } finally {
+          clearInterval(heartbeat);
+          request.raw.off('close', leave);
+          response.off('close', leave);
+          response.off('drain', drained);
+          if (!response.writableEnded) response.end();
+        }
+        return reply;
       } finally {
-        clearInterval(heartbeat);
-        request.raw.off('close', leave);
-        response.off('close', leave);
-        response.off('drain', drained);
-        if (!response.writableEnded) response.end();
+        // A place whose stream never opened (a refused request, a client gone first); an open stream's goes with it.
+        registry.release(place);
       }
-      return reply;
     });
   });
 }

@@ -9,6 +9,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { AuthorisedKey, KeyAuthorisation, KeyStatus } from '../authentication.ts';
 import { reportUpgradeUse } from '../connections.ts';
 import type { EndReason, EventStream } from './event-stream.ts';
+import { KEY_CHECK_RETRY_MS, type StreamPlace } from './registry.ts';
 import { tooManyStreams, type StreamServices } from './services.ts';
 import { prepareSubscription, type StreamContext } from './schema.ts';
 
@@ -18,6 +19,8 @@ const WS_PATH = '/graphql/ws';
 const MAX_BUFFERED_BYTES = 1024 * 1024;
 /** A subscribe message is a GraphQL request: the same bound as a /graphql body. */
 const MAX_MESSAGE_BYTES = 100 * 1024;
+/** How long a stream ended for a slow consumer waits for the socket to take its SLOW_CONSUMER message before the socket is closed. */
+const SLOW_CONSUMER_CLOSE_MS = 2_000;
 
 /** The contract's close codes, and graphql-ws's for a full quota; 1001 (going away) lets a client reconnect elsewhere. */
 const CLOSE = {
@@ -26,6 +29,8 @@ const CLOSE = {
   tooManyRequests: [4429, 'Too many requests'],
   httpsOnly: [4400, 'API keys are accepted over HTTPS only'],
   shutdown: [1001, 'The server is restarting: reconnect'],
+  // Not one of graphql-ws's fatal codes: its client may reconnect, and resume from the last cursor it received.
+  slowConsumer: [4001, 'SLOW_CONSUMER: more than 1,000 events behind; resume from the last cursor received'],
 } as const;
 
 type Connection = {
@@ -33,7 +38,7 @@ type Connection = {
   key?: AuthorisedKey;
 };
 
-type StreamArgs = ExecutionArgs & { contextValue: StreamContext & { stream?: EventStream } };
+type StreamArgs = ExecutionArgs & { contextValue: StreamContext & { stream?: EventStream }; place: StreamPlace };
 
 /**
  * GraphQL over WebSocket, the `graphql-transport-ws` subprotocol served by `graphql-ws` at
@@ -100,6 +105,20 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
     if (left > 0) socketsOfKey.set(key.apiKeyId, left);
     else socketsOfKey.delete(key.apiKeyId);
   };
+  const checkSockets = (key: AuthorisedKey, sockets: WebSocket[]) => {
+    authentication.keyStatus(key).then(
+      (status) => {
+        for (const socket of sockets) closeRefused(socket, status);
+      },
+      // A key store that does not answer (a database blip) is asked again until it does: the change may be the last for a long while.
+      () => {
+        setTimeout(() => {
+          const open = sockets.filter((socket) => authorisedSockets.has(socket));
+          if (open.length > 0) checkSockets(key, open);
+        }, KEY_CHECK_RETRY_MS).unref();
+      },
+    );
+  };
   const stopFollowingKeys = services.onKeysChanged(() => {
     // One look-up per key and client address, however many sockets share them: a change of any
     // account's key comes here, and a gateway may hold thousands of idle sockets.
@@ -110,15 +129,7 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
       if (same) same.sockets.push(socket);
       else sharing.set(group, { key, sockets: [socket] });
     }
-    for (const { key, sockets } of sharing.values()) {
-      authentication.keyStatus(key).then(
-        (status) => {
-          for (const socket of sockets) closeRefused(socket, status);
-        },
-        // A key store that does not answer leaves the sockets open: the next change, or the next subscribe, looks again.
-        () => undefined,
-      );
-    }
+    for (const { key, sockets } of sharing.values()) checkSockets(key, sockets);
   });
 
   useServer<Record<string, unknown> | undefined, Connection>(
@@ -167,15 +178,26 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
         if (status.kind === 'access-disabled') return [new GraphQLError(CLOSE.accessDisabled[1], { extensions: { code: 'FORBIDDEN' } })];
         const { caller } = status;
         const key = { ...authorised, expiresAt: status.expiresAt };
-        if (await registry.full(key.apiKeyId)) return [tooManyStreams(limits.perKey)];
+        const place = await registry.reserve(key.apiKeyId);
+        if (!place) return [tooManyStreams(limits.perKey)];
         const contextValue: StreamArgs['contextValue'] = {
           openStream: async (args) => {
             const stream = await services.openStream(caller, key, args, {
+              place,
               hasRoom: (opened) => opened.unwritten < 64 && socket.bufferedAmount < MAX_BUFFERED_BYTES,
               onEnd: (reason: EndReason) => {
                 if (reason === 'key-invalid') closeWith(socket, CLOSE.invalidKey);
                 if (reason === 'access-disabled') closeWith(socket, CLOSE.accessDisabled);
                 if (reason === 'shutdown') closeWith(socket, CLOSE.shutdown);
+                // The SLOW_CONSUMER message goes out when graphql-ws asks for the next message, which it
+                // does once the socket took the last one. A client that stopped reading may never let
+                // it: its socket is closed instead, with a reason that names it, queued behind every
+                // item already sent, so that the last cursor the client receives is the one to resume from.
+                if (reason === 'slow-consumer') {
+                  setTimeout(() => {
+                    if (!contextValue.stream?.finished) closeWith(socket, CLOSE.slowConsumer);
+                  }, SLOW_CONSUMER_CLOSE_MS).unref();
+                }
                 // A key that lost `read` keeps its socket: each later subscribe looks again and is refused FORBIDDEN while it lacks it.
               },
             });
@@ -183,7 +205,11 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
             return stream;
           },
         };
-        return { schema, document: prepared.document, operationName: prepared.operationName, variableValues: prepared.variables, contextValue };
+        return { schema, document: prepared.document, operationName: prepared.operationName, variableValues: prepared.variables, contextValue, place };
+      },
+      // A subscription that did not open its stream (refused arguments, no `read`) gives back its place; one that did, when it closes.
+      onOperation: (_ctx, _id, _payload, args) => {
+        registry.release((args as StreamArgs).place);
       },
       onNext: (_ctx, _id, _payload, args) => {
         (args as StreamArgs).contextValue.stream?.written();

@@ -130,10 +130,13 @@ export class ApiKeyStore {
       apiKeyLookups.inc({ layer: 'local' });
       return cached.record;
     }
-    const running = this.inFlight.get(hex);
+    // Joins only a load begun under the current generation: one begun before a change may answer
+    // with the record as it was, and a stream that checks its key again on the change would keep it.
+    const flight = `${this.generation}\n${hex}`;
+    const running = this.inFlight.get(flight);
     if (running) return running;
-    const loading = this.load(keyHash, hex).finally(() => this.inFlight.delete(hex));
-    this.inFlight.set(hex, loading);
+    const loading = this.load(keyHash, hex).finally(() => this.inFlight.delete(flight));
+    this.inFlight.set(flight, loading);
     return loading;
   }
 

@@ -1,0 +1,138 @@
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import WebSocket from 'ws';
+import { ACCOUNTS_SCHEMA, ApiKeyStore, hashApiKey, readKeyCacheGeneration, revokeKey, type AccountsDatabase, type KeyRecord } from '@ots/accounts';
+import { createDatabase } from '@ots/shared/db';
+import { createLogger } from '@ots/shared/logger';
+import { useStack } from '../../testing/fixture.ts';
+import { EVENTS_SUBSCRIPTION, RawSseStream, ingestEvents, streamUrls, type StreamedEvent } from '../../testing/streams.ts';
+
+const t = useStack({ redis: 'direct', env: { OUTBOX_RELAY_INTERVAL_MS: '20', RATE_LIMIT_PER_SECOND: '1000', RATE_LIMIT_BURST: '1000' }, accounts: [] });
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+const urls = () => streamUrls(t.stack.gatewayUrl);
+
+async function openStreamPlaces(apiKeyId: string): Promise<number> {
+  const redis = new Redis(inject('redisUrl'));
+  try {
+    return await redis.zcard(`${t.stack.config.redisKeyPrefix}streams:${apiKeyId}`);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+type Payload = { data?: { events: StreamedEvent } | null; errors?: { extensions?: Record<string, unknown> }[] };
+
+/** A bare graphql-transport-ws client, so that the test can stop reading its socket (`pause`) and see every message and the close. */
+async function rawWsSubscription(apiKey: string, variables: Record<string, unknown>) {
+  const socket = new WebSocket(urls().ws, 'graphql-transport-ws', { headers: { 'x-api-key': apiKey } });
+  cleanups.push(() => socket.terminate());
+  const payloads: Payload[] = [];
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => socket.once('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+  const acknowledged = new Promise<void>((resolve) =>
+    socket.on('message', (raw) => {
+      const message = JSON.parse(raw.toString()) as { type: string; payload?: unknown };
+      if (message.type === 'connection_ack') resolve();
+      if (message.type === 'next') payloads.push(message.payload as Payload);
+      if (message.type === 'error') payloads.push({ errors: message.payload as Payload['errors'] });
+    }),
+  );
+  await new Promise((resolve) => socket.once('open', resolve));
+  socket.send(JSON.stringify({ type: 'connection_init' }));
+  await acknowledged;
+  socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: EVENTS_SUBSCRIPTION, variables } }));
+  return { socket, payloads, closed };
+}
+
+/** The feed's end now, for a stream that starts from it. */
+async function endCursor(client: Awaited<ReturnType<typeof t.newAccount>>): Promise<string> {
+  let after: string | null = null;
+  for (;;) {
+    const page = await client.listEvents({ first: 200, after });
+    after = page.pageInfo.endCursor!;
+    if (!page.pageInfo.hasNextPage) return after;
+  }
+}
+
+describe('a slow consumer over WebSocket', () => {
+  it('is ended, with SLOW_CONSUMER and its last cursor or a close naming it, when its client stops reading more than 1,000 events behind', async () => {
+    const client = await t.newAccount('Slow socket');
+    const start = await endCursor(client);
+    const ws = await rawWsSubscription(client.apiKey, { after: start });
+    await expect.poll(() => openStreamPlaces(client.apiKeyId), { timeout: 10_000, interval: 50 }).toBe(1);
+    // The client stops reading: graphql-ws waits for the socket to take each message before it asks for the next.
+    ws.socket.pause();
+    const written: string[] = [];
+    for (let round = 0; round < 3; round += 1) written.push(...(await ingestEvents(t.stack.config, client.accountId, 1000, 'x'.repeat(3000))));
+    // Ended (its place given back) while the client still reads nothing.
+    await expect.poll(() => openStreamPlaces(client.apiKeyId), { timeout: 30_000, interval: 100 }).toBe(0);
+    ws.socket.resume();
+    const closedOrEnded = await Promise.race([
+      ws.closed,
+      expect.poll(() => ws.payloads.at(-1)?.errors, { timeout: 20_000, interval: 50 }).toBeDefined().then(() => undefined),
+    ]);
+
+    const delivered = ws.payloads.filter((payload) => payload.data).map((payload) => payload.data!.events);
+    expect(written.length - delivered.length).toBeGreaterThan(1000);
+    expect(new Set(written)).toEqual(new Set([...written, ...delivered.map((item) => item.event.id)]));
+    if (closedOrEnded === undefined) {
+      // The socket took the end message: the error names the last cursor delivered.
+      expect(ws.payloads.at(-1)!.errors![0]!.extensions).toEqual({ code: 'SLOW_CONSUMER', cursor: delivered.at(-1)!.cursor });
+    } else {
+      // It did not: the close names it, after every item sent, the last of which is where to resume.
+      expect(closedOrEnded).toMatchObject({ code: 4001, reason: expect.stringMatching(/^SLOW_CONSUMER/) });
+    }
+  }, 120_000);
+});
+
+describe('the key store, looked at again after a change', () => {
+  it('does not join a look-up begun before the change, which would answer with the key as it was', async () => {
+    const client = await t.newAccount('Racing look-up');
+    const db = createDatabase<AccountsDatabase>({ url: t.stack.databaseUrl, schema: ACCOUNTS_SCHEMA, applicationName: 'racing-look-up' });
+    cleanups.push(() => db.destroy());
+    const log = createLogger('racing-look-up', 'silent');
+    const keyHash = hashApiKey(t.stack.config.apiKeyHmacSecret, client.apiKey);
+    const asItWas = (await new ApiKeyStore({ db, redis: undefined, redisKeyPrefix: 'unused:', log }).lookup(keyHash)) as KeyRecord;
+    const generationBefore = await readKeyCacheGeneration(db);
+
+    // A Redis whose first read the test holds, and then answers with the record as it was, stamped with the generation it was read under.
+    let answerFirstRead!: (raw: string | null) => void;
+    let reads = 0;
+    const redis = {
+      get: () => (++reads === 1 ? new Promise<string | null>((resolve) => (answerFirstRead = resolve)) : Promise.resolve(null)),
+      set: () => Promise.resolve('OK'),
+      del: () => Promise.resolve(1),
+      publish: () => Promise.resolve(0),
+    } as unknown as Redis;
+    const store = new ApiKeyStore({ db, redis, redisKeyPrefix: 'racing-look-up:', log });
+    const begunBefore = store.lookup(keyHash);
+    await expect.poll(() => reads).toBe(1);
+
+    await revokeKey(t.stack.operator, { keyId: client.apiKeyId });
+    await store.invalidate([], await readKeyCacheGeneration(db));
+    // What a stream's check does on the change.
+    const checkedAfter = store.lookup(keyHash);
+    answerFirstRead(JSON.stringify({ g: generationBefore, r: asItWas }));
+    expect((await begunBefore)?.revokedAt).toBeNull();
+    expect((await checkedAfter)?.revokedAt).not.toBeNull();
+  });
+});
+
+describe('the open streams of a key', () => {
+  it('refuses every stream past the 10th with 429, when 12 open at once', async () => {
+    const client = await t.newAccount('Twelve at once');
+    const streams = await Promise.all(
+      Array.from({ length: 12 }, async () => {
+        const stream = new RawSseStream();
+        cleanups.push(() => stream.close());
+        return stream.open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION);
+      }),
+    );
+    const statuses = streams.map((stream) => stream.status).sort();
+    expect(statuses).toEqual([...Array(10).fill(200), 429, 429]);
+  });
+});
