@@ -54,7 +54,7 @@ export async function registerSseRoute(app: FastifyInstance, services: StreamSer
           openStream: async (args) =>
             (stream = await services.openStream(caller, key, args, {
               place,
-            resumeFrom: typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : undefined,
+              resumeFrom: typeof lastEventId === 'string' && lastEventId !== '' ? lastEventId : undefined,
               hasRoom: (opened) => opened.unwritten < MAX_UNWRITTEN && !response.writableNeedDrain,
               onEnd: (reason) => {
                 // A stopping gateway ends the response without `complete`, so that the client reconnects (elsewhere).
