@@ -5,6 +5,7 @@ import { ACCOUNTS_SCHEMA, ApiKeyStore, hashApiKey, readKeyCacheGeneration, revok
 import { createDatabase } from '@ots/shared/db';
 import { createLogger } from '@ots/shared/logger';
 import { useStack } from '../../testing/fixture.ts';
+import { topLevelError } from '../../testing/requests.ts';
 import { EVENTS_SUBSCRIPTION, RawSseStream, ingestEvents, streamUrls, type StreamedEvent } from '../../testing/streams.ts';
 
 const t = useStack({ redis: 'direct', env: { OUTBOX_RELAY_INTERVAL_MS: '20', RATE_LIMIT_PER_SECOND: '1000', RATE_LIMIT_BURST: '1000' }, accounts: [] });
@@ -134,5 +135,33 @@ describe('the open streams of a key', () => {
     );
     const statuses = streams.map((stream) => stream.status).sort();
     expect(statuses).toEqual([...Array(10).fill(200), 429, 429]);
+  });
+});
+
+describe("a stream's arguments", () => {
+  /** The code the stream ends with, refused up front as listEvents refuses the same values (not an outage after the feed's timeout). */
+  async function refusal(apiKey: string, variables: Record<string, unknown>): Promise<unknown> {
+    const ws = await rawWsSubscription(apiKey, variables);
+    await expect.poll(() => ws.payloads.length, { timeout: 3_000, interval: 20 }).toBeGreaterThan(0);
+    return ws.payloads[0]!.errors?.[0]?.extensions?.code;
+  }
+
+  it('are refused with BAD_USER_INPUT when listEvents refuses them: a loose or impossible date-time, an unknown type, a cursor longer than any', async () => {
+    const client = await t.newAccount('Stream arguments');
+    for (const occurredAfter of ['1', '2026-02-31T00:00:00Z', '2026-11-21T14:03:07']) {
+      const listed = await topLevelError(t.stack, client, 'query ($occurredAfter: DateTime) { listEvents(first: 1, filter: { occurredAfter: $occurredAfter }) { nodes { id } } }', { occurredAfter });
+      expect(listed.extensions.code).toBe('BAD_USER_INPUT');
+      expect(await refusal(client.apiKey, { filter: { occurredAfter } })).toBe('BAD_USER_INPUT');
+    }
+    expect(await refusal(client.apiKey, { filter: { types: ['fill.recorded', 'no.such_type'] } })).toBe('BAD_USER_INPUT');
+    expect(await refusal(client.apiKey, { after: 'c'.repeat(300) })).toBe('BAD_USER_INPUT');
+  });
+
+  it('may name a type more often than the feed route takes types, and the stream delivers it', async () => {
+    const client = await t.newAccount('Repeated types');
+    const start = await endCursor(client);
+    const ws = await rawWsSubscription(client.apiKey, { after: start, filter: { types: Array(25).fill('strategy.created') } });
+    const [written] = await ingestEvents(t.stack.config, client.accountId, 1);
+    await expect.poll(() => ws.payloads.map((payload) => payload.data?.events.event.id ?? payload.errors), { timeout: 10_000 }).toEqual([written]);
   });
 });

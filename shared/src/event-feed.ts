@@ -13,9 +13,12 @@ export const EVENTS_WAKE_CHANNEL = 'ots_events_committed';
 /** The payload when the accounts do not fit in one notification (8,000 bytes): every stream looks again. */
 export const WAKE_EVERYONE = '*';
 
+/** Longer than any cursor the feed issues. */
+export const MAX_FEED_CURSOR_LENGTH = 200;
+
 const feedInput = z.object({
   /** A cursor of this account's feed (listEvents or a stream item); null: from the feed's end now. */
-  after: z.string().max(200).nullable(),
+  after: z.string().max(MAX_FEED_CURSOR_LENGTH).nullable(),
   types: z.array(z.string()).max(20).nullable(),
   occurredAfter: z.string().max(40).nullable(),
   /** Events to read; 0 asks only how many lie beyond `after`, counted up to `countUpTo`. */

@@ -11,7 +11,7 @@ import type { GatewayContext } from '../data-source.ts';
 import { DEFAULT_STREAM_LIMITS, EventStream, missingReadScope } from './event-stream.ts';
 import { StreamLeases } from './leases.ts';
 import { StreamRegistry } from './registry.ts';
-import { streamSchema } from './schema.ts';
+import { feedArgumentsOf, streamSchema } from './schema.ts';
 import { tooManyStreams, type StreamServices } from './services.ts';
 import { SharedReads } from './shared-reads.ts';
 import { registerSseRoute } from './sse.ts';
@@ -76,8 +76,7 @@ export async function registerStreams(app: FastifyInstance, deps: StreamDeps): P
       if (!caller.scopes.includes('read')) throw missingReadScope();
       const stream: EventStream = new EventStream({
         accountId: caller.accountId,
-        after: transport.resumeFrom ?? args.after ?? null,
-        filter: { types: args.filter?.types ?? null, occurredAfter: args.filter?.occurredAfter ?? null },
+        ...feedArgumentsOf(args, transport.resumeFrom),
         readFeed: (input) => readFeed(caller, input),
         subscribeWakeups: (accountId, wake) =>
           wakeups.subscribe(accountId, () => {

@@ -1,6 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { buildSchema, getOperationAST, GraphQLError, parse, specifiedRules, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
 import type { Limits } from '@ots/shared/config';
+import { isEventType } from '@ots/shared/contracts/events';
+import { badUserInput } from '@ots/shared/errors';
+import { MAX_FEED_CURSOR_LENGTH } from '@ots/shared/event-feed';
+import { parseDateTime } from '@ots/shared/scalars';
 import { queryLimitRules } from '../limits.ts';
 import type { EventStream, StreamMessage } from './event-stream.ts';
 
@@ -15,6 +19,36 @@ const PUBLISHED_API = new URL('../../published-api.graphql', import.meta.url);
 export interface EventsArgs {
   after?: string | null;
   filter?: { types?: string[] | null; occurredAfter?: string | null } | null;
+}
+
+/** A stream's start and filter as the feed route takes them, refused as `listEvents` refuses them. */
+export interface FeedArguments {
+  after: string | null;
+  filter: { types: string[] | null; occurredAfter: string | null };
+}
+
+/**
+ * The stream's schema is built from the published SDL, whose scalars check nothing: its arguments are
+ * checked here, with `listEvents`' own rules and messages, so that a mistake ends the stream with
+ * BAD_USER_INPUT rather than reaching the feed route, whose bounds would refuse it as an outage.
+ * `resumeFrom` (SSE's Last-Event-ID) wins over `after`.
+ */
+export function feedArgumentsOf(args: EventsArgs, resumeFrom: string | undefined): FeedArguments {
+  const after = resumeFrom ?? args.after ?? null;
+  // No cursor the feed issues is this long.
+  if (after !== null && after.length > MAX_FEED_CURSOR_LENGTH) throw badUserInput('after is not a cursor issued for this list and ordering', 'after');
+  const types = args.filter?.types ?? null;
+  const unknown = types?.find((type) => !isEventType(type));
+  if (unknown !== undefined) throw badUserInput(`filter.types holds an unknown event type: ${JSON.stringify(unknown)}`, 'filter');
+  const occurredAfter = args.filter?.occurredAfter;
+  return {
+    after,
+    filter: {
+      // Known types only, each once: never more than the route takes.
+      types: types ? [...new Set(types)] : null,
+      occurredAfter: occurredAfter === null || occurredAfter === undefined ? null : parseDateTime(occurredAfter).toISOString(),
+    },
+  };
 }
 
 /** What the transport hands execution: how to open the stream for the operation's arguments. */

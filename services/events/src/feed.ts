@@ -2,7 +2,7 @@ import { feedEndAt, positionOf, readFeedHorizon, type FeedPosition } from '@ots/
 import { GraphQLError } from 'graphql';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
-import { badUserInput } from '@ots/shared/errors';
+import { parseDateTime } from '@ots/shared/scalars';
 import type { EventFeedAnswer, eventFeedRoute } from '@ots/shared/event-feed';
 import type { EventsContext } from './context.ts';
 import type { SealedFeedCursors } from '@ots/shared/sealed-cursors';
@@ -116,7 +116,8 @@ export async function streamFeed(input: z.output<typeof eventFeedRoute.input>, c
   const accountId = context.caller.accountId;
   try {
     const types = eventTypesOf(input.types);
-    const occurredAfter = input.occurredAfter === null ? undefined : parseOccurredAfter(input.occurredAfter);
+    // The DateTime scalar's own rules, as listEvents applies them.
+    const occurredAfter = input.occurredAfter === null ? undefined : parseDateTime(input.occurredAfter);
     const filter = { types, occurredAfter };
     if (input.limit === 0) {
       const after = context.cursors.decode(accountId, input.after);
@@ -159,8 +160,3 @@ export async function streamFeed(input: z.output<typeof eventFeedRoute.input>, c
   }
 }
 
-function parseOccurredAfter(value: string): Date {
-  const parsed = new Date(value);
-  if (Number.isNaN(parsed.getTime())) throw badUserInput('filter.occurredAfter must be an ISO-8601 instant', 'filter');
-  return parsed;
-}
