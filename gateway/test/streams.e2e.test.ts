@@ -199,22 +199,42 @@ describe('resuming', () => {
   it('replays what is committed, then goes live, under concurrent writes: nothing missed, nothing twice', async () => {
     const client = await t.newAccount('Replay');
     const start = await endCursor(client);
-    let writing = true;
     const written: string[] = [];
+    /** Events of the rounds begun once the stream had opened: none of them was committed before it. */
+    const writtenAfterOpening = new Set<string>();
+    let strategiesCreated = 0;
+    let writing = true;
+    let stream: RawSseStream | undefined;
+    /** Whether the stream has delivered an event written after it opened: it follows the writes as they commit. */
+    const live = () => stream !== undefined && stream.items.some((item) => writtenAfterOpening.has(item.data!.events.event.id));
+    // Writes until the stream has gone live, and a few rounds beyond, so that it both replays and
+    // follows concurrent writes whatever the machine's pace.
     const writer = (async () => {
-      for (let round = 0; round < 30; round += 1) {
-        written.push(...(await ingestEvents(t.stack.config, client.accountId, 20, `r${round}`)));
-        if (round % 5 === 0) await client.createdStrategy(`Live ${round}`);
+      let roundsLive = 0;
+      for (let round = 0; roundsLive < 5 && round < 200; round += 1) {
+        const afterOpening = stream !== undefined;
+        const ids = await ingestEvents(t.stack.config, client.accountId, 20, `r${round}`);
+        written.push(...ids);
+        if (afterOpening) for (const id of ids) writtenAfterOpening.add(id);
+        if (round % 5 === 0) {
+          await client.createdStrategy(`Live ${round}`);
+          strategiesCreated += 1;
+        }
+        if (live()) roundsLive += 1;
       }
       writing = false;
     })();
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    const stream = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION, { after: start });
+    // Something committed before it opens, for it to replay.
+    await expect.poll(() => written.length).toBeGreaterThanOrEqual(100);
+    stream = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION, { after: start });
+    const writingWhenOpened = writing;
     await writer;
-    await expect.poll(async () => (await feedIds(client, start)).length).toBe(written.length + 6);
+    expect(writingWhenOpened).toBe(true);
+    expect(writtenAfterOpening.size).toBeGreaterThan(0);
+    expect(live()).toBe(true);
+    await expect.poll(async () => (await feedIds(client, start)).length).toBe(written.length + strategiesCreated);
     const expected = await feedIds(client, start);
     await stream.waitFor(() => stream.items.length >= expected.length);
-    expect(writing).toBe(false);
     expect(stream.items.map((item) => item.data!.events.event.id)).toEqual(expected);
   });
 });
