@@ -140,8 +140,8 @@ describe("Apollo Client's subscription link (GraphQLWsLink)", () => {
           error: reject,
         });
     });
-    // From now (no after): wait until the stream is open before writing.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // From now (no after): the stream fixes "now" with its first read, right after it is registered.
+    await expect.poll(() => openStreamPlaces(client.apiKeyId)).toBe(1);
     await client.createdStrategy('Link 1');
     await client.createdStrategy('Link 2');
     await done;
@@ -352,13 +352,14 @@ describe('ending streams', () => {
     const sse = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION);
     const ws = wsClient(client.apiKey, { viaHeader: true });
     const wsEnded = ws.iterate({ query: EVENTS_SUBSCRIPTION }).next().catch((error: unknown) => error);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Both registered, so that it is a live stream that ends: a key revoked before would be refused at the door alike.
+    await expect.poll(() => openStreamPlaces(client.apiKeyId)).toBe(2);
     await revokeKey(t.stack.operator, { keyId: client.apiKeyId });
     await sse.waitFor(() => sse.items.length >= 1, 3_000);
     expect(sse.items[0]!.errors![0]!.extensions!.code).toBe('UNAUTHENTICATED');
     await sse.done;
     expect((await ws.closed).code).toBe(4401);
-    await wsEnded;
+    expect(await wsEnded).toMatchObject({ code: 4401 });
   });
 
   it("ends a disabled account's streams: a FORBIDDEN error over SSE, close 4403 over WebSocket", async () => {
@@ -366,13 +367,14 @@ describe('ending streams', () => {
     const sse = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION);
     const ws = wsClient(client.apiKey);
     const wsEnded = ws.iterate({ query: EVENTS_SUBSCRIPTION }).next().catch((error: unknown) => error);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Both registered, so that it is a live stream that ends: an account disabled before would be refused at the door alike.
+    await expect.poll(() => openStreamPlaces(client.apiKeyId)).toBe(2);
     await setApiAccess(t.stack.operator, { accountId: client.accountId, enabled: false });
     await sse.waitFor(() => sse.items.length >= 1, 3_000);
     expect(sse.items[0]!.errors![0]!.extensions!.code).toBe('FORBIDDEN');
     await sse.done;
     expect(await ws.closed).toMatchObject({ code: 4403, reason: 'API access is not enabled for this account' });
-    await wsEnded;
+    expect(await wsEnded).toMatchObject({ code: 4403 });
   });
 
   it('ends a consumer more than 1,000 events behind with SLOW_CONSUMER and its last cursor, from which it resumes', async () => {
@@ -444,7 +446,8 @@ describe('a key that changes after its WebSocket was acknowledged', () => {
     const after = await endCursor(client);
     const ws = wsClient(client.apiKey);
     const first = subscribe(ws, after);
-    await sleep(300);
+    // Registered, so that it is a live stream that ends: a key without read is refused at subscribe alike.
+    await expect.poll(() => openStreamPlaces(client.apiKeyId)).toBe(1);
     await updateKey(t.stack.operator, { keyId: client.apiKeyId, scopes: ['orders:write'] });
     expect(await first.ended).toMatchObject([{ extensions: { code: 'FORBIDDEN', requiredScope: 'read' } }]);
 
