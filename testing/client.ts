@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { expect } from 'vitest';
 import { Kind, print, type DocumentNode, type FragmentDefinitionNode } from 'graphql';
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core';
@@ -238,6 +239,37 @@ export class ApiClient implements Client {
 
   async event(id: string) {
     return (await this.run(EventDocument, { id })).event;
+  }
+
+  /**
+   * Every event the account will ever have from these producers' outboxes, once it has all arrived:
+   * waits until the outboxes hold none of the account's rows (a relay deletes a row only once events
+   * has stored it; every change the test made wrote its row before its answer), counts the account's
+   * rows in events.events, then reads the feed until it shows as many. Counting the feed alone may stop
+   * short of a late event: the commit-ordered feed holds back a row while an older transaction is open
+   * anywhere on the server, another test file's included.
+   */
+  async allEvents(producers: readonly ('orders' | 'strategies')[], timeoutMs = 15_000): Promise<EventFieldsFragment[]> {
+    const database = new pg.Client({ connectionString: this.stack.databaseUrl });
+    await database.connect();
+    let stored: number;
+    try {
+      const deadline = Date.now() + timeoutMs;
+      const waiting = async (schema: string) =>
+        (await database.query<{ count: number }>(`select count(*)::int as count from ${schema}.outbox where account_id = $1`, [this.accountId])).rows[0]!.count;
+      for (;;) {
+        const counts = await Promise.all(producers.map(waiting));
+        if (counts.every((count) => count === 0)) break;
+        if (Date.now() > deadline) throw new Error(`the outboxes of ${producers.join(', ')} still hold ${counts.join(', ')} of the account's events`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      stored = (await database.query<{ count: number }>('select count(*)::int as count from events.events where account_id = $1', [this.accountId])).rows[0]!.count;
+    } finally {
+      await database.end();
+    }
+    const events = await this.waitForEvents(stored, timeoutMs);
+    expect(events).toHaveLength(stored);
+    return events;
   }
 
   /** Pages listEvents until `count` events have arrived (the relay forwards them asynchronously). */

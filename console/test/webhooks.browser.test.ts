@@ -16,20 +16,24 @@ import { launchBrowser, openSession, overflowsSideways, PHONE, shown, snapshot }
 
 const PASSWORD = 'correct horse battery staple';
 const CREATE_STRATEGY = 'mutation ($input: CreateStrategyInput!) { createStrategy(input: $input) { strategy { id } error { code message } } }';
+const CREATE_ENDPOINT = 'mutation ($input: CreateWebhookEndpointInput!) { createWebhookEndpoint(input: $input) { webhookEndpoint { id } error { code message } } }';
 
 let stack: TestStack;
 let browser: Browser;
 let origin: string;
 let receiver: Receiver;
+/** An endpoint that stays, beside the deleted one: what it receives shows the events were sent. */
+let witness: Receiver;
 
 beforeAll(async () => {
   ensureConsoleBuilt(() => {});
-  [stack, browser, receiver] = await Promise.all([startStack(), launchBrowser(), new Receiver().start()]);
+  [stack, browser, receiver, witness] = await Promise.all([startStack(), launchBrowser(), new Receiver().start(), new Receiver().start()]);
   origin = new URL(stack.gatewayUrl).origin;
 }, 120_000);
 
 afterAll(async () => {
   await receiver?.close();
+  await witness?.close();
   await browser?.close();
   await stack?.close();
 });
@@ -172,9 +176,13 @@ describe('Settings → Webhooks, in Chromium', () => {
     await shown(page.getByText(`Endpoint ${receiver.url} deleted.`));
     await shown(page.getByRole('heading', { name: 'No endpoints yet' }));
 
+    // The deleted endpoint is sent nothing more: once an endpoint still there has received the event, the deleted one had its turn too.
+    const kept = await stack.graphql(apiKey, CREATE_ENDPOINT, { input: { url: witness.url, eventTypes: ['strategy.created'] } });
+    expect(kept.body.data.createWebhookEndpoint.error).toBeNull();
     const third = await stack.graphql(apiKey, CREATE_STRATEGY, { input: { name: 'Value' } });
     expect(third.body.data.createStrategy.error).toBeNull();
-    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    const [witnessed] = await witness.waitFor(1, 20_000);
+    expect(JSON.parse(witnessed!.body)).toMatchObject({ type: 'strategy.created', data: { name: 'Value' } });
     expect(receiver.received).toHaveLength(2);
     expect(consoleErrors).toEqual([]);
     await page.context().close();

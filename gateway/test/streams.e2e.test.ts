@@ -140,8 +140,8 @@ describe("Apollo Client's subscription link (GraphQLWsLink)", () => {
           error: reject,
         });
     });
-    // From now (no after): wait until the stream is open before writing.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // From now (no after): the stream fixes "now" with its first read, right after it is registered.
+    await expect.poll(() => openStreamPlaces(client.apiKeyId)).toBe(1);
     await client.createdStrategy('Link 1');
     await client.createdStrategy('Link 2');
     await done;
@@ -199,22 +199,42 @@ describe('resuming', () => {
   it('replays what is committed, then goes live, under concurrent writes: nothing missed, nothing twice', async () => {
     const client = await t.newAccount('Replay');
     const start = await endCursor(client);
-    let writing = true;
     const written: string[] = [];
+    /** Events of the rounds begun once the stream had opened: none of them was committed before it. */
+    const writtenAfterOpening = new Set<string>();
+    let strategiesCreated = 0;
+    let writing = true;
+    let stream: RawSseStream | undefined;
+    /** Whether the stream has delivered an event written after it opened: it follows the writes as they commit. */
+    const live = () => stream !== undefined && stream.items.some((item) => writtenAfterOpening.has(item.data!.events.event.id));
+    // Writes until the stream has gone live, and a few rounds beyond, so that it both replays and
+    // follows concurrent writes whatever the machine's pace.
     const writer = (async () => {
-      for (let round = 0; round < 30; round += 1) {
-        written.push(...(await ingestEvents(t.stack.config, client.accountId, 20, `r${round}`)));
-        if (round % 5 === 0) await client.createdStrategy(`Live ${round}`);
+      let roundsLive = 0;
+      for (let round = 0; roundsLive < 5 && round < 200; round += 1) {
+        const afterOpening = stream !== undefined;
+        const ids = await ingestEvents(t.stack.config, client.accountId, 20, `r${round}`);
+        written.push(...ids);
+        if (afterOpening) for (const id of ids) writtenAfterOpening.add(id);
+        if (round % 5 === 0) {
+          await client.createdStrategy(`Live ${round}`);
+          strategiesCreated += 1;
+        }
+        if (live()) roundsLive += 1;
       }
       writing = false;
     })();
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    const stream = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION, { after: start });
+    // Something committed before it opens, for it to replay.
+    await expect.poll(() => written.length).toBeGreaterThanOrEqual(100);
+    stream = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION, { after: start });
+    const writingWhenOpened = writing;
     await writer;
-    await expect.poll(async () => (await feedIds(client, start)).length).toBe(written.length + 6);
+    expect(writingWhenOpened).toBe(true);
+    expect(writtenAfterOpening.size).toBeGreaterThan(0);
+    expect(live()).toBe(true);
+    await expect.poll(async () => (await feedIds(client, start)).length).toBe(written.length + strategiesCreated);
     const expected = await feedIds(client, start);
     await stream.waitFor(() => stream.items.length >= expected.length);
-    expect(writing).toBe(false);
     expect(stream.items.map((item) => item.data!.events.event.id)).toEqual(expected);
   });
 });
@@ -332,13 +352,14 @@ describe('ending streams', () => {
     const sse = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION);
     const ws = wsClient(client.apiKey, { viaHeader: true });
     const wsEnded = ws.iterate({ query: EVENTS_SUBSCRIPTION }).next().catch((error: unknown) => error);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Both registered, so that it is a live stream that ends: a key revoked before would be refused at the door alike.
+    await expect.poll(() => openStreamPlaces(client.apiKeyId)).toBe(2);
     await revokeKey(t.stack.operator, { keyId: client.apiKeyId });
     await sse.waitFor(() => sse.items.length >= 1, 3_000);
     expect(sse.items[0]!.errors![0]!.extensions!.code).toBe('UNAUTHENTICATED');
     await sse.done;
     expect((await ws.closed).code).toBe(4401);
-    await wsEnded;
+    expect(await wsEnded).toMatchObject({ code: 4401 });
   });
 
   it("ends a disabled account's streams: a FORBIDDEN error over SSE, close 4403 over WebSocket", async () => {
@@ -346,13 +367,14 @@ describe('ending streams', () => {
     const sse = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION);
     const ws = wsClient(client.apiKey);
     const wsEnded = ws.iterate({ query: EVENTS_SUBSCRIPTION }).next().catch((error: unknown) => error);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Both registered, so that it is a live stream that ends: an account disabled before would be refused at the door alike.
+    await expect.poll(() => openStreamPlaces(client.apiKeyId)).toBe(2);
     await setApiAccess(t.stack.operator, { accountId: client.accountId, enabled: false });
     await sse.waitFor(() => sse.items.length >= 1, 3_000);
     expect(sse.items[0]!.errors![0]!.extensions!.code).toBe('FORBIDDEN');
     await sse.done;
     expect(await ws.closed).toMatchObject({ code: 4403, reason: 'API access is not enabled for this account' });
-    await wsEnded;
+    expect(await wsEnded).toMatchObject({ code: 4403 });
   });
 
   it('ends a consumer more than 1,000 events behind with SLOW_CONSUMER and its last cursor, from which it resumes', async () => {
@@ -424,7 +446,8 @@ describe('a key that changes after its WebSocket was acknowledged', () => {
     const after = await endCursor(client);
     const ws = wsClient(client.apiKey);
     const first = subscribe(ws, after);
-    await sleep(300);
+    // Registered, so that it is a live stream that ends: a key without read is refused at subscribe alike.
+    await expect.poll(() => openStreamPlaces(client.apiKeyId)).toBe(1);
     await updateKey(t.stack.operator, { keyId: client.apiKeyId, scopes: ['orders:write'] });
     expect(await first.ended).toMatchObject([{ extensions: { code: 'FORBIDDEN', requiredScope: 'read' } }]);
 

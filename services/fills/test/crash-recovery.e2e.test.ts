@@ -158,8 +158,9 @@ describe('recordFill interrupted between the two commits', () => {
     const order = await submitOrder(t.alice, { quantity: '2' });
     const input = { orderSubmissionId: order.id, executionId: `exec-${randomUUID()}`, quantity: '1', price: '5' };
     const { fill } = await recorded(t.alice, input);
-    // The recovery path has delivered the event by now (it keeps nothing twice): the copy is then dropped, as a restore from an older backup would.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Once the recovery path has delivered the event (its relay leaves a row a second first; fills keeps
+    // nothing twice), the copy is dropped, as a restore from an older backup would: nothing brings it back but the retry.
+    await expect.poll(async () => (await database.query('select 1 from orders.fills_outbox where id = $1', [fill.id])).rowCount).toBe(0);
     await database.query('delete from fills.fills where id = $1', [fill.id]);
     expect(await t.alice.fill(fill.id)).toBeNull();
 

@@ -41,9 +41,8 @@ describe('fill.recorded of a fill whose answer was lost', () => {
     const retried = await t.alice.recordFill(input);
     expect(retried.error).toBeNull();
 
-    await t.alice.waitForEvents(3);
-    await new Promise((resolve) => setTimeout(resolve, 400));
-    const events = await t.alice.waitForEvents(3);
+    // Orders writes fill.recorded with the order's own event.
+    const events = await t.alice.allEvents(['orders']);
     expect(events.map((event) => event.type)).toEqual(['order_submission.submitted', 'order_submission.partially_filled', 'fill.recorded']);
     const { orderSubmission, ...fill } = retried.fill!;
     expect(events[2]!.data).toMatchObject({ ...fill, orderSubmissionId: orderSubmission.id });
