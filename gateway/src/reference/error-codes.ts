@@ -130,7 +130,7 @@ export const OTHER_ERROR_CODES: Record<string, ErrorCodeDoc> = {
   },
   SLOW_CONSUMER: {
     where: 'stream',
-    when: 'The `events` subscription ended: its consumer fell more than 1,000 events behind and was not catching up. `extensions.cursor` is the last event it was sent.',
+    when: 'The `events` subscription ended: its consumer fell more than 1,000 events behind and was not catching up. `extensions.cursor` is the last event it was sent. A WebSocket that takes nothing more within 2 s is closed instead, with code 4001 and a reason naming SLOW_CONSUMER: the last cursor it received is the one.',
     todo: 'Read faster (or hand events to a queue), then subscribe again with `after` set to that cursor. @ots/client does this for you.',
   },
   TOO_MANY_STREAMS: {
