@@ -1,16 +1,16 @@
 import { parseArgs } from 'node:util';
-import { databaseUrlOf, loadConfigOrExit } from '@ots/shared/config';
-import { migrateSchema } from '@ots/shared/db';
-import { ensureDevDatabase, type DevDatabase } from '@ots/shared/dev-database';
+import type { DevDatabase } from '@ots/shared/dev-database';
 import { receiveId } from '@ots/shared/ids';
-import { createLogger } from '@ots/shared/logger';
-import { API_KEY_SCOPES, DEFAULT_ROLL_GRACE_MS, MAX_KEY_LABEL_LENGTH, nameProblem, parseDuration } from './domain.ts';
-import { openKeyStore } from './key-store.ts';
-import * as keys from './operations.ts';
-import { KeyManagementError, MAX_ACCOUNT_NAME_LENGTH, type OperatorScope } from './operations.ts';
+import { API_KEY_SCOPES, DEFAULT_ROLL_GRACE_MS, MAX_ACCOUNT_NAME_LENGTH, MAX_KEY_LABEL_LENGTH, nameProblem, parseDuration } from './domain.ts';
+import type { KeyPermissionsInput, OperatorScope } from './operations.ts';
 import type { ApiKeyRow } from './repository.ts';
-import { inviteOwner, listOwners, resetOwnerPassword } from './console/operations.ts';
-import { migrations, SCHEMA } from '../migrations/index.ts';
+
+/*
+ * Each call is a process of its own, and under tsx every module it loads costs time: the database,
+ * Redis and logging clients and the use-cases are imported only once a call has passed its checks,
+ * so --help and a mistyped call answer in a fraction of the time, and each command imports the
+ * use-cases it calls (the owners' bring password hashing and GraphQL errors).
+ */
 
 /** The operator CLI of contract section 5: `npm run admin -- <command> [--json]`. */
 const USAGE = `usage: npm run admin -- <command> [--json]
@@ -135,7 +135,7 @@ const list = (text: string) => text.split(',').map((entry) => entry.trim());
  * has (or, for `key create`, every scope and any address). The use-case checks the values, so the
  * console and the CLI refuse the same things in the same words.
  */
-function permissions(parsed: Parsed): keys.KeyPermissionsInput {
+function permissions(parsed: Parsed): KeyPermissionsInput {
   const scopes = parsed.options.get('--scopes');
   const cidrs = parsed.options.get('--allow-cidr');
   if (cidrs !== undefined && parsed.allowAny) throw new UsageError('give --allow-cidr or --allow-any, not both');
@@ -206,14 +206,16 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   'account create': {
     check: (p) => (allowOnly(p, ['--name'], 0), accountName(p), undefined),
     run: async (p, scope) => {
-      const account = await keys.createAccount(scope, { name: accountName(p) });
+      const { createAccount } = await import('./operations.ts');
+      const account = await createAccount(scope, { name: accountName(p) });
       return { json: { accountId: account.id }, text: `created account ${account.id} (${account.name})` };
     },
   },
   'account list': {
     check: (p) => (allowOnly(p, [], 0), undefined),
     run: async (_p, scope) => {
-      const accounts = (await keys.listAccounts(scope)).map((account) => ({
+      const { listAccounts } = await import('./operations.ts');
+      const accounts = (await listAccounts(scope)).map((account) => ({
         accountId: account.id,
         name: account.name,
         apiAccessEnabled: account.api_access_enabled,
@@ -229,14 +231,16 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   'account disable-api': {
     check: (p) => (allowOnly(p, [], 1), positional(p, 'ACCOUNT_ID'), undefined),
     run: async (p, scope) => {
-      const result = await keys.setApiAccess(scope, { accountId: receiveId(positional(p, 'ACCOUNT_ID')), enabled: false });
+      const { setApiAccess } = await import('./operations.ts');
+      const result = await setApiAccess(scope, { accountId: receiveId(positional(p, 'ACCOUNT_ID')), enabled: false });
       return { json: result, text: `API access disabled for account ${result.accountId}` };
     },
   },
   'account enable-api': {
     check: (p) => (allowOnly(p, [], 1), positional(p, 'ACCOUNT_ID'), undefined),
     run: async (p, scope) => {
-      const result = await keys.setApiAccess(scope, { accountId: receiveId(positional(p, 'ACCOUNT_ID')), enabled: true });
+      const { setApiAccess } = await import('./operations.ts');
+      const result = await setApiAccess(scope, { accountId: receiveId(positional(p, 'ACCOUNT_ID')), enabled: true });
       return { json: result, text: `API access enabled for account ${result.accountId}` };
     },
   },
@@ -250,7 +254,8 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
       undefined
     ),
     run: async (p, scope) => {
-      const { key, apiKey } = await keys.createKey(scope, {
+      const { createKey } = await import('./operations.ts');
+      const { key, apiKey } = await createKey(scope, {
         accountId: receiveId(required(p, '--account')),
         name: label(p),
         expiresInMs: duration(p, '--expires-in') ?? null,
@@ -265,7 +270,8 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   'key list': {
     check: (p) => (allowOnly(p, ['--account'], 0), required(p, '--account'), undefined),
     run: async (p, scope) => {
-      const rows = await keys.listKeys(scope, { accountId: receiveId(required(p, '--account')) });
+      const { listKeys } = await import('./operations.ts');
+      const rows = await listKeys(scope, { accountId: receiveId(required(p, '--account')) });
       const replaced = new Map(rows.filter((k) => k.replaced_by_key_id).map((k) => [k.replaced_by_key_id!, k]));
       const list = rows.map((k) => keyView(k, replaced.get(k.id)));
       const prefixes = new Map(rows.map((k) => [k.id, k.display_prefix]));
@@ -280,7 +286,8 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
       if (change.scopes === undefined && change.allowedCidrs === undefined) throw new UsageError('key update needs --scopes, --allow-cidr or --allow-any');
     },
     run: async (p, scope) => {
-      const { keyId, key } = await keys.updateKey(scope, { keyId: receiveId(positional(p, 'KEY_ID')), ...permissions(p) });
+      const { updateKey } = await import('./operations.ts');
+      const { keyId, key } = await updateKey(scope, { keyId: receiveId(positional(p, 'KEY_ID')), ...permissions(p) });
       return {
         json: { keyId, scopes: key.scopes, allowedCidrs: key.allowed_cidrs },
         text: `key ${keyId} (${key.display_prefix}) now has scopes ${key.scopes.join(',')}; from ${key.allowed_cidrs.length === 0 ? 'anywhere' : key.allowed_cidrs.join(',')}`,
@@ -290,7 +297,8 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   'key revoke': {
     check: (p) => (allowOnly(p, [], 1), positional(p, 'KEY_ID'), undefined),
     run: async (p, scope) => {
-      const result = await keys.revokeKey(scope, { keyId: receiveId(positional(p, 'KEY_ID')) });
+      const { revokeKey } = await import('./operations.ts');
+      const result = await revokeKey(scope, { keyId: receiveId(positional(p, 'KEY_ID')) });
       const revokedAt = result.revokedAt.toISOString();
       // Revoking twice changes nothing and succeeds, but says so rather than claim a revocation now.
       if (result.alreadyRevoked) {
@@ -302,7 +310,8 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   'key roll': {
     check: (p) => (allowOnly(p, ['--grace', '--scopes', '--allow-cidr', '--allow-any'], 1), positional(p, 'KEY_ID'), duration(p, '--grace'), permissions(p), undefined),
     run: async (p, scope) => {
-      const result = await keys.rollKey(scope, {
+      const { rollKey } = await import('./operations.ts');
+      const result = await rollKey(scope, {
         keyId: receiveId(positional(p, 'KEY_ID')),
         graceMs: duration(p, '--grace') ?? DEFAULT_ROLL_GRACE_MS,
         ...permissions(p),
@@ -328,7 +337,8 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   'key events': {
     check: (p) => (allowOnly(p, ['--account'], 0), required(p, '--account'), undefined),
     run: async (p, scope) => {
-      const events = await keys.listEvents(scope, { accountId: receiveId(required(p, '--account')) });
+      const { listEvents } = await import('./operations.ts');
+      const events = await listEvents(scope, { accountId: receiveId(required(p, '--account')) });
       const text =
         events.length === 0
           ? 'no events'
@@ -341,6 +351,7 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   'owner invite': {
     check: (p) => (allowOnly(p, ['--account', '--email'], 0), required(p, '--account'), required(p, '--email'), undefined),
     run: async (p, scope) => {
+      const { inviteOwner } = await import('./console/operations.ts');
       const invited = await inviteOwner(scope, { accountId: receiveId(required(p, '--account')), email: required(p, '--email') });
       return {
         json: invited,
@@ -351,6 +362,7 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   'owner list': {
     check: (p) => (allowOnly(p, ['--account'], 0), required(p, '--account'), undefined),
     run: async (p, scope) => {
+      const { listOwners } = await import('./console/operations.ts');
       const list = await listOwners(scope, { accountId: receiveId(required(p, '--account')) });
       const text = list.length === 0 ? 'no owners' : list.map((o) => `${o.ownerId}  ${o.email}  created ${o.createdAt}  ${o.passwordSet ? 'password set' : 'password not set'}`).join('\n');
       return { json: { owners: list }, text };
@@ -359,6 +371,7 @@ const COMMANDS: Record<string, { check(parsed: Parsed): void; run: Command }> = 
   'owner reset-password': {
     check: (p) => (allowOnly(p, [], 1), positional(p, 'OWNER_ID'), undefined),
     run: async (p, scope) => {
+      const { resetOwnerPassword } = await import('./console/operations.ts');
       const reset = await resetOwnerPassword(scope, { ownerId: receiveId(positional(p, 'OWNER_ID')) });
       return {
         json: reset,
@@ -379,7 +392,8 @@ function fail(message: string, code: number): never {
 }
 
 /** What a failed command says: a refusal as it is; a database without the accounts schema with what to run. */
-function problemOf(error: unknown): string {
+async function problemOf(error: unknown): Promise<string> {
+  const { KeyManagementError } = await import('./operations.ts');
   if (error instanceof KeyManagementError) return error.message;
   if ((error as { code?: unknown }).code === UNDEFINED_TABLE) return 'failed: the accounts schema is not in this database yet: run npm run migrate first';
   return `failed: ${(error as Error).message}`;
@@ -406,14 +420,27 @@ try {
   fail((error as Error).message, 2);
 }
 
+const [{ databaseUrlOf, loadConfigOrExit }, { createLogger }, { openKeyStore }, { operatorScope }] = await Promise.all([
+  import('@ots/shared/config'),
+  import('@ots/shared/logger'),
+  import('./key-store.ts'),
+  import('./operations.ts'),
+]);
 const config = loadConfigOrExit();
 // Only failures reach stderr: a missed cache notice is covered by the gateways' generation polling.
 const log = createLogger('admin', 'error', true);
 let devDatabase: DevDatabase | undefined;
 try {
-  devDatabase = databaseUrlOf(config, 'accounts') ? undefined : await ensureDevDatabase(log);
-  // The embedded database is npm start's, which may not have run yet: its schema is made as npm start makes it.
-  if (devDatabase) await migrateSchema(devDatabase.url, SCHEMA, migrations);
+  if (!databaseUrlOf(config, 'accounts')) {
+    const [{ ensureDevDatabase }, { migrateSchema }, { migrations, SCHEMA }] = await Promise.all([
+      import('@ots/shared/dev-database'),
+      import('@ots/shared/db'),
+      import('../migrations/index.ts'),
+    ]);
+    devDatabase = await ensureDevDatabase(log);
+    // The embedded database is npm start's, which may not have run yet: its schema is made as npm start makes it.
+    await migrateSchema(devDatabase.url, SCHEMA, migrations);
+  }
 } catch (error) {
   await devDatabase?.stop();
   fail(`failed: ${(error as Error).message}`, 1);
@@ -421,11 +448,11 @@ try {
 const opened = openKeyStore(devDatabase ? { ...config, databaseUrl: devDatabase.url } : config, log, { listen: false });
 let exitCode = 0;
 try {
-  const result = await command.run(parsed, keys.operatorScope(opened, config, log));
+  const result = await command.run(parsed, operatorScope(opened, config, log));
   process.stdout.write(`${parsed.json ? JSON.stringify(result.json) : result.text}\n`);
 } catch (error) {
   exitCode = 1;
-  process.stderr.write(`${firstLine(problemOf(error))}\n`);
+  process.stderr.write(`${firstLine(await problemOf(error))}\n`);
 } finally {
   await opened.close();
   await devDatabase?.stop();

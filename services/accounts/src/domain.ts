@@ -93,6 +93,9 @@ export const DEFAULT_ROLL_GRACE_MS = 24 * 3_600_000;
 /** The most characters of a key's label (its name), wherever it is given: the CLI's --name, the console's form. */
 export const MAX_KEY_LABEL_LENGTH = 100;
 
+/** The most characters of an account's name, trimmed; the CLI checks it before it connects. */
+export const MAX_ACCOUNT_NAME_LENGTH = 200;
+
 /** What the gateway needs to decide on a key; cached, so it holds no secret. */
 export interface KeyRecord {
   keyId: string;

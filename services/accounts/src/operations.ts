@@ -8,6 +8,7 @@ import {
   expiryAfterRoll,
   generateApiKey,
   hashApiKey,
+  MAX_ACCOUNT_NAME_LENGTH,
   nameProblem,
   OPERATOR,
   parseCidrs,
@@ -83,8 +84,6 @@ async function existingAccount(scope: KeysScope, accountId: ReceivedId) {
   if (!account) throw new KeyManagementError(`no account ${accountId.sent}`, 'not-found');
   return account;
 }
-
-export const MAX_ACCOUNT_NAME_LENGTH = 200;
 
 export async function createAccount({ db }: OperatorScope, { name }: { name: string }) {
   const trimmed = name.trim();
