@@ -15,7 +15,7 @@ export default defineConfig({
   },
   test: {
     include: ['shared/test/**/*.test.ts', 'gateway/test/**/*.test.ts', 'services/*/test/**/*.test.ts', 'console/test/**/*.test.ts', 'deploy/test/**/*.test.ts', 'clients/*/test/**/*.test.ts', 'examples/test/**/*.test.ts'],
-    globalSetup: ['shared/src/testing/global-setup.ts'],
+    globalSetup: ['shared/src/testing/global-setup.ts', 'testing/admin-cli-bundle.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { inject } from 'vitest';
 import type { TestStack } from './stack.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -12,13 +13,23 @@ export interface CliResult {
 
 /**
  * `npm run admin -- <words>` as an operator runs it (a process of its own, from the project root),
- * against the stack's database and Redis, with `env` added to its environment.
+ * against the stack's database and Redis, with `env` added to its environment: the CLI's sources,
+ * bundled once for the run (testing/admin-cli-bundle.ts) rather than loaded through tsx each time.
  */
 export function runAdminCli(stack: TestStack, words: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return run(stack, process.execPath, [inject('adminCliBundle'), ...words], env);
+}
+
+/** The same, through `npm run admin` itself: the command the README documents. */
+export function runAdminCliThroughNpm(stack: TestStack, words: string[]): Promise<CliResult> {
+  return run(stack, 'npm', ['run', '--silent', 'admin', '--', ...words], {});
+}
+
+function run(stack: TestStack, command: string, args: string[], env: Record<string, string>): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(
-      process.execPath,
-      ['--import', 'tsx', 'services/accounts/src/cli.ts', ...words],
+      command,
+      args,
       {
         cwd: ROOT,
         env: {

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newId } from '@ots/shared/ids';
 import { createTestDatabase } from '@ots/shared/testing/database';
-import { runAdminCli, type CliResult } from '../../../testing/admin-cli.ts';
+import { runAdminCli, runAdminCliThroughNpm, type CliResult } from '../../../testing/admin-cli.ts';
 import { startStack, type TestStack } from '../../../testing/stack.ts';
 import { displayPrefixOf, hashApiKey } from '../src/domain.ts';
 import { createKey, revokeKey } from '../src/index.ts';
@@ -54,12 +54,12 @@ function textOf(result: CliResult): string {
   return result.stdout;
 }
 
-/** Room for several CLI processes (each starts Node and tsx) on a busy machine. */
+/** Room for several CLI processes (each a Node process of its own) on a busy machine. */
 const CLI_TEST_TIMEOUT_MS = 120_000;
 
 /**
  * Runs the calls three at a time and returns their results in order: each is a Node process that
- * compiles the CLI as it starts, and the machine's two cores are shared, so more at once only makes
+ * loads the CLI as it starts, and the machine's two cores are shared, so more at once only makes
  * each slower, past its own timeout.
  */
 async function cliInBatches(calls: readonly (readonly string[])[]): Promise<CliResult[]> {
@@ -79,6 +79,13 @@ function expectRefused(result: CliResult, call: string[]) {
   expect(lines, what).toHaveLength(1);
   expect(lines[0]!.length).toBeGreaterThan(5);
 }
+
+describe('npm run admin', () => {
+  it('runs the CLI the other tests run bundled: an account created through it is in the database', async () => {
+    const { accountId } = jsonOf(await runAdminCliThroughNpm(stack, ['account', 'create', '--name', 'Through npm', '--json']));
+    expect((await db.query('select name from accounts.accounts where id = $1', [accountId])).rows).toEqual([{ name: 'Through npm' }]);
+  }, CLI_TEST_TIMEOUT_MS);
+});
 
 async function snapshot() {
   const accounts = await db.query('select id, name, api_access_enabled from accounts.accounts order by id');
