@@ -29,7 +29,7 @@ async function openStreamPlaces(apiKeyId: string): Promise<number> {
 type Payload = { data?: { events: StreamedEvent } | null; errors?: { extensions?: Record<string, unknown> }[] };
 
 /** A bare graphql-transport-ws client, so that the test can stop reading its socket (`pause`) and see every message and the close. */
-async function rawWsSubscription(apiKey: string, variables: Record<string, unknown>) {
+async function rawWsSubscription(apiKey: string, variables: Record<string, unknown>, query = EVENTS_SUBSCRIPTION) {
   const socket = new WebSocket(urls().ws, 'graphql-transport-ws', { headers: { 'x-api-key': apiKey } });
   cleanups.push(() => socket.terminate());
   const payloads: Payload[] = [];
@@ -45,7 +45,7 @@ async function rawWsSubscription(apiKey: string, variables: Record<string, unkno
   await new Promise((resolve) => socket.once('open', resolve));
   socket.send(JSON.stringify({ type: 'connection_init' }));
   await acknowledged;
-  socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query: EVENTS_SUBSCRIPTION, variables } }));
+  socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query, variables } }));
   return { socket, payloads, closed };
 }
 
@@ -163,5 +163,33 @@ describe("a stream's arguments", () => {
     const ws = await rawWsSubscription(client.apiKey, { after: start, filter: { types: Array(25).fill('strategy.created') } });
     const [written] = await ingestEvents(t.stack.config, client.accountId, 1);
     await expect.poll(() => ws.payloads.map((payload) => payload.data?.events.event.id ?? payload.errors), { timeout: 10_000 }).toEqual([written]);
+  });
+});
+
+describe('a subscription whose root field is conditional', () => {
+  const SKIPPED = 'subscription { events @skip(if: true) { cursor } }';
+  const INCLUDED_IF = 'subscription ($on: Boolean!) { ...Root } fragment Root on Subscription { events @include(if: $on) { cursor } }';
+
+  it('is refused with BAD_REQUEST over WebSocket and SSE, and takes none of the key\'s places', async () => {
+    const client = await t.newAccount('Conditional root');
+    for (const [query, variables] of [[SKIPPED, {}], [INCLUDED_IF, { on: false }]] as const) {
+      const ws = await rawWsSubscription(client.apiKey, variables, query);
+      await expect.poll(() => ws.payloads.length, { timeout: 3_000, interval: 20 }).toBeGreaterThan(0);
+      expect(ws.payloads[0]!.errors?.[0]?.extensions?.code).toBe('BAD_REQUEST');
+      const sse = new RawSseStream();
+      cleanups.push(() => sse.close());
+      await sse.open(urls().sse, client.apiKey, query, variables);
+      expect(sse.status).toBe(400);
+    }
+    expect(await openStreamPlaces(client.apiKeyId)).toBe(0);
+    // Ten streams still open for the key.
+    const streams = await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        const stream = new RawSseStream();
+        cleanups.push(() => stream.close());
+        return stream.open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION);
+      }),
+    );
+    expect(streams.map((stream) => stream.status)).toEqual(Array(10).fill(200));
   });
 });

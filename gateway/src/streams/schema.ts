@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
-import { buildSchema, getOperationAST, GraphQLError, parse, specifiedRules, validate, type DocumentNode, type GraphQLSchema } from 'graphql';
+import { buildSchema, getOperationAST, GraphQLError, Kind, parse, specifiedRules, validate, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
 import type { Limits } from '@ots/shared/config';
 import { isEventType } from '@ots/shared/contracts/events';
 import { badUserInput } from '@ots/shared/errors';
 import { MAX_FEED_CURSOR_LENGTH } from '@ots/shared/event-feed';
 import { parseDateTime } from '@ots/shared/scalars';
 import { queryLimitRules } from '../limits.ts';
+import { fragmentsOf } from '../root-fields.ts';
 import type { EventStream, StreamMessage } from './event-stream.ts';
 
 /**
@@ -80,6 +81,18 @@ export type PreparedSubscription =
 
 const badRequest = (message: string) => ({ ok: false as const, errors: [new GraphQLError(message, { extensions: { code: 'BAD_REQUEST' } })] });
 
+/** Whether a selection at the root of the operation (a field, or a fragment that holds it) carries a directive. */
+function conditionalRoot(selectionSet: SelectionSetNode, fragments: ReturnType<typeof fragmentsOf>, expanded = new Set<string>()): boolean {
+  return selectionSet.selections.some((selection) => {
+    if ((selection.directives?.length ?? 0) > 0) return true;
+    if (selection.kind === Kind.INLINE_FRAGMENT) return conditionalRoot(selection.selectionSet, fragments, expanded);
+    if (selection.kind !== Kind.FRAGMENT_SPREAD || expanded.has(selection.name.value)) return false;
+    expanded.add(selection.name.value);
+    const fragment = fragments.get(selection.name.value);
+    return fragment !== undefined && conditionalRoot(fragment.selectionSet, fragments, expanded);
+  });
+}
+
 /** Parses and validates under the same limits as POST /graphql; only a subscription is served here. */
 export function prepareSubscription(schema: GraphQLSchema, limits: Limits, request: StreamRequest): PreparedSubscription {
   if (typeof request.query !== 'string' || request.query.trim() === '') return badRequest('The body must be a JSON object with a string member "query"');
@@ -94,6 +107,16 @@ export function prepareSubscription(schema: GraphQLSchema, limits: Limits, reque
     document = parse(request.query, { maxTokens: limits.tokens });
   } catch (error) {
     return { ok: false, errors: [error instanceof GraphQLError ? error : new GraphQLError('The document could not be parsed')] };
+  }
+  // Before validation: graphql 16's single-root-field rule throws on `@include(if: $variable)` at a
+  // subscription's root, and a root field skipped at execution leaves its subscribe nothing to
+  // subscribe to, so it throws (not a GraphQLError).
+  const fragments = fragmentsOf(document);
+  const subscriptions = document.definitions.filter(
+    (definition): definition is OperationDefinitionNode => definition.kind === Kind.OPERATION_DEFINITION && definition.operation === 'subscription',
+  );
+  if (subscriptions.some((subscription) => conditionalRoot(subscription.selectionSet, fragments))) {
+    return badRequest("A subscription's root field is always selected: @skip and @include may not be used on it (GraphQL's single root field rule)");
   }
   const errors = validate(schema, document, [...specifiedRules, ...queryLimitRules(limits)]);
   if (errors.length > 0) {

@@ -36,6 +36,8 @@ const CLOSE = {
 type Connection = {
   /** The key as onConnect authorised it, from the socket's client address. */
   key?: AuthorisedKey;
+  /** Places taken by subscribes whose operation has not started: the socket's close gives back any left. */
+  places?: Set<StreamPlace>;
 };
 
 type StreamArgs = ExecutionArgs & { contextValue: StreamContext & { stream?: EventStream }; place: StreamPlace };
@@ -164,6 +166,8 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
       },
       onClose: (ctx) => {
         forgetSocket(ctx.extra.socket);
+        // A subscribe whose execution threw closed the socket without reaching onOperation.
+        for (const place of ctx.extra.places ?? []) registry.release(place);
       },
       onSubscribe: async (ctx, _id, payload): Promise<StreamArgs | readonly GraphQLError[]> => {
         const prepared = prepareSubscription(schema, services.config.limits, payload);
@@ -180,6 +184,12 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
         const key = { ...authorised, expiresAt: status.expiresAt };
         const place = await registry.reserve(key.apiKeyId);
         if (!place) return [tooManyStreams(limits.perKey)];
+        // Closed while the place was taken: its onClose has run already.
+        if (socket.readyState !== socket.OPEN) {
+          registry.release(place);
+          return [new GraphQLError('The connection closed', { extensions: { code: 'BAD_REQUEST' } })];
+        }
+        (ctx.extra.places ??= new Set()).add(place);
         const contextValue: StreamArgs['contextValue'] = {
           openStream: async (args) => {
             const stream = await services.openStream(caller, key, args, {
@@ -208,8 +218,10 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
         return { schema, document: prepared.document, operationName: prepared.operationName, variableValues: prepared.variables, contextValue, place };
       },
       // A subscription that did not open its stream (refused arguments, no `read`) gives back its place; one that did, when it closes.
-      onOperation: (_ctx, _id, _payload, args) => {
-        registry.release((args as StreamArgs).place);
+      onOperation: (ctx, _id, _payload, args) => {
+        const { place } = args as StreamArgs;
+        ctx.extra.places?.delete(place);
+        registry.release(place);
       },
       onNext: (_ctx, _id, _payload, args) => {
         (args as StreamArgs).contextValue.stream?.written();
