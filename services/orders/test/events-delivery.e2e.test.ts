@@ -100,9 +100,21 @@ describe('order and fill events (transactional outbox)', () => {
       expect((await client.cancelOrder((await client.submittedOrder()).id)).error).toBeNull();
       expect((await client.recordFill({ orderSubmissionId: order.id, executionId: 'w-1', quantity: '2', ...FILL })).error).toBeNull();
 
-      const received = await receiver.waitFor(4);
-      await new Promise((resolve) => setTimeout(resolve, 400));
-      expect(receiver.received).toHaveLength(4);
+      // Every event stored, then every message to the endpoint delivered: nothing more will be sent.
+      expect(await client.allEvents(['orders'])).toHaveLength(5);
+      const messages = createDatabase<{ webhook_messages: { account_id: string; state: string; attempts: number } }>({
+        url: t.stack.databaseUrl,
+        schema: 'events',
+        applicationName: 'order-webhooks-test',
+      });
+      try {
+        const states = () => messages.selectFrom('webhook_messages').select(['state', 'attempts']).where('account_id', '=', client.accountId).execute();
+        await expect.poll(states, { timeout: 15_000 }).toEqual(Array(4).fill({ state: 'DELIVERED', attempts: 1 }));
+      } finally {
+        await messages.destroy();
+      }
+      const received = receiver.received;
+      expect(received).toHaveLength(4);
       expect(received.every((hook) => hook.verified !== undefined)).toBe(true);
       const bodies = received.map((hook) => JSON.parse(hook.body) as EventResult);
       expect(bodies.map((body) => body.type).sort()).toEqual(['fill.recorded', 'order_submission.filled', 'order_submission.submitted', 'order_submission.submitted']);
