@@ -1,12 +1,36 @@
 import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { inject } from 'vitest';
 import { newId } from '@ots/shared/ids';
 import { INGEST_PATH } from '@ots/shared/contracts/internal-routes';
 import { signIngestRequest } from '@ots/shared/outbox';
 import type { Config } from '@ots/shared/config';
+import type { ApiClient } from './client.ts';
+import type { TestStack } from './stack.ts';
 
 /** The gateway's stream endpoints, beside its /graphql URL. */
 export function streamUrls(graphqlUrl: string): { sse: string; ws: string } {
   return { sse: `${graphqlUrl}/stream`, ws: `${graphqlUrl.replace(/^http/, 'ws')}/ws` };
+}
+
+/** The feed's end now, for a stream that starts from it. */
+export async function feedEndCursor(client: Pick<ApiClient, 'listEvents'>): Promise<string> {
+  let after: string | null = null;
+  for (;;) {
+    const page = await client.listEvents({ first: 200, after });
+    after = page.pageInfo.endCursor!;
+    if (!page.pageInfo.hasNextPage) return after;
+  }
+}
+
+/** How many stream places the key holds, counted across every gateway in Redis: a stream is registered once it holds one. */
+export async function openStreamPlaces(stack: TestStack, apiKeyId: string): Promise<number> {
+  const redis = new Redis(inject('redisUrl'));
+  try {
+    return await redis.zcard(`${stack.config.redisKeyPrefix}streams:${apiKeyId}`);
+  } finally {
+    redis.disconnect();
+  }
 }
 
 export const EVENTS_SUBSCRIPTION = `subscription ($after: String, $filter: EventFilter) {

@@ -1,12 +1,12 @@
 import { Redis } from 'ioredis';
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { ACCOUNTS_SCHEMA, ApiKeyStore, hashApiKey, readKeyCacheGeneration, revokeKey, type AccountsDatabase, type KeyRecord } from '@ots/accounts';
 import { createDatabase } from '@ots/shared/db';
 import { createLogger } from '@ots/shared/logger';
 import { useStack } from '../../testing/fixture.ts';
 import { topLevelError } from '../../testing/requests.ts';
-import { EVENTS_SUBSCRIPTION, RawSseStream, ingestEvents, streamUrls, type StreamedEvent } from '../../testing/streams.ts';
+import { EVENTS_SUBSCRIPTION, RawSseStream, feedEndCursor, ingestEvents, openStreamPlaces, streamUrls, type StreamedEvent } from '../../testing/streams.ts';
 
 const t = useStack({ redis: 'direct', env: { OUTBOX_RELAY_INTERVAL_MS: '20', RATE_LIMIT_PER_SECOND: '1000', RATE_LIMIT_BURST: '1000' }, accounts: [] });
 
@@ -16,15 +16,6 @@ afterEach(async () => {
 });
 
 const urls = () => streamUrls(t.stack.gatewayUrl);
-
-async function openStreamPlaces(apiKeyId: string): Promise<number> {
-  const redis = new Redis(inject('redisUrl'));
-  try {
-    return await redis.zcard(`${t.stack.config.redisKeyPrefix}streams:${apiKeyId}`);
-  } finally {
-    redis.disconnect();
-  }
-}
 
 type Payload = { data?: { events: StreamedEvent } | null; errors?: { extensions?: Record<string, unknown> }[] };
 
@@ -49,28 +40,18 @@ async function rawWsSubscription(apiKey: string, variables: Record<string, unkno
   return { socket, payloads, closed };
 }
 
-/** The feed's end now, for a stream that starts from it. */
-async function endCursor(client: Awaited<ReturnType<typeof t.newAccount>>): Promise<string> {
-  let after: string | null = null;
-  for (;;) {
-    const page = await client.listEvents({ first: 200, after });
-    after = page.pageInfo.endCursor!;
-    if (!page.pageInfo.hasNextPage) return after;
-  }
-}
-
 describe('a slow consumer over WebSocket', () => {
   it('is ended, with SLOW_CONSUMER and its last cursor or a close naming it, when its client stops reading more than 1,000 events behind', async () => {
     const client = await t.newAccount('Slow socket');
-    const start = await endCursor(client);
+    const start = await feedEndCursor(client);
     const ws = await rawWsSubscription(client.apiKey, { after: start });
-    await expect.poll(() => openStreamPlaces(client.apiKeyId), { timeout: 10_000, interval: 50 }).toBe(1);
+    await expect.poll(() => openStreamPlaces(t.stack, client.apiKeyId), { timeout: 10_000, interval: 50 }).toBe(1);
     // The client stops reading: graphql-ws waits for the socket to take each message before it asks for the next.
     ws.socket.pause();
     const written: string[] = [];
     for (let round = 0; round < 3; round += 1) written.push(...(await ingestEvents(t.stack.config, client.accountId, 1000, 'x'.repeat(3000))));
     // Ended (its place given back) while the client still reads nothing.
-    await expect.poll(() => openStreamPlaces(client.apiKeyId), { timeout: 30_000, interval: 100 }).toBe(0);
+    await expect.poll(() => openStreamPlaces(t.stack, client.apiKeyId), { timeout: 30_000, interval: 100 }).toBe(0);
     ws.socket.resume();
     const closedOrEnded = await Promise.race([
       ws.closed,
@@ -159,7 +140,7 @@ describe("a stream's arguments", () => {
 
   it('may name a type more often than the feed route takes types, and the stream delivers it', async () => {
     const client = await t.newAccount('Repeated types');
-    const start = await endCursor(client);
+    const start = await feedEndCursor(client);
     const ws = await rawWsSubscription(client.apiKey, { after: start, filter: { types: Array(25).fill('strategy.created') } });
     const [written] = await ingestEvents(t.stack.config, client.accountId, 1);
     await expect.poll(() => ws.payloads.map((payload) => payload.data?.events.event.id ?? payload.errors), { timeout: 10_000 }).toEqual([written]);
@@ -181,7 +162,7 @@ describe('a subscription whose root field is conditional', () => {
       await sse.open(urls().sse, client.apiKey, query, variables);
       expect(sse.status).toBe(400);
     }
-    expect(await openStreamPlaces(client.apiKeyId)).toBe(0);
+    expect(await openStreamPlaces(t.stack, client.apiKeyId)).toBe(0);
     // Ten streams still open for the key.
     const streams = await Promise.all(
       Array.from({ length: 10 }, async () => {

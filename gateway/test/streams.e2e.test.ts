@@ -1,13 +1,12 @@
 import http from 'node:http';
-import { Redis } from 'ioredis';
 import pg from 'pg';
-import { afterEach, describe, expect, inject, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { revokeKey, rollKey, setApiAccess, updateKey } from '@ots/accounts';
 import { createClient as createSseClient } from 'graphql-sse';
 import { createClient as createWsClient, type Client as WsClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { useStack } from '../../testing/fixture.ts';
-import { EVENTS_SUBSCRIPTION, RawSseStream, ingestEvents, streamUrls, type StreamedEvent } from '../../testing/streams.ts';
+import { EVENTS_SUBSCRIPTION, RawSseStream, feedEndCursor, ingestEvents, openStreamPlaces, streamUrls, type StreamedEvent } from '../../testing/streams.ts';
 
 const t = useStack({ redis: 'direct', env: { OUTBOX_RELAY_INTERVAL_MS: '20', RATE_LIMIT_PER_SECOND: '1000', RATE_LIMIT_BURST: '1000' }, accounts: ['alice', 'bob'] });
 
@@ -50,16 +49,6 @@ function wsClient(apiKey: string | undefined, options: { viaHeader?: boolean; ur
   return Object.assign(client, { connected: connectedPromise, closed: closedPromise });
 }
 
-/** The feed's end now, for a stream that starts from it (listEvents' endCursor after reading everything). */
-async function endCursor(client: typeof t.alice): Promise<string> {
-  let after: string | null = null;
-  for (;;) {
-    const page = await client.listEvents({ first: 200, after });
-    after = page.pageInfo.endCursor!;
-    if (!page.pageInfo.hasNextPage) return after;
-  }
-}
-
 /** Every event id of the feed after `start`, in feed order, read with listEvents. */
 async function feedIds(client: typeof t.alice, start: string): Promise<string[]> {
   const ids: string[] = [];
@@ -75,7 +64,7 @@ async function feedIds(client: typeof t.alice, start: string): Promise<string[]>
 describe('the events subscription over SSE (graphql-sse client)', () => {
   it('streams new events in commit order, each with its cursor as the SSE id', async () => {
     const client = await t.newAccount('Sse');
-    const after = await endCursor(client);
+    const after = await feedEndCursor(client);
     const sse = createSseClient({ url: urls().sse, headers: { 'x-api-key': client.apiKey }, retryAttempts: 0 });
     cleanups.push(() => sse.dispose());
     const received: StreamedEvent[] = [];
@@ -101,7 +90,7 @@ describe('the events subscription over WebSocket (graphql-ws client)', () => {
     const client = await t.newAccount('Ws');
     const ws = wsClient(client.apiKey);
     const received: StreamedEvent[] = [];
-    const iterator = ws.iterate<{ events: StreamedEvent }>({ query: EVENTS_SUBSCRIPTION, variables: { after: await endCursor(client) } });
+    const iterator = ws.iterate<{ events: StreamedEvent }>({ query: EVENTS_SUBSCRIPTION, variables: { after: await feedEndCursor(client) } });
     const reading = (async () => {
       for await (const result of iterator) {
         received.push(result.data!.events);
@@ -141,7 +130,7 @@ describe("Apollo Client's subscription link (GraphQLWsLink)", () => {
         });
     });
     // From now (no after): the stream fixes "now" with its first read, right after it is registered.
-    await expect.poll(() => openStreamPlaces(client.apiKeyId)).toBe(1);
+    await expect.poll(() => openStreamPlaces(t.stack, client.apiKeyId)).toBe(1);
     await client.createdStrategy('Link 1');
     await client.createdStrategy('Link 2');
     await done;
@@ -152,7 +141,7 @@ describe("Apollo Client's subscription link (GraphQLWsLink)", () => {
 describe('held back', () => {
   it('delivers an event held back behind an unrelated open transaction soon after that transaction ends, with no wake-up of its own', async () => {
     const client = await t.newAccount('Held back');
-    const stream = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION, { after: await endCursor(client) });
+    const stream = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION, { after: await feedEndCursor(client) });
     // A transaction that has written (so has an id) and stays open: every commit after it is held back until it ends.
     const blocker = new pg.Client({ connectionString: t.stack.config.databaseUrl });
     await blocker.connect();
@@ -174,7 +163,7 @@ describe('held back', () => {
 describe('resuming', () => {
   it('after a disconnect mid-burst, Last-Event-ID resumes with every event exactly once, in feed order', async () => {
     const client = await t.newAccount('Resume');
-    const start = await endCursor(client);
+    const start = await feedEndCursor(client);
     const written = await ingestEvents(t.stack.config, client.accountId, 600, 'resume');
     const first = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION, { after: start });
     expect(first.status).toBe(200);
@@ -198,7 +187,7 @@ describe('resuming', () => {
 
   it('replays what is committed, then goes live, under concurrent writes: nothing missed, nothing twice', async () => {
     const client = await t.newAccount('Replay');
-    const start = await endCursor(client);
+    const start = await feedEndCursor(client);
     const written: string[] = [];
     /** Events of the rounds begun once the stream had opened: none of them was committed before it. */
     const writtenAfterOpening = new Set<string>();
@@ -243,7 +232,7 @@ describe('isolation and limits', () => {
   it("never sends another account's events", async () => {
     const bob = await t.newAccount('Bob stream');
     const alice = await t.newAccount('Alice stream');
-    const stream = await rawStream().open(urls().sse, bob.apiKey, EVENTS_SUBSCRIPTION, { after: await endCursor(bob) });
+    const stream = await rawStream().open(urls().sse, bob.apiKey, EVENTS_SUBSCRIPTION, { after: await feedEndCursor(bob) });
     await ingestEvents(t.stack.config, alice.accountId, 50, 'alice');
     await alice.createdStrategy('Alice own');
     await bob.createdStrategy('Bob own');
@@ -252,7 +241,7 @@ describe('isolation and limits', () => {
     expect(stream.items.map((item) => item.data!.events.event.data.name)).toEqual(['Bob own']);
 
     // Another account's cursor is refused, not read.
-    const aliceCursor = await endCursor(alice);
+    const aliceCursor = await feedEndCursor(alice);
     const refused = await rawStream().open(urls().sse, bob.apiKey, EVENTS_SUBSCRIPTION, { after: aliceCursor });
     await refused.waitFor(() => refused.items.length >= 1);
     expect(refused.items[0]!.errors![0]!.extensions!.code).toBe('BAD_USER_INPUT');
@@ -353,7 +342,7 @@ describe('ending streams', () => {
     const ws = wsClient(client.apiKey, { viaHeader: true });
     const wsEnded = ws.iterate({ query: EVENTS_SUBSCRIPTION }).next().catch((error: unknown) => error);
     // Both registered, so that it is a live stream that ends: a key revoked before would be refused at the door alike.
-    await expect.poll(() => openStreamPlaces(client.apiKeyId)).toBe(2);
+    await expect.poll(() => openStreamPlaces(t.stack, client.apiKeyId)).toBe(2);
     await revokeKey(t.stack.operator, { keyId: client.apiKeyId });
     await sse.waitFor(() => sse.items.length >= 1, 3_000);
     expect(sse.items[0]!.errors![0]!.extensions!.code).toBe('UNAUTHENTICATED');
@@ -368,7 +357,7 @@ describe('ending streams', () => {
     const ws = wsClient(client.apiKey);
     const wsEnded = ws.iterate({ query: EVENTS_SUBSCRIPTION }).next().catch((error: unknown) => error);
     // Both registered, so that it is a live stream that ends: an account disabled before would be refused at the door alike.
-    await expect.poll(() => openStreamPlaces(client.apiKeyId)).toBe(2);
+    await expect.poll(() => openStreamPlaces(t.stack, client.apiKeyId)).toBe(2);
     await setApiAccess(t.stack.operator, { accountId: client.accountId, enabled: false });
     await sse.waitFor(() => sse.items.length >= 1, 3_000);
     expect(sse.items[0]!.errors![0]!.extensions!.code).toBe('FORBIDDEN');
@@ -379,14 +368,14 @@ describe('ending streams', () => {
 
   it('ends a consumer more than 1,000 events behind with SLOW_CONSUMER and its last cursor, from which it resumes', async () => {
     const client = await t.newAccount('Slow');
-    const start = await endCursor(client);
+    const start = await feedEndCursor(client);
     const stalled = await stalledSseStream(client.apiKey, { after: start });
     const written: string[] = [];
     // The sockets' buffers take the first few hundred kilobytes (a client that does not read keeps its
     // window small); what lies beyond them is what the consumer is behind by.
     for (let round = 0; round < 3; round += 1) written.push(...(await ingestEvents(t.stack.config, client.accountId, 1000, 'x'.repeat(3000))));
     // Until the gateway has ended the stream (it gives back the key's place in Redis as it does), however long a loaded machine takes.
-    await expect.poll(() => openStreamPlaces(client.apiKeyId), { timeout: 30_000, interval: 100 }).toBe(0);
+    await expect.poll(() => openStreamPlaces(t.stack, client.apiKeyId), { timeout: 30_000, interval: 100 }).toBe(0);
     const received = await stalled.readAll();
     const last = received.items.at(-1)!;
     expect(last.errors?.[0]?.extensions?.code).toBe('SLOW_CONSUMER');
@@ -425,7 +414,7 @@ describe('a key that changes after its WebSocket was acknowledged', () => {
 
   it('a revoked key subscribes nothing on a socket acknowledged before: it is closed 4401 within the second', async () => {
     const client = await t.newAccount('Revoked idle');
-    const after = await endCursor(client);
+    const after = await feedEndCursor(client);
     const ws = wsClient(client.apiKey, { viaHeader: true });
     await ws.connected;
     await revokeKey(t.stack.operator, { keyId: client.apiKeyId });
@@ -443,11 +432,11 @@ describe('a key that changes after its WebSocket was acknowledged', () => {
 
   it('a key that lost read cannot subscribe again on the socket its stream ended on', async () => {
     const client = await t.newAccount('Read removed');
-    const after = await endCursor(client);
+    const after = await feedEndCursor(client);
     const ws = wsClient(client.apiKey);
     const first = subscribe(ws, after);
     // Registered, so that it is a live stream that ends: a key without read is refused at subscribe alike.
-    await expect.poll(() => openStreamPlaces(client.apiKeyId)).toBe(1);
+    await expect.poll(() => openStreamPlaces(t.stack, client.apiKeyId)).toBe(1);
     await updateKey(t.stack.operator, { keyId: client.apiKeyId, scopes: ['orders:write'] });
     expect(await first.ended).toMatchObject([{ extensions: { code: 'FORBIDDEN', requiredScope: 'read' } }]);
 
@@ -483,16 +472,6 @@ describe('WebSocket behind a TLS-terminating proxy', () => {
     await proxied.connected;
   });
 });
-
-/** The places the key's open streams hold in Redis, across gateways (gateway/src/streams/leases.ts). */
-async function openStreamPlaces(apiKeyId: string): Promise<number> {
-  const redis = new Redis(inject('redisUrl'));
-  try {
-    return await redis.zcard(`${t.stack.config.redisKeyPrefix}streams:${apiKeyId}`);
-  } finally {
-    redis.disconnect();
-  }
-}
 
 /** An SSE request whose client stops reading at once: the server sees its buffers fill, as with a consumer that cannot keep up. */
 async function stalledSseStream(apiKey: string, variables: Record<string, unknown>) {
