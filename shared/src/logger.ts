@@ -6,7 +6,7 @@ import type PinoPretty from 'pino-pretty';
 /** The logger type shared by services and Fastify's per-request child loggers. */
 export type Logger = FastifyBaseLogger;
 
-/** Header values that must never reach a log line. */
+/** Secrets that must never reach a log line, wherever a logged object carries them. */
 const REDACTED_PATHS = [
   'req.headers["x-api-key"]',
   'req.headers.authorization',
@@ -18,6 +18,10 @@ const REDACTED_PATHS = [
   'req.headers.cookie',
   'headers.cookie',
   'res.headers["set-cookie"]',
+  // ioredis keeps the command that failed on its error: AUTH's arguments are the Redis password.
+  'err.command.args',
+  // Node's HTTP parser keeps a malformed request's raw head, its key and cookie headers included.
+  'err.rawPacket',
 ];
 
 const require = createRequire(import.meta.url);
