@@ -122,7 +122,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
   addGatewayTimeout(app, config.limits.gatewayTimeoutMs);
   let idempotencyPurge: BackgroundLoop | undefined;
   await registerGraphqlRoute(app, apollo, authentication, (routes) => {
-    idempotencyPurge = registerIdempotency(routes, new IdempotencyStore(keyStore.db), authentication.identityOf, rules, logger);
+    idempotencyPurge = registerIdempotency(routes, new IdempotencyStore(keyStore.db, config.apiKeyHmacSecret), authentication.identityOf, rules, logger);
   });
   await registerStreams(app, { config, authentication, keyStore, logger, redis: options.redis });
   addHealthRoutes(app, options.isReady);

@@ -172,6 +172,24 @@ describe('Idempotency-Key', () => {
     expect(await ordersOf(t.alice, 'IDEM.A')).toBe(1);
   });
 
+  it('keeps an answer that shows a secret once sealed, so the database holds no signing secret, and replays it whole', async () => {
+    const client = await t.newAccount('Sealed answers');
+    const key = freshKey();
+    const create = 'mutation { createWebhookEndpoint(input: { url: "https://hooks.example.com/ots" }) { webhookEndpoint { id } signingSecret error { code } } }';
+    const first = await send(client, key, create, {});
+    const secret = first.body.data.createWebhookEndpoint.signingSecret as string;
+    expect(secret).toMatch(/^whsec_/);
+    const kept = await sql<{ response_body: string }>`select response_body from idempotency_keys where account_id = ${client.accountId} and key = ${key}`.execute(
+      t.stack.running.keys.db,
+    );
+    expect(kept.rows).toHaveLength(1);
+    expect(kept.rows[0]!.response_body).not.toContain(secret);
+    expect(kept.rows[0]!.response_body).not.toContain('whsec_');
+    const repeat = await send(client, key, create, {});
+    expect(repeat.headers.get('idempotent-replayed')).toBe('true');
+    expect(repeat.body).toEqual(first.body);
+  });
+
   it('runs a repeat again without the header, and ignores the header on queries', async () => {
     await send(t.alice, undefined, SUBMIT, { symbol: 'IDEM.B' });
     await send(t.alice, undefined, SUBMIT, { symbol: 'IDEM.B' });
@@ -406,7 +424,7 @@ describe('Idempotency-Key', () => {
   });
 
   it('keeps a claim whose request still runs in progress past its first lease, while the gateway renews it', async () => {
-    const store = new IdempotencyStore(t.stack.running.keys.db, { leaseMs: 1_000 });
+    const store = new IdempotencyStore(t.stack.running.keys.db, t.stack.config.apiKeyHmacSecret, { leaseMs: 1_000 });
     const hash = Buffer.alloc(32, 3);
     const now = new Date();
     const key = freshKey();
@@ -417,7 +435,7 @@ describe('Idempotency-Key', () => {
   });
 
   it('forgets a key after 24 hours, and a claim abandoned past its lease can be taken over by the same request', async () => {
-    const store = new IdempotencyStore(t.stack.running.keys.db, { leaseMs: 1_000 });
+    const store = new IdempotencyStore(t.stack.running.keys.db, t.stack.config.apiKeyHmacSecret, { leaseMs: 1_000 });
     const hash = Buffer.alloc(32, 1);
     const other = Buffer.alloc(32, 2);
     const now = new Date();
@@ -464,7 +482,7 @@ describe('Idempotency-Key', () => {
   it('keeps the answer of a mutation that may have run: a retry past the claim\'s lease is replayed it and runs nothing', async () => {
     const mayHaveRun = { data: { createStrategy: null }, errors: [{ message: 'down', path: ['createStrategy'], extensions: { code: 'SERVICE_UNAVAILABLE' } }] };
     const app = await harness({
-      store: new IdempotencyStore(t.stack.running.keys.db, { leaseMs: 600 }),
+      store: new IdempotencyStore(t.stack.running.keys.db, t.stack.config.apiKeyHmacSecret, { leaseMs: 600 }),
       run: async (context, run) => {
         if (run > 1) return createdStrategy;
         context.unavailableServices.add('strategies');
@@ -486,7 +504,7 @@ describe('Idempotency-Key', () => {
   });
 
   it('releases a claim taken while the 504 went out: the handler never ran, so the retry runs', async () => {
-    const store = new IdempotencyStore(t.stack.running.keys.db);
+    const store = new IdempotencyStore(t.stack.running.keys.db, t.stack.config.apiKeyHmacSecret);
     const claim = store.claim.bind(store);
     let claims = 0;
     store.claim = async (...args) => {
@@ -510,7 +528,7 @@ describe('Idempotency-Key', () => {
 
   it('keeps the late answer of a handler that ends while the 504 is on its way', async () => {
     const app = await harness({
-      store: new IdempotencyStore(t.stack.running.keys.db),
+      store: new IdempotencyStore(t.stack.running.keys.db, t.stack.config.apiKeyHmacSecret),
       gatewayTimeoutMs: 200,
       run: async () => {
         await sleep(300);
@@ -536,7 +554,7 @@ describe('Idempotency-Key', () => {
   });
 
   it('keeps trying to keep an answer that failed to be stored, renewing its claim: the repeat is replayed, not run again', async () => {
-    const store = new IdempotencyStore(t.stack.running.keys.db, { leaseMs: 600 });
+    const store = new IdempotencyStore(t.stack.running.keys.db, t.stack.config.apiKeyHmacSecret, { leaseMs: 600 });
     const complete = store.complete.bind(store);
     let failures = 0;
     store.complete = async (...args) => {
@@ -569,7 +587,7 @@ describe('Idempotency-Key', () => {
   });
 
   it('purges expired keys in batches, passing over those another purge holds', async () => {
-    const store = new IdempotencyStore(t.stack.running.keys.db, { purgeBatch: 2 });
+    const store = new IdempotencyStore(t.stack.running.keys.db, t.stack.config.apiKeyHmacSecret, { purgeBatch: 2 });
     const twoDaysAgo = new Date(Date.now() - 48 * 60 * 60 * 1000);
     const keys = Array.from({ length: 5 }, () => freshKey());
     for (const key of keys) await store.claim(t.alice.accountId, key, Buffer.alloc(32, 4), twoDaysAgo);

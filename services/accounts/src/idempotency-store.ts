@@ -1,4 +1,6 @@
+import { hkdfSync } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import { isSealed, openSecret, sealSecret } from '@ots/shared/secret-box';
 import type { AccountsDb } from './repository.ts';
 
 type IdempotencyDatabase = {
@@ -44,16 +46,21 @@ export interface IdempotencyStoreOptions {
 /**
  * `Idempotency-Key` answers, per account, in the accounts schema: Postgres makes them durable across
  * restarts and shared by every gateway replica, and the primary key makes a claim atomic, so of two
- * concurrent requests with one key exactly one runs.
+ * concurrent requests with one key exactly one runs. An answer may carry a secret shown once (a
+ * webhook endpoint's signing secret): it is kept sealed (shared/src/secret-box.ts)
+ * under a key derived from API_KEY_HMAC_SECRET, bound to its account and key.
  */
 export class IdempotencyStore {
   private readonly db: Kysely<IdempotencyDatabase>;
+  private readonly answerKey: Buffer;
   readonly retentionMs: number;
   readonly leaseMs: number;
   private readonly purgeBatch: number;
 
-  constructor(db: AccountsDb, options: IdempotencyStoreOptions = {}) {
+  /** `secret`: API_KEY_HMAC_SECRET, which every gateway holds and the database does not. */
+  constructor(db: AccountsDb, secret: Buffer, options: IdempotencyStoreOptions = {}) {
     this.db = db.withTables<IdempotencyDatabase>() as unknown as Kysely<IdempotencyDatabase>;
+    this.answerKey = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), 'idempotency answers', 32));
     this.retentionMs = options.retentionMs ?? 24 * 60 * 60 * 1000;
     this.leaseMs = options.leaseMs ?? 30_000;
     this.purgeBatch = options.purgeBatch ?? 5_000;
@@ -105,9 +112,15 @@ export class IdempotencyStore {
       if (!row) continue;
       if (!row.request_hash.equals(requestHash)) return { kind: 'different-request' };
       if (row.response_status === null) return { kind: 'in-progress' };
+      const body = row.response_body ?? '';
       return {
         kind: 'replay',
-        answer: { status: row.response_status, contentType: row.response_content_type ?? 'application/json', body: row.response_body ?? '' },
+        answer: {
+          status: row.response_status,
+          contentType: row.response_content_type ?? 'application/json',
+          // An answer kept before answers were sealed is plain, and gone within the retention.
+          body: isSealed(body) ? openSecret(this.answerKey, body, answerContext(accountId, key)) : body,
+        },
       };
     }
   }
@@ -116,7 +129,7 @@ export class IdempotencyStore {
   async complete(accountId: string, key: string, answer: StoredAnswer): Promise<void> {
     await this.db
       .updateTable('idempotency_keys')
-      .set({ response_status: answer.status, response_content_type: answer.contentType, response_body: answer.body })
+      .set({ response_status: answer.status, response_content_type: answer.contentType, response_body: sealSecret(this.answerKey, answer.body, answerContext(accountId, key)) })
       .where('account_id', '=', accountId)
       .where('key', '=', key)
       .where('response_status', 'is', null)
@@ -175,4 +188,9 @@ export class IdempotencyStore {
       if (deleted < this.purgeBatch) return total;
     }
   }
+}
+
+/** What a kept answer is bound to: moved to another account's or key's row, it does not open. */
+function answerContext(accountId: string, key: string): string {
+  return `${accountId}\n${key}`;
 }

@@ -25,7 +25,7 @@ import {
   type ClaimedMessage,
   type EventsDb,
 } from './repository.ts';
-import { openSecret } from './secret-box.ts';
+import { openSecret } from '@ots/shared/secret-box';
 import { postWebhook, type WebhookAnswer } from './webhook-sender.ts';
 
 /** Time as the retry schedule sees it; tests advance it instead of waiting hours. */
@@ -43,7 +43,7 @@ export interface DispatcherDeps {
   random: () => number;
   /** The 10 s of the contract, unless a test shortens it. */
   deliveryTimeoutMs?: number;
-  /** Opens the sealed signing secrets (secret-box.ts). */
+  /** Opens the sealed signing secrets (shared/src/secret-box.ts). */
   secretKey: Buffer;
 }
 

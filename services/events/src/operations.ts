@@ -26,7 +26,7 @@ import {
   type EventRow,
   type EventsDb,
 } from './repository.ts';
-import { sealSecret } from './secret-box.ts';
+import { sealSecret } from '@ots/shared/secret-box';
 import { resolvePublicAddresses } from './url-policy.ts';
 
 /**
@@ -36,7 +36,7 @@ import { resolvePublicAddresses } from './url-policy.ts';
 export interface EventsScope extends Scope<EventsDb> {
   /** Endpoint addresses must resolve to public ones (url-policy.ts). */
   production: boolean;
-  /** Seals signing secrets at rest (secret-box.ts). */
+  /** Seals signing secrets at rest (shared/src/secret-box.ts). */
   secretKey: Buffer;
 }
 

@@ -10,7 +10,7 @@ import {
   validateEventTypes,
   validateUrlSyntax,
 } from '../src/domain.ts';
-import { openSecret, sealSecret } from '../src/secret-box.ts';
+import { openSecret, sealSecret } from '@ots/shared/secret-box';
 
 const at = (iso: string) => new Date(iso);
 
