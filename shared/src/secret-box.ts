@@ -4,8 +4,9 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
  * Secrets at rest that a service must read back, so cannot hash: sealed with AES-256-GCM under a key
  * the database does not hold, so a copy of the database alone reveals none of them. Webhook signing
  * secrets are sealed under WEBHOOK_SECRET_KEY (a copy of the events database cannot forge webhooks);
- * the answers kept for `Idempotency-Key` repeats, which may carry a signing secret, under a key derived from API_KEY_HMAC_SECRET. `context` (the account id, or what names the row) is
- * bound in as associated data: a sealed value moved to another row does not open.
+ * the answers kept for `Idempotency-Key` repeats, which may carry a signing secret, under a key
+ * derived from API_KEY_HMAC_SECRET. `context` (the account id, or what names the row) is bound in as
+ * associated data: a sealed value moved to another row does not open.
  * Format: `v1.<iv>.<ciphertext>.<tag>`, base64url parts.
  */
 const VERSION = 'v1';
