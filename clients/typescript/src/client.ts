@@ -65,6 +65,11 @@ export class OtsClient {
 
   constructor(options: OtsClientOptions) {
     if (!options.apiKey) throw new TypeError('OtsClient needs an apiKey');
+    // A header value may not hold a line break or a control character, and fetch's own refusal quotes
+    // the value: a key read with its trailing newline would reach the caller's logs in an error.
+    if (!/^[\x21-\x7e]+$/.test(options.apiKey)) {
+      throw new TypeError('OtsClient: the apiKey holds a space, a line break or another character no key has (was it read with a trailing newline?)');
+    }
     this.maxNetworkRetries = options.maxNetworkRetries ?? 2;
     this.transport = new Transport({
       apiKey: options.apiKey,

@@ -97,6 +97,22 @@ async function limitOrders(client: OtsClient, symbol: string, count: number) {
   return orders;
 }
 
+describe('an API key with a character no key has', () => {
+  it('is refused when the client is made, without quoting the key, rather than in a network error that would', () => {
+    const key = 'svc_live_abcdefghijklmnopqrstuvwxyz0123456789AB';
+    for (const apiKey of [`${key}\n`, `${key} `, `svc_live_abc\r\ndef`]) {
+      let refusal: unknown;
+      try {
+        new OtsClient({ apiKey, baseUrl: 'http://127.0.0.1:9' });
+      } catch (error) {
+        refusal = error;
+      }
+      expect(refusal).toBeInstanceOf(TypeError);
+      expect((refusal as Error).message).not.toContain('svc_live_');
+    }
+  });
+});
+
 describe('a call whose answer is lost', () => {
   it('is retried and submits one order, even without a clientOrderId', async () => {
     const { client } = await newClient();
