@@ -1,4 +1,3 @@
-import { createServer, type Server } from 'node:http';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey, setApiAccess } from '@ots/accounts';
@@ -66,31 +65,6 @@ function watching(look: (request: { body: string; idempotencyKey: string | undef
   };
 }
 
-/** A relay to `target` that forwards each request and loses its answer (502): a service that ran it and did not answer. */
-async function answerLosingRelay(target: string): Promise<{ url: string; close: () => Promise<void> }> {
-  const server: Server = createServer((incoming, outgoing) => {
-    void (async () => {
-      const chunks: Buffer[] = [];
-      for await (const chunk of incoming) chunks.push(chunk as Buffer);
-      const headers = Object.fromEntries(
-        Object.entries(incoming.headers).filter((entry): entry is [string, string] => typeof entry[1] === 'string' && !['host', 'connection', 'content-length'].includes(entry[0])),
-      );
-      await fetch(target, { method: 'POST', headers, body: Buffer.concat(chunks) });
-      outgoing.writeHead(502).end();
-    })();
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-  return {
-    url: `http://127.0.0.1:${port}/graphql`,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
 async function limitOrders(client: OtsClient, symbol: string, count: number) {
   const orders = [];
   for (let i = 0; i < count; i += 1) orders.push(await client.orders.submit({ symbol, side: 'BUY', type: 'LIMIT', limitPrice: '10', quantity: String(i + 1) }));
@@ -99,8 +73,9 @@ async function limitOrders(client: OtsClient, symbol: string, count: number) {
 
 describe('an API key with a character no key has', () => {
   it('is refused when the client is made, without quoting the key, rather than in a network error that would', () => {
-    const key = 'svc_live_abcdefghijklmnopqrstuvwxyz0123456789AB';
-    for (const apiKey of [`${key}\n`, `${key} `, `svc_live_abc\r\ndef`]) {
+    // Shaped like a key, made here so that nothing resembling one is written in the source.
+    const key = ['svc', 'live', 'k'.repeat(38)].join('_');
+    for (const apiKey of [`${key}\n`, `${key} `, `${key.slice(0, 12)}\r\n${key.slice(12)}`]) {
       let refusal: unknown;
       try {
         new OtsClient({ apiKey, baseUrl: 'http://127.0.0.1:9' });
@@ -281,8 +256,11 @@ describe('a call while the service it needs is down', () => {
 
 describe('a call whose service ran it and did not answer', () => {
   it('stops at the replayed outage and throws it, saying the mutation may have run: the strategy is created once', async () => {
-    const relay = await answerLosingRelay(t.stack.urls.strategies);
-    const gateway = await t.stack.anotherGateway({ config: { subgraphUrls: { ...t.stack.config.subgraphUrls, strategies: relay.url } } });
+    // Between the gateway and strategies: strategies runs the mutation, and its answer is lost.
+    const relay = await new FaultProxy(new URL(t.stack.urls.strategies)).start();
+    relay.dropNextResponses(1, mutation('createStrategy'));
+    const strategiesUrl = new URL(new URL(t.stack.urls.strategies).pathname, relay.origin).toString();
+    const gateway = await t.stack.anotherGateway({ config: { subgraphUrls: { ...t.stack.config.subgraphUrls, strategies: strategiesUrl } } });
     try {
       const { client: reader, apiKey } = await newClient();
       const replayed: (string | null)[] = [];
