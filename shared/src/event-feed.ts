@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { isEventType } from './contracts/events.ts';
+import { badUserInput } from './errors.ts';
 import type { SubgraphRouteContract } from './subgraph-route.ts';
 
 /**
@@ -60,3 +62,13 @@ export const eventFeedRoute = {
 export type EventFeedInput = z.input<typeof feedInput>;
 export type EventFeedAnswer = z.output<typeof feedAnswer>;
 export type FeedEvent = z.output<typeof feedEvent>;
+
+/**
+ * A type filter of known event types, as `listEvents` and the `events` subscription take it; an
+ * unknown name is a BAD_USER_INPUT rather than an empty feed.
+ */
+export function eventTypesOf(types: readonly string[] | null | undefined): readonly string[] | undefined {
+  const unknown = types?.find((type) => !isEventType(type));
+  if (unknown !== undefined) throw badUserInput(`filter.types holds an unknown event type: ${JSON.stringify(unknown)}`, 'filter');
+  return types ?? undefined;
+}

@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { buildSchema, getOperationAST, GraphQLError, Kind, parse, specifiedRules, validate, type DocumentNode, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
 import type { Limits } from '@ots/shared/config';
-import { isEventType } from '@ots/shared/contracts/events';
 import { badUserInput } from '@ots/shared/errors';
-import { MAX_FEED_CURSOR_LENGTH } from '@ots/shared/event-feed';
+import { eventTypesOf, MAX_FEED_CURSOR_LENGTH } from '@ots/shared/event-feed';
 import { parseDateTime } from '@ots/shared/scalars';
 import { queryLimitRules } from '../limits.ts';
 import { fragmentsOf } from '../root-fields.ts';
@@ -38,9 +37,7 @@ export function feedArgumentsOf(args: EventsArgs, resumeFrom: string | undefined
   const after = resumeFrom ?? args.after ?? null;
   // No cursor the feed issues is this long.
   if (after !== null && after.length > MAX_FEED_CURSOR_LENGTH) throw badUserInput('after is not a cursor issued for this list and ordering', 'after');
-  const types = args.filter?.types ?? null;
-  const unknown = types?.find((type) => !isEventType(type));
-  if (unknown !== undefined) throw badUserInput(`filter.types holds an unknown event type: ${JSON.stringify(unknown)}`, 'filter');
+  const types = eventTypesOf(args.filter?.types);
   const occurredAfter = args.filter?.occurredAfter;
   return {
     after,

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { badUserInput, fail, ok, type Result } from '@ots/shared/errors';
+import { fail, ok, type Result } from '@ots/shared/errors';
 import { characterCount, mustBeLengthAtMost } from '@ots/shared/messages';
 import { EVENT_TYPES, isEventType, type EventType } from '@ots/shared/contracts/events';
 import { checkLiteralAddress } from './url-policy.ts';
@@ -144,9 +144,3 @@ export function webhookBody(event: { id: string; type: string; occurred_at: Date
   return JSON.stringify({ id: event.id, type: event.type, occurredAt: event.occurred_at.toISOString(), data: event.data });
 }
 
-/** A type filter of known event types; an unknown name is a BAD_USER_INPUT rather than an empty feed. */
-export function eventTypesOf(types: readonly string[] | null | undefined): readonly string[] | undefined {
-  const unknown = types?.find((type) => !isEventType(type));
-  if (unknown !== undefined) throw badUserInput(`filter.types holds an unknown event type: ${JSON.stringify(unknown)}`, 'filter');
-  return types ?? undefined;
-}

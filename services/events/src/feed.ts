@@ -3,11 +3,10 @@ import { GraphQLError } from 'graphql';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
 import { parseDateTime } from '@ots/shared/scalars';
-import type { EventFeedAnswer, eventFeedRoute } from '@ots/shared/event-feed';
+import { eventTypesOf, type EventFeedAnswer, type eventFeedRoute } from '@ots/shared/event-feed';
 import type { EventsContext } from './context.ts';
 import type { SealedFeedCursors } from '@ots/shared/sealed-cursors';
 import { countEventsAfter, scanEvents, type EventFilter, type EventRow, type EventsDb, type ScannedEvent } from './repository.ts';
-import { eventTypesOf } from './domain.ts';
 
 /**
  * The feed as `listEvents` and the gateway's streams read it: oldest first in commit order, from a

@@ -6,7 +6,8 @@ import { readFeed } from './feed.ts';
 import { DateTimeScalar } from '@ots/shared/scalars';
 import { callerScope } from '@ots/shared/scope';
 import type { EventsContext } from './context.ts';
-import { DEFAULT_GRACE_SECONDS, eventTypesOf } from './domain.ts';
+import { eventTypesOf } from '@ots/shared/event-feed';
+import { DEFAULT_GRACE_SECONDS } from './domain.ts';
 import type { MutationDisableWebhookEndpointArgs, Resolvers } from './generated/resolvers-types.ts';
 import {
   createEndpoint,
