@@ -144,11 +144,19 @@ async function attempt(deps: DispatcherDeps, message: ClaimedMessage, stopping: 
 }
 
 async function recordAttempt(deps: DispatcherDeps, message: ClaimedMessage, attemptedAt: Date, answer: WebhookAnswer): Promise<void> {
-  if (answer.succeeded) return recordDelivered(deps.db, message, { attemptedAt, ...answer });
-  await deps.db.transaction().execute(async (trx) => {
+  const recorded = answer.succeeded ? await recordDelivered(deps.db, message, { attemptedAt, ...answer }) : await recordFailure(deps, message, attemptedAt, answer);
+  if (!recorded) {
+    // Removed, or its event expired, during the attempt: nothing is left to record it on, nor to send again.
+    deps.log.info({ endpointId: message.endpoint_id, messageId: message.id }, 'webhook attempt not recorded: its endpoint or event was deleted while it ran');
+  }
+}
+
+/** False when the endpoint or the message was gone: nothing recorded. */
+async function recordFailure(deps: DispatcherDeps, message: ClaimedMessage, attemptedAt: Date, answer: WebhookAnswer): Promise<boolean> {
+  return deps.db.transaction().execute(async (trx) => {
     // Its failure streak decides whether to disable it; locked first, so attempts of one endpoint record one after another.
     const endpoint = await lockEndpoint(trx, message.account_id, message.endpoint_id);
-    await insertAttempt(trx, message, { attemptedAt, ...answer });
+    if (!endpoint || !(await insertAttempt(trx, message, { attemptedAt, ...answer }))) return false;
     if (answer.interrupted) {
       // Our stop, not the receiver's failure: due again at once, for the next replica or start.
       await settleMessage(trx, message, { state: 'PENDING', nextAttemptAt: attemptedAt });
@@ -156,12 +164,12 @@ async function recordAttempt(deps: DispatcherDeps, message: ClaimedMessage, atte
       const next = decideAfterFailure(message.created_at, message.attempts, { attemptedAt, durationMs: answer.durationMs }, deps.random());
       await settleMessage(trx, message, next.kind === 'retry' ? { state: 'PENDING', nextAttemptAt: next.at } : { state: 'FAILED' });
     }
-    if (endpoint && endpoint.status !== 'ENABLED') {
+    if (endpoint.status !== 'ENABLED') {
       // Disabled while the attempt was in flight: its disabling left this claimed message alone, so it waits parked with the rest.
       await parkPendingMessages(trx, endpoint.account_id, endpoint.id);
-      return;
+      return true;
     }
-    if (!endpoint || answer.interrupted) return;
+    if (answer.interrupted) return true;
     const failingSince = endpoint.failing_since ?? attemptedAt;
     if (shouldDisable(failingSince, attemptedAt)) {
       await updateEndpoint(trx, endpoint.account_id, endpoint.id, { status: 'DISABLED', disabled_reason: disabledAfterFailuresReason(failingSince) }, attemptedAt);
@@ -170,6 +178,7 @@ async function recordAttempt(deps: DispatcherDeps, message: ClaimedMessage, atte
     } else if (!endpoint.failing_since) {
       await updateEndpoint(trx, endpoint.account_id, endpoint.id, { failing_since: failingSince }, attemptedAt);
     }
+    return true;
   });
 }
 

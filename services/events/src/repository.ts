@@ -471,23 +471,28 @@ export interface AttemptOutcome {
   durationMs: number;
 }
 
-export async function insertAttempt(trx: EventsDb, message: ClaimedMessage, outcome: AttemptOutcome): Promise<void> {
-  await trx
-    .insertInto('webhook_attempts')
-    .values({
-      id: newId(outcome.attemptedAt.getTime()),
-      account_id: message.account_id,
-      endpoint_id: message.endpoint_id,
-      message_id: message.id,
-      event_id: message.event_id,
-      attempt: message.attempts,
-      attempted_at: outcome.attemptedAt,
-      status_code: outcome.statusCode,
-      failure: outcome.failure,
-      succeeded: outcome.succeeded,
-      duration_ms: outcome.durationMs,
-    })
-    .execute();
+/**
+ * An attempt's row, inserted only while its message is there: removing the endpoint, or the
+ * retention clean-up deleting the event, cascades the message away, and an attempt in flight then
+ * has nothing left to record. The message is locked as the foreign key checks lock it (key share),
+ * so that a delete committed while the statement runs is seen as the message's absence instead of
+ * failing those checks. `whileAlso` gates it further, before that lock.
+ */
+function insertAttemptWhileMessageExists(message: ClaimedMessage, outcome: AttemptOutcome, whileAlso = sql`true`) {
+  return sql`
+    insert into events.webhook_attempts
+      (id, account_id, endpoint_id, message_id, event_id, attempt, attempted_at, status_code, failure, succeeded, duration_ms)
+    select ${newId(outcome.attemptedAt.getTime())}::uuid, m.account_id, m.endpoint_id, m.id, m.event_id, ${message.attempts}::int,
+      ${outcome.attemptedAt}::timestamptz, ${outcome.statusCode}::int, ${outcome.failure}::text, ${outcome.succeeded}::boolean, ${outcome.durationMs}::int
+    from events.webhook_messages m
+    where m.account_id = ${message.account_id} and m.id = ${message.id} and ${whileAlso}
+    for key share of m`;
+}
+
+/** Records a failed attempt; false when its message is gone (`insertAttemptWhileMessageExists`). */
+export async function insertAttempt(trx: EventsDb, message: ClaimedMessage, outcome: AttemptOutcome): Promise<boolean> {
+  const result = await insertAttemptWhileMessageExists(message, outcome).execute(trx);
+  return Number(result.numAffectedRows) > 0;
 }
 
 /**
@@ -496,26 +501,28 @@ export async function insertAttempt(trx: EventsDb, message: ClaimedMessage, outc
  * `lockEndpoint` locks it, so that attempts of one endpoint record one after another, but only for
  * the statement and its commit: a transaction of four statements held it across four round trips,
  * and with eight attempts of one endpoint in flight those records, one at a time, were what bounded
- * its deliveries under a burst.
+ * its deliveries under a burst. The endpoint is locked before the message, in the order its removal
+ * locks them. False when the endpoint or the message is gone: nothing is recorded.
  */
-export async function recordDelivered(db: EventsDb, message: ClaimedMessage, outcome: AttemptOutcome): Promise<void> {
-  await sql`
+export async function recordDelivered(db: EventsDb, message: ClaimedMessage, outcome: AttemptOutcome): Promise<boolean> {
+  const result = await sql<{ recorded: boolean }>`
     with endpoint as (
       select id, failing_since from events.webhook_endpoints
       where account_id = ${message.account_id} and id = ${message.endpoint_id}
       for no key update
     ), attempt as (
-      insert into events.webhook_attempts
-        (id, account_id, endpoint_id, message_id, event_id, attempt, attempted_at, status_code, failure, succeeded, duration_ms)
-      values (${newId(outcome.attemptedAt.getTime())}, ${message.account_id}, ${message.endpoint_id}, ${message.id}, ${message.event_id},
-        ${message.attempts}, ${outcome.attemptedAt}, ${outcome.statusCode}, ${outcome.failure}, true, ${outcome.durationMs})
+      ${insertAttemptWhileMessageExists(message, outcome, sql`exists (select from endpoint)`)}
+      returning id
     ), settled as (
       update events.webhook_messages set state = 'DELIVERED', claim_token = null
       where account_id = ${message.account_id} and id = ${message.id} and claim_token = ${message.claim_token}
+    ), streak_ended as (
+      update events.webhook_endpoints e set failing_since = null, updated_at = ${outcome.attemptedAt}
+      from endpoint
+      where e.account_id = ${message.account_id} and e.id = endpoint.id and endpoint.failing_since is not null
     )
-    update events.webhook_endpoints e set failing_since = null, updated_at = ${outcome.attemptedAt}
-    from endpoint
-    where e.account_id = ${message.account_id} and e.id = endpoint.id and endpoint.failing_since is not null`.execute(db);
+    select exists (select from attempt) as recorded`.execute(db);
+  return result.rows[0]!.recorded;
 }
 
 /** Sets the message's state after an attempt, only if this claimer still holds it. */

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import { createServer, type ServerResponse } from 'node:http';
 import { sql } from 'kysely';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { receiveId, type Uuid } from '@ots/shared/ids';
 import { createLogger } from '@ots/shared/logger';
 import { testScope } from '@ots/shared/testing/scope';
-import { DELIVERY_WINDOW_MS, MAX_ENDPOINTS_PER_ACCOUNT, RETRY_DELAYS_MS } from '../src/domain.ts';
-import { CLAIM_LEASE_MS, dispatchDueMessages, ENDPOINT_CONCURRENCY, startDispatcher, type DispatcherDeps } from '../src/dispatcher.ts';
-import { createEndpoint, disableEndpoint, enableEndpoint, type EventsScope } from '../src/operations.ts';
+import { DELIVERY_WINDOW_MS, MAX_ENDPOINTS_PER_ACCOUNT, RETENTION_MS, RETRY_DELAYS_MS } from '../src/domain.ts';
+import { CLAIM_LEASE_MS, deleteExpiredEvents, dispatchDueMessages, ENDPOINT_CONCURRENCY, startDispatcher, type DispatcherDeps } from '../src/dispatcher.ts';
+import { createEndpoint, disableEndpoint, enableEndpoint, removeEndpoint, type EventsScope } from '../src/operations.ts';
 import { claimDueMessages } from '../src/repository.ts';
 import { ingest, ManualClock, strategyEvent, secretKey, useEventsDatabase } from './support/fixtures.ts';
 import { Receiver } from '../../../testing/webhook-receiver.ts';
@@ -194,6 +195,60 @@ describe('delivery with retries against a real receiver', () => {
       [200, null, true],
     ]);
     expect(receiver.received).toHaveLength(2);
+  });
+});
+
+describe('an endpoint or event deleted while its attempt is in flight', () => {
+  it('records nothing and logs no error, failed or delivered, and the dispatcher goes on delivering', async () => {
+    const clock = new ManualClock();
+    const { accountId, endpoint, deps } = await setUp(clock);
+    const scope: EventsScope = { ...testScope(db, accountId), production: false, secretKey, now: () => clock.now() };
+    // A receiver that answers 200 only when the test lets it: the delivered attempt ends after its event is gone.
+    const held: ServerResponse[] = [];
+    const slow = createServer((request, response) => {
+      request.resume();
+      held.push(response);
+    });
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    const slowPort = (slow.address() as { port: number }).port;
+    const quiet = { error: vi.fn(), warn: vi.fn(), info: vi.fn() };
+    const dispatcher = startDispatcher({ ...deps, log: quiet, deliveryTimeoutMs: 2 * SECOND }, MINUTE);
+    try {
+      // The endpoint is removed while the receiver hangs: its attempt fails at the deadline, with nothing left to record it on.
+      receiver.answerNext('hang');
+      const first = strategyEvent(accountId, clock.now());
+      await ingest(db, [first], clock.now());
+      dispatcher.wake();
+      await expect.poll(() => receiver.received.length).toBe(1);
+      expect((await removeEndpoint(scope, receiveId(endpoint.id))).ok).toBe(true);
+      await expect.poll(() => quiet.info.mock.calls.length + quiet.error.mock.calls.length).toBe(1);
+
+      // The event expires (the retention clean-up) while the receiver takes its time over a 200.
+      const other = await createEndpoint(scope, { url: `http://127.0.0.1:${slowPort}/hooks` });
+      if (!other.ok) throw new Error(other.error.message);
+      const second = strategyEvent(accountId, clock.now());
+      await ingest(db, [second], clock.now());
+      dispatcher.wake();
+      await expect.poll(() => held.length).toBe(1);
+      expect(await deleteExpiredEvents(db, new Date(clock.now().getTime() + RETENTION_MS + 1))).toBeGreaterThan(0);
+      held[0]!.end('ok');
+      await expect.poll(() => quiet.info.mock.calls.length + quiet.error.mock.calls.length).toBe(2);
+
+      expect(quiet.error).not.toHaveBeenCalled();
+      expect(await db.selectFrom('webhook_attempts').select('id').where('account_id', '=', accountId).execute()).toEqual([]);
+      // Still delivering: a new event reaches the endpoint that is left.
+      const third = strategyEvent(accountId, clock.now());
+      await ingest(db, [third], clock.now());
+      dispatcher.wake();
+      await expect.poll(() => held.length).toBe(2);
+      held[1]!.end('ok');
+      await expect.poll(async () => (await messageOf(third.id)).state).toBe('DELIVERED');
+      expect(quiet.error).not.toHaveBeenCalled();
+    } finally {
+      await dispatcher.stop();
+      slow.closeAllConnections();
+      await new Promise<void>((resolve) => slow.close(() => resolve()));
+    }
   });
 });
 
