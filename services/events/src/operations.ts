@@ -3,6 +3,7 @@ import type { ReceivedId } from '@ots/shared/ids';
 import type { Scope } from '@ots/shared/scope';
 import { notFoundInAccount } from '@ots/shared/messages';
 import {
+  DELIVERY_TIMEOUT_MS,
   MAX_ENDPOINTS_PER_ACCOUNT,
   newSigningSecret,
   validateDescription,
@@ -48,7 +49,8 @@ async function validateUrl(raw: string, production: boolean): Promise<Result<str
   if (!url.ok) return url;
   if (production) {
     try {
-      await resolvePublicAddresses(url.value.hostname);
+      // Bounded by a delivery's 10 s: a name whose DNS never answers holds the mutation no longer.
+      await resolvePublicAddresses(url.value.hostname, { signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS) });
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       // A resolver that cannot answer now says nothing of the name: the client may retry.

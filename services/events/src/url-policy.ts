@@ -1,4 +1,4 @@
-import { lookup as dnsLookup } from 'node:dns';
+import { lookup as dnsLookup, NODATA, NOTFOUND, promises as dnsPromises } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
@@ -16,6 +16,14 @@ import ipaddr from 'ipaddr.js';
  * The check runs when an endpoint is saved and again at every connection: the delivery's DNS
  * look-up goes through `guardedLookup`, so the socket connects to the very address that was checked
  * (a name that re-resolves to 127.0.0.1 after it was saved — DNS rebinding — is refused then).
+ *
+ * Names are resolved with c-ares (`Resolver.resolve4`/`resolve6`), not `dns.lookup`: `dns.lookup`
+ * is getaddrinfo on libuv's pool of 4 threads, and a name whose DNS never answers holds a thread for
+ * glibc's retries, beyond the attempt's deadline (which only closes the socket), so a few clients'
+ * endpoints at such names would hold every thread and every other endpoint's look-ups would wait
+ * past their own deadlines. c-ares runs on the event loop, and each look-up is cancelled when its
+ * attempt ends. It does not read /etc/hosts, which a client's name has no business in; `localhost`
+ * is refused without asking (RFC 6761).
  */
 
 const IPV6_GLOBAL_UNICAST = ipaddr.parseCIDR('2000::/3');
@@ -58,36 +66,86 @@ class AddressNotAllowedError extends Error {
   readonly code = 'EADDRNOTALLOWED';
 }
 
+/** Each name server is asked TRIES times, TRY_TIMEOUT_MS each: a second server is asked well within the 10 s. */
+const TRY_TIMEOUT_MS = 2_000;
+const TRIES = 2;
+
+export interface ResolveOptions {
+  /** Cancels the look-up: the end of the attempt it is for, or the save's time limit. */
+  signal: AbortSignal;
+  /** Name servers to ask instead of the system's (tests point them at one that never answers). */
+  servers?: readonly string[];
+}
+
+function dnsError(code: string, message: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(message), { code });
+}
+
+/**
+ * A name's IPv4 and IPv6 addresses through c-ares, until `options.signal`. A family that does
+ * not answer while the other does is left out, as getaddrinfo leaves it out: the connection uses
+ * only the addresses returned, all of them checked. Fails with ENOTFOUND when the name has no
+ * address, EAI_AGAIN when DNS did not answer (in time): the codes getaddrinfo gives.
+ */
+async function resolveName(name: string, options: ResolveOptions): Promise<{ address: string; family: number }[]> {
+  const resolver = new dnsPromises.Resolver({ timeout: TRY_TIMEOUT_MS, tries: TRIES });
+  if (options.servers) resolver.setServers(options.servers);
+  const cancel = () => resolver.cancel();
+  options.signal.addEventListener('abort', cancel, { once: true });
+  try {
+    const [v4, v6] = await Promise.allSettled([resolver.resolve4(name), resolver.resolve6(name)]);
+    const addresses = [
+      ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),
+      ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
+    ];
+    if (addresses.length > 0) return addresses;
+    const unanswered = [v4, v6]
+      .map((settled) => (settled.status === 'rejected' ? (settled.reason as NodeJS.ErrnoException).code : undefined))
+      .find((code) => code !== NOTFOUND && code !== NODATA);
+    if (unanswered) throw dnsError('EAI_AGAIN', `${name}: no answer from DNS (${unanswered})`);
+    throw dnsError('ENOTFOUND', `${name} has no address`);
+  } finally {
+    options.signal.removeEventListener('abort', cancel);
+  }
+}
+
+/** RFC 6761: `localhost` and the names under it are loopback, answered from /etc/hosts rather than DNS. */
+function isLocalhostName(name: string): boolean {
+  const lower = name.toLowerCase().replace(/\.$/, '');
+  return lower === 'localhost' || lower.endsWith('.localhost');
+}
+
 /**
  * Resolves a name and refuses it if any of its addresses is not public: a name with one private
- * address among public ones would let a rebinding resolver pick it.
+ * address among public ones would let a rebinding resolver pick it. A literal is its own address.
  */
-export async function resolvePublicAddresses(hostname: string): Promise<{ address: string; family: number }[]> {
+export async function resolvePublicAddresses(hostname: string, options: ResolveOptions): Promise<{ address: string; family: number }[]> {
   const bare = hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
-  const addresses = await new Promise<{ address: string; family: number }[]>((resolve, reject) =>
-    dnsLookup(bare, { all: true }, (error, found) => (error ? reject(error) : resolve(found))),
-  );
   // The refusal names no address: a client that names an internal host must not learn how it resolves.
-  if (addresses.some(({ address }) => nonPublicRange(address))) throw new AddressNotAllowedError(`${hostname} resolves to a non-public address`);
-  if (addresses.length === 0) throw new AddressNotAllowedError(`${hostname} resolves to no address`);
+  const refused = new AddressNotAllowedError(`${hostname} resolves to a non-public address`);
+  if (isLocalhostName(bare)) throw refused;
+  const addresses = isIP(bare) ? [{ address: bare, family: isIP(bare) }] : await resolveName(bare, options);
+  if (addresses.some(({ address }) => nonPublicRange(address))) throw refused;
   return addresses;
 }
 
 /**
  * The `lookup` of every delivery's socket. In production it answers only addresses that passed
- * `resolvePublicAddresses`; outside production it is the ordinary look-up (tests receive on 127.0.0.1).
+ * `resolvePublicAddresses`, within the attempt (`options`). Outside production it is the ordinary
+ * look-up, /etc/hosts included, so that tests and local development reach receivers on localhost
+ * or a compose file's names (127.0.0.1 is a literal: never looked up).
  * It serves both forms Node asks for: one address, or all of them (happy eyeballs).
  */
-export function guardedLookup(production: boolean): LookupFunction {
-  return ((hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+export function guardedLookup(production: boolean, options: ResolveOptions): LookupFunction {
+  return ((hostname: string, lookupOptions: { all?: boolean }, callback: (...args: unknown[]) => void) => {
     const resolved = production
-      ? resolvePublicAddresses(hostname)
+      ? resolvePublicAddresses(hostname, options)
       : new Promise<{ address: string; family: number }[]>((resolve, reject) =>
           dnsLookup(hostname, { all: true }, (error, found) => (error ? reject(error) : resolve(found))),
         );
     resolved.then(
       (addresses) => {
-        if (options.all) callback(null, addresses);
+        if (lookupOptions.all) callback(null, addresses);
         else callback(null, addresses[0]!.address, addresses[0]!.family);
       },
       (error: unknown) => callback(error),

@@ -15,6 +15,8 @@ export interface WebhookRequest {
   timeoutMs: number;
   /** Aborted when the service stops: the attempt ends at once, as `interrupted`. */
   signal?: AbortSignal;
+  /** Name servers for the endpoint's name instead of the system's (url-policy.ts `ResolveOptions`). */
+  dnsServers?: readonly string[];
 }
 
 export interface WebhookAnswer {
@@ -41,10 +43,13 @@ export function postWebhook(request: WebhookRequest): Promise<WebhookAnswer> {
     let settled = false;
     let deadline: NodeJS.Timeout | undefined;
     let onSettled: (() => void) | undefined;
+    // Ends the DNS look-up with the attempt: destroying the socket would leave it running.
+    const ended = new AbortController();
     const finish = (answer: Omit<WebhookAnswer, 'durationMs'>) => {
       if (settled) return;
       settled = true;
       clearTimeout(deadline);
+      ended.abort();
       onSettled?.();
       resolve({ ...answer, durationMs: elapsed() });
     };
@@ -77,7 +82,7 @@ export function postWebhook(request: WebhookRequest): Promise<WebhookAnswer> {
       method: 'POST',
       headers: { ...request.headers, 'content-length': Buffer.byteLength(request.body) },
       agent: false,
-      lookup: guardedLookup(request.production),
+      lookup: guardedLookup(request.production, { signal: ended.signal, servers: request.dnsServers }),
     });
     deadline = setTimeout(() => {
       outgoing.destroy();
@@ -121,6 +126,8 @@ function describeError(error: NodeJS.ErrnoException): string {
       return 'connection reset by the receiver';
     case 'ENOTFOUND':
       return 'the host name does not resolve';
+    case 'EAI_AGAIN':
+      return 'DNS did not answer for the host name';
     case 'ETIMEDOUT':
       return 'connection timed out';
     default:

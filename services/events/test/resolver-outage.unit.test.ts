@@ -2,12 +2,16 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { describe, expect, it, vi } from 'vitest';
 import type { EventsDb } from '../src/repository.ts';
 
-// The resolver's own failure, as getaddrinfo reports one it may recover from.
-vi.mock('node:dns', async (actual) => ({
-  ...(await actual<typeof import('node:dns')>()),
-  lookup: (_host: string, _options: unknown, callback: (error: NodeJS.ErrnoException) => void) =>
-    callback(Object.assign(new Error('getaddrinfo EAI_AGAIN hooks.example.com'), { code: 'EAI_AGAIN' })),
-}));
+// The resolver's own failure, as c-ares reports one it may recover from: no answer in time.
+vi.mock('node:dns', async (actual) => {
+  const dns = await actual<typeof import('node:dns')>();
+  const unanswered = (name: string) => Promise.reject(Object.assign(new Error(`query ETIMEOUT ${name}`), { code: dns.TIMEOUT }));
+  class Unanswering {
+    resolve4 = unanswered;
+    resolve6 = unanswered;
+  }
+  return { ...dns, promises: { ...dns.promises, Resolver: Unanswering } };
+});
 
 const { createEndpoint } = await import('../src/operations.ts');
 
