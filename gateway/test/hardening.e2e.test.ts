@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { getIntrospectionQuery } from 'graphql';
+import { createClient as createWsClient } from 'graphql-ws';
+import WebSocket from 'ws';
 import { createLogger } from '@ots/shared/logger';
+import { TcpProxy } from '@ots/shared/testing/tcp-proxy';
+import type { RunningServer } from '@ots/shared/subgraph-server';
 import { useStack } from '../../testing/fixture.ts';
+import { EVENTS_SUBSCRIPTION, streamUrls } from '../../testing/streams.ts';
 import { generateApiKey, openKeyStore } from '@ots/accounts';
 import { startGateway } from '../src/server.ts';
 
@@ -42,6 +47,85 @@ describe('answers that name nothing internal', () => {
     } finally {
       await t.stack.startService('strategies');
     }
+  });
+});
+
+/** A gateway whose key store reads Postgres through a relay the test cuts, with no Redis layer to answer for it. */
+async function gatewayWithCuttableKeyStore(run: (gateway: RunningServer, keyDatabase: TcpProxy) => Promise<void>) {
+  const database = new URL(t.stack.databaseUrl);
+  const proxy = new TcpProxy(database.hostname, Number(database.port || 5432));
+  await proxy.start();
+  database.hostname = '127.0.0.1';
+  database.port = String(proxy.port);
+  const keys = openKeyStore({ ...t.stack.config, databaseUrl: database.toString(), redisUrl: undefined }, createLogger('cut-key-store', 'silent'), { listen: false });
+  const gateway = await t.stack.anotherGateway({ keyStore: keys.keyStore });
+  try {
+    await run(gateway, proxy);
+  } finally {
+    await gateway.close();
+    await keys.close();
+    await proxy.cut();
+  }
+}
+
+/** graphql-ws's own client, retrying as it does by default (every close but the ones it takes as fatal), with every close seen. */
+function retryingWsClient(url: string, apiKey: string) {
+  const closes: { code: number; reason: string }[] = [];
+  let connections = 0;
+  const client = createWsClient({
+    url: streamUrls(url).ws,
+    webSocketImpl: WebSocket,
+    connectionParams: { 'X-API-Key': apiKey },
+    lazy: false,
+    retryAttempts: 1_000,
+    retryWait: () => new Promise((resolve) => setTimeout(resolve, 100)),
+    onNonLazyError: (error) => closes.push({ code: -1, reason: `gave up: ${String((error as { code?: number }).code ?? error)}` }),
+    on: {
+      connected: () => (connections += 1),
+      closed: (event) => closes.push({ code: (event as { code: number }).code, reason: (event as { reason: string }).reason }),
+    },
+  });
+  return { client, closes, connections: () => connections };
+}
+
+describe('a WebSocket whose key store is unreachable', () => {
+  it('is closed 1013, which graphql-ws retries, never with the driver error as its reason, and connects once the database is back', async () => {
+    await gatewayWithCuttableKeyStore(async (gateway, keyDatabase) => {
+      await keyDatabase.cut();
+      const ws = retryingWsClient(gateway.url, t.alice.apiKey);
+      try {
+        await expect.poll(() => ws.closes.length, { timeout: 10_000, interval: 50 }).toBeGreaterThanOrEqual(2);
+        await keyDatabase.restore();
+        await expect.poll(() => ws.connections(), { timeout: 10_000, interval: 50 }).toBe(1);
+        expect(ws.closes.length).toBeGreaterThanOrEqual(2);
+        for (const close of ws.closes) {
+          expect(close.code).toBe(1013);
+          expect(close.reason).not.toMatch(/\d+\.\d+\.\d+\.\d+|localhost|:\d{2,5}|ECONN/);
+        }
+      } finally {
+        await ws.client.dispose();
+      }
+    });
+  });
+
+  it('answers a subscribe on an open socket TEMPORARILY_UNAVAILABLE, and keeps the socket', async () => {
+    await gatewayWithCuttableKeyStore(async (gateway, keyDatabase) => {
+      const ws = retryingWsClient(gateway.url, t.alice.apiKey);
+      try {
+        await expect.poll(() => ws.connections(), { timeout: 10_000, interval: 50 }).toBe(1);
+        await keyDatabase.cut();
+        // Past the key store's in-process layer (1 s): the subscribe's look-up goes to Postgres.
+        await new Promise((resolve) => setTimeout(resolve, 1_100));
+        const refused = await new Promise<unknown>((resolve) => {
+          ws.client.subscribe({ query: EVENTS_SUBSCRIPTION }, { next: () => undefined, error: resolve, complete: () => resolve('completed') });
+        });
+        expect(refused).toEqual([expect.objectContaining({ message: expect.stringMatching(/temporarily unavailable/), extensions: { code: 'TEMPORARILY_UNAVAILABLE' } })]);
+        expect(JSON.stringify(refused)).not.toMatch(/ECONN|:\d{2,5}/);
+        expect(ws.closes).toEqual([]);
+      } finally {
+        await ws.client.dispose();
+      }
+    });
   });
 });
 
