@@ -57,7 +57,9 @@ type StreamArgs = ExecutionArgs & { contextValue: StreamContext & { stream?: Eve
  * with its scopes as they are then. A revoked key's or disabled account's connection, streams or
  * not, is closed the same way within the second; the server's pings are the heartbeat. A key holds
  * at most `socketsPerKey` sockets on this gateway (4429 beyond), and one without a subscription is
- * idle to the connection cap, which may close it to make room. A key store that does not answer
+ * idle to the connection cap, which may close it to make room. Each subscribe takes a token of the
+ * key's rate limit, as each request does; over it, the subscribe is refused TOO_MANY_REQUESTS with
+ * `retryAfterSeconds`, and the socket stays open. A key store that does not answer
  * (section 7's dependency outage) closes a connecting socket 1013, after which graphql-ws's client
  * reconnects, and refuses a subscribe TEMPORARILY_UNAVAILABLE; no error's own message reaches a client.
  */
@@ -86,6 +88,8 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
     services.logger.warn({ err: error, reqId: requestId }, 'a dependency did not answer while a WebSocket key was checked');
     return true;
   };
+  const tooManyRequests = (retryAfterSeconds: number) =>
+    new GraphQLError(CLOSE.tooManyRequests[1], { extensions: { code: 'TOO_MANY_REQUESTS', http: { status: 429 }, retryAfterSeconds: Math.max(1, retryAfterSeconds) } });
   const temporarilyUnavailable = () => [new GraphQLError(TEMPORARILY_UNAVAILABLE_MESSAGE, { extensions: { code: 'TEMPORARILY_UNAVAILABLE' } })];
 
   // The client's address and scheme as Fastify gives them for /graphql: from X-Forwarded-* only behind a proxy TRUST_PROXY names.
@@ -200,12 +204,15 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
         for (const place of ctx.extra.places ?? []) registry.release(place);
       },
       onSubscribe: async (ctx, _id, payload): Promise<StreamArgs | readonly GraphQLError[]> => {
-        const prepared = prepareSubscription(schema, services.config.limits, payload);
-        if (!prepared.ok) return prepared.errors;
         const socket = ctx.extra.socket;
         // graphql-ws subscribes only after onConnect accepted the connection, which set it.
         const authorised = ctx.extra.key;
         if (!authorised) return [new GraphQLError(CLOSE.invalidKey[1], { extensions: { code: 'UNAUTHENTICATED' } })];
+        // Each subscribe is a request, as each POST /graphql/stream is: without its token, a subscribe and complete loop on one socket would read the feed unbounded.
+        const rate = await authentication.takeRateToken(authorised.apiKeyId);
+        if (!rate.allowed) return [tooManyRequests(rate.retryAfterSeconds)];
+        const prepared = prepareSubscription(schema, services.config.limits, payload);
+        if (!prepared.ok) return prepared.errors;
         // Revoked, expired, fenced off, disabled or changed in scope since the socket opened: what /graphql would answer now.
         let status: KeyStatus;
         try {
