@@ -11,6 +11,7 @@ import type { BackgroundLoop } from '@ots/shared/background';
 import { createLogger, type Logger } from '@ots/shared/logger';
 import { addHealthRoutes, createHttpApp, maskErrors, REQUEST_ID_HEADER, type RunningServer } from '@ots/shared/subgraph-server';
 import { observeContext, requestLogPlugin } from '@ots/shared/request-log';
+import { scopeSet } from '@ots/shared/scopes';
 import { IdempotencyStore, registerConsole, type ApiKeyStore } from '@ots/accounts';
 import { connectionCap, limitConnections, openFileLimit } from './connections.ts';
 import { createAuthentication, type Authentication } from './authentication.ts';
@@ -22,7 +23,7 @@ import { queryLimitRules } from './limits.ts';
 import { operationChecksPlugin } from './operation-checks.ts';
 import { keepOtherSubgraphsData } from './partial-data.ts';
 import { checkScalarInputs } from './scalar-check.ts';
-import { rootFieldScopes, scopeCheckPlugin, supergraphForExecution } from './scopes.ts';
+import { refusedRootFields, rootFieldScopes, scopeCheckPlugin, supergraphForExecution } from './scopes.ts';
 import { addGatewayTimeout } from './timeouts.ts';
 import { registerStreams } from './streams/index.ts';
 
@@ -76,8 +77,11 @@ function createApollo(config: GatewaySettings, logger: Logger, app: FastifyInsta
       {
         async requestDidStart() {
           return {
-            async didResolveOperation({ schema, document, operation, request }) {
-              if (operation) checkScalarInputs(schema, document, operation, request.variables);
+            // Apollo runs every didResolveOperation before scopeCheckPlugin's responseForOperation:
+            // an operation the key's scopes refuse is answered FORBIDDEN whatever its values (section 5).
+            async didResolveOperation({ schema, document, operation, request, contextValue }) {
+              if (!operation || refusedRootFields(rules.required, document, operation, scopeSet(contextValue.caller.scopes)).length > 0) return;
+              checkScalarInputs(schema, document, operation, request.variables);
             },
           };
         },
