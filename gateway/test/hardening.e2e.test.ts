@@ -15,16 +15,18 @@ const json = { 'content-type': 'application/json' };
 const t = useStack({ env: { FAILED_AUTH_BURST: '3', FAILED_AUTH_PER_SECOND: '1' }, accounts: ['alice'] });
 
 describe('answers that name nothing internal', () => {
-  it('a key look-up whose database is unreachable is a masked 503, not the driver error with its host and port', async () => {
+  it('a key look-up whose database is unreachable is a 503 TEMPORARILY_UNAVAILABLE on each root field, not the driver error with its host and port', async () => {
     const config = { ...t.stack.config, databaseUrl: 'postgres://postgres@127.0.0.1:1/nowhere', redisUrl: undefined };
     const logger = createLogger('unreachable-db', 'silent');
     const keys = openKeyStore(config, logger, { listen: false });
     const gateway = await startGateway({ config, keyStore: keys.keyStore, logger, port: 0, isReady: async () => false });
     try {
-      const result = await t.stack.post(JSON.stringify({ query: VIEWER }), { ...json, 'x-api-key': t.alice.apiKey }, gateway.url);
+      const query = '{ viewer { account { id } } mine: listOrderSubmissions { nodes { id } } }';
+      const result = await t.stack.post(JSON.stringify({ query }), { ...json, 'x-api-key': t.alice.apiKey }, gateway.url);
       expect(result.status).toBe(503);
       expect(result.headers.get('retry-after')).toBe('1');
-      expect(result.body).toEqual({ detail: 'The service is temporarily unavailable' });
+      const unavailable = { message: 'A service this request depends on is temporarily unavailable; retry', extensions: { code: 'TEMPORARILY_UNAVAILABLE' } };
+      expect(result.body).toEqual({ data: null, errors: [{ ...unavailable, path: ['viewer'] }, { ...unavailable, path: ['mine'] }] });
     } finally {
       await gateway.close();
       await keys.close();
