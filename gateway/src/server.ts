@@ -16,6 +16,7 @@ import { scopeSet } from '@ots/shared/scopes';
 import { IdempotencyStore, registerConsole, type ApiKeyStore } from '@ots/accounts';
 import { connectionCap, limitConnections, openFileLimit } from './connections.ts';
 import { createAuthentication, type Authentication } from './authentication.ts';
+import { allowApiOrigins } from './cors.ts';
 import { AuthenticatedDataSource, type GatewayContext } from './data-source.ts';
 import { errorPathsPlugin, rootFieldOwners } from './error-paths.ts';
 import { graphqlBody } from './graphql-body.ts';
@@ -134,6 +135,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
   app.addHook('onRequest', async (request, reply) => {
     reply.header(REQUEST_ID_HEADER, String(request.id));
   });
+  allowApiOrigins(app, config.corsOrigins);
   addGatewayTimeout(app, config.limits.gatewayTimeoutMs);
   let idempotencyPurge: BackgroundLoop | undefined;
   await registerGraphqlRoute(app, apollo, authentication, (routes) => {

@@ -131,6 +131,78 @@ describe('a WebSocket whose key store is unreachable', () => {
   });
 });
 
+describe('calls from a page of another origin (CORS_ORIGINS)', () => {
+  const allowed = 'https://app.example.com';
+  const preflight = (url: string, origin: string, requestHeaders: string) =>
+    fetch(url, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': requestHeaders } });
+  const cors = (response: { headers: Headers }) =>
+    Object.fromEntries([...response.headers].filter(([name]) => name.startsWith('access-control-') || name === 'vary'));
+
+  it('an allowed origin: its preflights for /graphql and /graphql/stream are answered, and its requests may read what the SDK reads', async () => {
+    const gateway = await t.stack.anotherGateway({ config: { corsOrigins: ['https://other.example', allowed] } });
+    try {
+      const graphql = await preflight(gateway.url, allowed, 'content-type,x-api-key,idempotency-key');
+      expect(graphql.status).toBe(204);
+      expect(cors(graphql)).toEqual({
+        'access-control-allow-origin': allowed,
+        'access-control-allow-methods': 'POST',
+        'access-control-allow-headers': 'content-type, x-api-key, idempotency-key, last-event-id',
+        'access-control-max-age': '600',
+        vary: 'Origin',
+      });
+      const stream = await preflight(streamUrls(gateway.url).sse, allowed, 'content-type,x-api-key,last-event-id');
+      expect(cors(stream)).toMatchObject({ 'access-control-allow-origin': allowed, 'access-control-allow-headers': expect.stringContaining('last-event-id') });
+
+      const result = await t.stack.post(JSON.stringify({ query: VIEWER }), { ...json, origin: allowed, 'x-api-key': t.alice.apiKey }, gateway.url);
+      expect(result.status).toBe(200);
+      expect(result.body.data.viewer.account.id).toBe(t.alice.accountId);
+      expect(cors(result)).toEqual({
+        'access-control-allow-origin': allowed,
+        'access-control-expose-headers': 'retry-after, idempotent-replayed, x-request-id, ratelimit, ratelimit-policy',
+        vary: 'Origin',
+      });
+      // The stream's answer, written by hand past Fastify's reply, carries them too.
+      const aborted = new AbortController();
+      const streamed = await fetch(streamUrls(gateway.url).sse, {
+        method: 'POST',
+        headers: { ...json, accept: 'text/event-stream', origin: allowed, 'x-api-key': t.alice.apiKey },
+        body: JSON.stringify({ query: EVENTS_SUBSCRIPTION }),
+        signal: aborted.signal,
+      });
+      expect(streamed.status).toBe(200);
+      expect(cors(streamed)).toMatchObject({ 'access-control-allow-origin': allowed, 'access-control-expose-headers': expect.stringContaining('retry-after') });
+      aborted.abort();
+      // The console stays same-origin.
+      const consolePreflight = await preflight(new URL('/console/api/sign-in', gateway.url).toString(), allowed, 'content-type');
+      expect(consolePreflight.headers.get('access-control-allow-origin')).toBeNull();
+    } finally {
+      await gateway.close();
+    }
+  });
+
+  it('another origin, or a gateway without CORS_ORIGINS, gets no Access-Control-Allow-* header', async () => {
+    const gateway = await t.stack.anotherGateway({ config: { corsOrigins: [allowed] } });
+    try {
+      expect((await preflight(gateway.url, allowed, 'content-type,x-api-key')).headers.get('access-control-allow-origin')).toBe(allowed);
+      for (const [url, origin] of [
+        [gateway.url, 'https://evil.example'],
+        [gateway.url, 'https://app.example.com.evil.example'],
+        [t.stack.gatewayUrl, allowed],
+      ] as const) {
+        const refused = await preflight(url, origin, 'content-type,x-api-key');
+        expect(refused.headers.get('access-control-allow-origin')).toBeNull();
+        expect(refused.headers.get('access-control-allow-headers')).toBeNull();
+        const result = await t.stack.post(JSON.stringify({ query: VIEWER }), { ...json, origin, 'x-api-key': t.alice.apiKey }, url);
+        expect(result.status).toBe(200);
+        expect(result.headers.get('access-control-allow-origin')).toBeNull();
+        expect(result.headers.get('access-control-expose-headers')).toBeNull();
+      }
+    } finally {
+      await gateway.close();
+    }
+  });
+});
+
 describe('the request around the document', () => {
   it('a text/plain body is refused with 415', async () => {
     const result = await t.stack.post(VIEWER, { 'content-type': 'text/plain', 'x-api-key': t.alice.apiKey });
