@@ -7,7 +7,7 @@ import { decideKey, failedAuthClientOf, hashApiKey, isWellFormedApiKey, type Api
 import type { GatewayContext } from './data-source.ts';
 import { KeyLookups } from './failed-auth.ts';
 import { asksForPersistedQuery, graphqlBody, operationNameOf } from './graphql-body.ts';
-import { RateLimiter, SharedRateLimiter } from './rate-limit.ts';
+import { RateLimiter, SharedRateLimiter, type RateState } from './rate-limit.ts';
 import { variantABody } from './unauthenticated.ts';
 
 const INVALID_KEY = { detail: 'Invalid or expired API key' };
@@ -53,6 +53,8 @@ export interface Authentication {
   keyOf: (request: FastifyRequest) => AuthorisedKey | undefined;
   /** Section 5 for a presented key (not empty), then the per-key rate limit: what /graphql and the streams both apply. */
   authoriseKey: (apiKey: string, client: ClientConnection) => Promise<KeyAuthorisation>;
+  /** One token of the key's rate limit (section 8), from the bucket `authoriseKey` takes from: for a request on a connection authorised earlier (a WebSocket subscribe). */
+  takeRateToken: (apiKeyId: string) => Promise<RateState>;
   /** What section 5 says of a key authorised earlier, from the client address it was presented from, as the key cache knows it now. */
   keyStatus: (key: AuthorisedKey) => Promise<KeyStatus>;
   /** A fresh signed assertion for a caller authorised earlier (assertions are short-lived; a stream outlives one). */
@@ -164,5 +166,13 @@ export function createAuthentication(config: GatewaySettings, keyStore: ApiKeySt
     return { kind: 'authenticated', caller: { accountId: decision.accountId, apiKeyId: decision.apiKeyId, scopes: decision.scopes }, expiresAt: record!.expiresAt };
   };
 
-  return { authenticate, identityOf: (request) => identities.get(request), keyOf: (request) => keys.get(request), authoriseKey, keyStatus, assertionFor: (caller) => assertions.tokenFor(caller) };
+  return {
+    authenticate,
+    identityOf: (request) => identities.get(request),
+    keyOf: (request) => keys.get(request),
+    authoriseKey,
+    takeRateToken: (apiKeyId) => keyLimiter.take(apiKeyId),
+    keyStatus,
+    assertionFor: (caller) => assertions.tokenFor(caller),
+  };
 }

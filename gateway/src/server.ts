@@ -8,23 +8,28 @@ import type { Redis } from 'ioredis';
 import { GraphQLError } from 'graphql';
 import type { GatewaySettings, ServiceName } from '@ots/shared/config';
 import type { BackgroundLoop } from '@ots/shared/background';
+import { isDependencyOutage, TEMPORARILY_UNAVAILABLE_MESSAGE } from '@ots/shared/errors';
 import { createLogger, type Logger } from '@ots/shared/logger';
 import { addHealthRoutes, createHttpApp, maskErrors, REQUEST_ID_HEADER, type RunningServer } from '@ots/shared/subgraph-server';
 import { observeContext, requestLogPlugin } from '@ots/shared/request-log';
+import { scopeSet } from '@ots/shared/scopes';
 import { IdempotencyStore, registerConsole, type ApiKeyStore } from '@ots/accounts';
 import { connectionCap, limitConnections, openFileLimit } from './connections.ts';
 import { createAuthentication, type Authentication } from './authentication.ts';
+import { allowApiOrigins } from './cors.ts';
 import { AuthenticatedDataSource, type GatewayContext } from './data-source.ts';
 import { errorPathsPlugin, rootFieldOwners } from './error-paths.ts';
+import { graphqlBody } from './graphql-body.ts';
 import { registerIdempotency, type RootFieldRules } from './idempotency.ts';
 import { registerDocs } from './reference/route.ts';
 import { queryLimitRules } from './limits.ts';
 import { operationChecksPlugin } from './operation-checks.ts';
 import { keepOtherSubgraphsData } from './partial-data.ts';
 import { checkScalarInputs } from './scalar-check.ts';
-import { rootFieldScopes, scopeCheckPlugin, supergraphForExecution } from './scopes.ts';
+import { refusedRootFields, rootFieldScopes, scopeCheckPlugin, supergraphForExecution } from './scopes.ts';
 import { addGatewayTimeout } from './timeouts.ts';
 import { registerStreams } from './streams/index.ts';
+import { rootFieldErrorsBody } from './unauthenticated.ts';
 
 // The gateway never reports usage or schema anywhere.
 process.env.APOLLO_TELEMETRY_DISABLED = '1';
@@ -76,8 +81,11 @@ function createApollo(config: GatewaySettings, logger: Logger, app: FastifyInsta
       {
         async requestDidStart() {
           return {
-            async didResolveOperation({ schema, document, operation, request }) {
-              if (operation) checkScalarInputs(schema, document, operation, request.variables);
+            // Apollo runs every didResolveOperation before scopeCheckPlugin's responseForOperation:
+            // an operation the key's scopes refuse is answered FORBIDDEN whatever its values (section 5).
+            async didResolveOperation({ schema, document, operation, request, contextValue }) {
+              if (!operation || refusedRootFields(rules.required, document, operation, scopeSet(contextValue.caller.scopes)).length > 0) return;
+              checkScalarInputs(schema, document, operation, request.variables);
             },
           };
         },
@@ -90,6 +98,14 @@ function createApollo(config: GatewaySettings, logger: Logger, app: FastifyInsta
 async function registerGraphqlRoute(app: FastifyInstance, apollo: ApolloServer<GatewayContext>, authentication: Authentication, onRoutes: (routes: FastifyInstance) => void) {
   await app.register(async (graphqlRoutes) => {
     graphqlRoutes.addHook('preHandler', authentication.authenticate);
+    // A dependency that did not answer before Apollo ran (the key store, the idempotency store) is
+    // still answered in GraphQL's shape, TEMPORARILY_UNAVAILABLE on each root field, so that clients
+    // retry (section 7); the app's handler answers everything else.
+    graphqlRoutes.setErrorHandler(async (error, request, reply) => {
+      if (!isDependencyOutage(error)) throw error;
+      request.log.warn({ err: error }, 'a dependency did not answer');
+      return reply.code(503).header('Retry-After', '1').send(rootFieldErrorsBody(graphqlBody(request), TEMPORARILY_UNAVAILABLE_MESSAGE, 'TEMPORARILY_UNAVAILABLE'));
+    });
     onRoutes(graphqlRoutes);
     await graphqlRoutes.register(fastifyApollo(apollo), {
       method: ['POST'],
@@ -119,6 +135,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
   app.addHook('onRequest', async (request, reply) => {
     reply.header(REQUEST_ID_HEADER, String(request.id));
   });
+  allowApiOrigins(app, config.corsOrigins);
   addGatewayTimeout(app, config.limits.gatewayTimeoutMs);
   let idempotencyPurge: BackgroundLoop | undefined;
   await registerGraphqlRoute(app, apollo, authentication, (routes) => {

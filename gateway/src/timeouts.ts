@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { graphqlBody, operationNameOf } from './graphql-body.ts';
-import { rootResponseKeysOf } from './unauthenticated.ts';
+import { graphqlBody } from './graphql-body.ts';
+import { rootFieldErrorsBody } from './unauthenticated.ts';
 
 /**
  * A route's config for an answer that lasts as long as its client keeps it (a stream): no gateway
@@ -32,17 +32,8 @@ export function addGatewayTimeout(app: FastifyInstance, timeoutMs: number): void
     const timer = setTimeout(() => {
       if (!reply.sent) {
         timedOutRequests.add(request);
-        const body = graphqlBody(request);
-        const keys = typeof body?.query === 'string' ? rootResponseKeysOf(body.query, operationNameOf(body)) : [];
         if (!request.raw.complete) void reply.header('connection', 'close');
-        void reply.code(504).send({
-          data: null,
-          errors: (keys.length > 0 ? keys : [undefined]).map((key) => ({
-            message: 'The request timed out',
-            ...(key ? { path: [key] } : {}),
-            extensions: { code: 'GATEWAY_TIMEOUT' },
-          })),
-        });
+        void reply.code(504).send(rootFieldErrorsBody(graphqlBody(request), 'The request timed out', 'GATEWAY_TIMEOUT'));
       }
     }, timeoutMs);
     reply.raw.once('close', () => clearTimeout(timer));

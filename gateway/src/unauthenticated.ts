@@ -1,4 +1,5 @@
 import { parse, type OperationDefinitionNode } from 'graphql';
+import { operationNameOf, type GraphqlBody } from './graphql-body.ts';
 import { rootFieldsOf, selectedOperation } from './root-fields.ts';
 
 export const AUTHENTICATION_REQUIRED = 'Authentication required';
@@ -10,12 +11,24 @@ function parsedRootKeys(query: string, operationName: string | undefined, maxTok
 }
 
 /** The response keys of the selected operation's root fields; none when the document does not parse. */
-export function rootResponseKeysOf(query: string, operationName: string | undefined): string[] {
+function rootResponseKeysOf(query: string, operationName: string | undefined): string[] {
   try {
     return parsedRootKeys(query, operationName).keys;
   } catch {
     return [];
   }
+}
+
+/**
+ * The body of an answer no field ran for: one error per root field of the request's operation, by
+ * its response key, or one without a path when the document names none (it does not parse).
+ */
+export function rootFieldErrorsBody(body: GraphqlBody | undefined, message: string, code: string) {
+  const keys = typeof body?.query === 'string' ? rootResponseKeysOf(body.query, operationNameOf(body)) : [];
+  return {
+    data: null,
+    errors: (keys.length > 0 ? keys : [undefined]).map((key) => ({ message, ...(key ? { path: [key] } : {}), extensions: { code } })),
+  };
 }
 
 /**

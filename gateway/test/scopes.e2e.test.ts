@@ -126,6 +126,21 @@ describe('an operation with a root field outside the key\'s scopes runs nothing'
     expect(everything.body.data).toEqual({ listOrderSubmissions: { nodes: [] }, listStrategies: { nodes: [] } });
   });
 
+  it('is refused FORBIDDEN, not BAD_USER_INPUT, when a value of the refused field is malformed too: the scopes are checked before anything else', async () => {
+    const account = await t.newAccount('Read only');
+    const { apiKey } = await createKey(t.stack.operator, { accountId: account.accountId, scopes: ['read'] });
+    const result = await t.stack.graphql(
+      apiKey,
+      'mutation ($input: SubmitOrderInput!) { submitOrder(input: $input) { orderSubmission { id } } }',
+      { input: { symbol: 'AAPL', side: 'BUY', type: 'MARKET', quantity: 1 } },
+    );
+    expect(result.status).toBe(200);
+    expect(result.body).toEqual({
+      data: null,
+      errors: [{ message: 'This API key lacks the scope orders:write', path: ['submitOrder'], extensions: { code: 'FORBIDDEN', requiredScope: 'orders:write' } }],
+    });
+  });
+
   it('a key that only places orders may still name a strategy on an order (strategies answers it as an entity)', async () => {
     const account = await t.newAccount('Trader');
     const strategy = await account.graphql('mutation { createStrategy(input: { name: "Momentum" }) { strategy { id } } }');

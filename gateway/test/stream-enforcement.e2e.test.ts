@@ -71,6 +71,44 @@ describe('a slow consumer over WebSocket', () => {
   }, 120_000);
 });
 
+describe('the per-key rate limit over WebSocket', () => {
+  it('takes a token for each subscribe: more subscribe and complete pairs on one socket than the burst are refused TOO_MANY_REQUESTS, and the socket stays', async () => {
+    const client = await t.newAccount('Subscribe loop');
+    const gateway = await t.stack.anotherGateway({ config: { limits: { ...t.stack.config.limits, rateLimitPerSecond: 1, rateLimitBurst: 5 } } });
+    cleanups.push(() => gateway.close());
+    const socket = new WebSocket(streamUrls(gateway.url).ws, 'graphql-transport-ws', { headers: { 'x-api-key': client.apiKey } });
+    cleanups.push(() => socket.terminate());
+    const refusals = new Map<string, { message: string; extensions?: Record<string, unknown> }[]>();
+    let closed = false;
+    socket.once('close', () => (closed = true));
+    const acknowledged = new Promise<void>((resolve) =>
+      socket.on('message', (raw) => {
+        const message = JSON.parse(raw.toString()) as { id?: string; type: string; payload?: unknown };
+        if (message.type === 'connection_ack') resolve();
+        if (message.type === 'error') refusals.set(message.id!, message.payload as { message: string }[]);
+      }),
+    );
+    await new Promise((resolve) => socket.once('open', resolve));
+    socket.send(JSON.stringify({ type: 'connection_init' }));
+    await acknowledged;
+
+    const pairs = 12;
+    for (let index = 0; index < pairs; index += 1) {
+      const id = String(index);
+      socket.send(JSON.stringify({ id, type: 'subscribe', payload: { query: EVENTS_SUBSCRIPTION } }));
+      // A refusal comes back at once; an accepted stream says nothing until an event, and is completed after a moment.
+      await expect.poll(() => refusals.has(id), { timeout: 100, interval: 10 }).toBe(true).catch(() => undefined);
+      socket.send(JSON.stringify({ id, type: 'complete' }));
+    }
+    // The connect took one of the 5 tokens; while the pairs go by (a second or two) a token or two come back.
+    expect(refusals.size).toBeGreaterThanOrEqual(pairs - 4 - 3);
+    for (const errors of refusals.values()) {
+      expect(errors).toEqual([{ message: 'Too many requests', extensions: { code: 'TOO_MANY_REQUESTS', http: { status: 429 }, retryAfterSeconds: 1 } }]);
+    }
+    expect(closed).toBe(false);
+  });
+});
+
 describe('the key store, looked at again after a change', () => {
   it('does not join a look-up begun before the change, which would answer with the key as it was', async () => {
     const client = await t.newAccount('Racing look-up');

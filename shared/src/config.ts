@@ -72,6 +72,8 @@ export interface Config {
   logLevel: string;
   /** Where people reach the console (set-password links, the allowed Origin); no trailing slash. */
   consoleBaseUrl: string;
+  /** The origins whose pages may call the API (/graphql, /graphql/stream) from a browser; none when empty. */
+  corsOrigins: string[];
   /** Each process serves its Prometheus metrics on this port, apart from the public one. */
   metricsPort: number;
   /**
@@ -355,6 +357,14 @@ const environmentSchema = z.object({
     }
     return parsed.toString().replace(/\/+$/, '');
   }),
+  CORS_ORIGINS: variable((raw, problem): string[] => {
+    if (raw === undefined) return [];
+    const origins = raw.split(',').map((entry) => entry.trim()).filter(Boolean);
+    // Exact origins, never `*`: each site whose pages may send keys here is named.
+    const bad = origins.filter((origin) => !URL.canParse(origin) || !['http:', 'https:'].includes(new URL(origin).protocol) || new URL(origin).origin !== origin);
+    if (origins.length === 0 || bad.length > 0) return problem(`takes exact origins, comma-separated, such as https://app.example.com (scheme, host and port only, no path or trailing slash), got "${raw}"`);
+    return origins;
+  }),
   EMBEDDED_POSTGRES_PORT: port(54_329),
   LOG_LEVEL: z.preprocess(unset, z.enum(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` }).optional()),
 });
@@ -484,6 +494,7 @@ function readConfig(env: NodeJS.ProcessEnv, { hashesApiKeys }: { hashesApiKeys: 
     logLevel: e.LOG_LEVEL ?? (e.NODE_ENV === 'test' ? 'warn' : 'info'),
     consoleBaseUrl:
       e.CONSOLE_BASE_URL ?? `${e.TLS_CERT_FILE ? 'https' : 'http'}://${['0.0.0.0', '::'].includes(e.HOST) ? '127.0.0.1' : e.HOST}:${ports.gateway}`,
+    corsOrigins: e.CORS_ORIGINS,
     metricsPort: e.METRICS_PORT,
     eventsIngestSecret,
     webhookSecretKey,

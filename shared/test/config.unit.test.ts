@@ -55,13 +55,14 @@ describe('configuration', () => {
   });
 
   it('takes values in range', () => {
-    const config = loadConfig({ GATEWAY_PORT: '1', ORDERS_PORT: '65535', LOG_LEVEL: 'debug', LIMIT_DEPTH: '3', HOST: '0.0.0.0', TRUST_PROXY: 'loopback, 10.0.0.0/8' });
+    const config = loadConfig({ GATEWAY_PORT: '1', ORDERS_PORT: '65535', LOG_LEVEL: 'debug', LIMIT_DEPTH: '3', HOST: '0.0.0.0', TRUST_PROXY: 'loopback, 10.0.0.0/8', CORS_ORIGINS: 'https://app.example.com, http://127.0.0.1:5173' });
     expect(config.ports.gateway).toBe(1);
     expect(config.ports.orders).toBe(65_535);
     expect(config.subgraphUrls.orders).toBe('http://127.0.0.1:65535/graphql');
     expect(config.logLevel).toBe('debug');
     expect(config.limits.depth).toBe(3);
     expect(config.trustProxy).toEqual(['loopback', '10.0.0.0/8']);
+    expect(config.corsOrigins).toEqual(['https://app.example.com', 'http://127.0.0.1:5173']);
   });
 
   it.each([
@@ -80,6 +81,8 @@ describe('configuration', () => {
     ['HOST', 'not a host', 'HOST must be an IP address or a host name to bind to, got "not a host"'],
     ['TRUST_PROXY', 'true', 'TRUST_PROXY takes the addresses of the proxies in front: IPs, CIDRs or loopback, uniquelocal, linklocal, comma-separated, got "true"'],
     ['TRUST_PROXY', 'loopback,10.0.0.0/99', 'TRUST_PROXY takes the addresses of the proxies in front: IPs, CIDRs or loopback, uniquelocal, linklocal, comma-separated, got "loopback,10.0.0.0/99"'],
+    ['CORS_ORIGINS', '*', 'CORS_ORIGINS takes exact origins, comma-separated, such as https://app.example.com (scheme, host and port only, no path or trailing slash), got "*"'],
+    ['CORS_ORIGINS', 'https://app.example.com/', 'CORS_ORIGINS takes exact origins, comma-separated, such as https://app.example.com (scheme, host and port only, no path or trailing slash), got "https://app.example.com/"'],
     ['TLS_CERT_FILE', '/nonexistent/cert.pem', 'TLS_CERT_FILE must name a file this process can read'],
     ['EVENTS_PORT', '70000', 'EVENTS_PORT must be a port number from 1 to 65535, got "70000"'],
     ['METRICS_PORT', '0', 'METRICS_PORT must be a port number from 1 to 65535, got "0"'],

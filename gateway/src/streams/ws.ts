@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
@@ -6,6 +7,8 @@ import type { FastifyInstance } from 'fastify';
 import { GraphQLError, type ExecutionArgs } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { isDependencyOutage, TEMPORARILY_UNAVAILABLE_MESSAGE } from '@ots/shared/errors';
+import { REQUEST_ID_HEADER } from '@ots/shared/subgraph-server';
 import type { AuthorisedKey, KeyAuthorisation, KeyStatus } from '../authentication.ts';
 import { reportUpgradeUse } from '../connections.ts';
 import type { EndReason, EventStream } from './event-stream.ts';
@@ -29,11 +32,15 @@ const CLOSE = {
   tooManyRequests: [4429, 'Too many requests'],
   httpsOnly: [4400, 'API keys are accepted over HTTPS only'],
   shutdown: [1001, 'The server is restarting: reconnect'],
+  // Try Again Later: graphql-ws's client reconnects after it, where it takes 4500 as fatal.
+  unavailable: [1013, 'The service is temporarily unavailable: reconnect'],
   // Not one of graphql-ws's fatal codes: its client may reconnect, and resume from the last cursor it received.
   slowConsumer: [4001, 'SLOW_CONSUMER: more than 1,000 events behind; resume from the last cursor received'],
 } as const;
 
 type Connection = {
+  /** The upgrade request's id, sent back in its X-Request-Id header and logged with what goes wrong on the socket. */
+  requestId?: string;
   /** The key as onConnect authorised it, from the socket's client address. */
   key?: AuthorisedKey;
   /** Places taken by subscribes whose operation has not started: the socket's close gives back any left. */
@@ -50,17 +57,23 @@ type StreamArgs = ExecutionArgs & { contextValue: StreamContext & { stream?: Eve
  * with its scopes as they are then. A revoked key's or disabled account's connection, streams or
  * not, is closed the same way within the second; the server's pings are the heartbeat. A key holds
  * at most `socketsPerKey` sockets on this gateway (4429 beyond), and one without a subscription is
- * idle to the connection cap, which may close it to make room.
+ * idle to the connection cap, which may close it to make room. Each subscribe takes a token of the
+ * key's rate limit, as each request does; over it, the subscribe is refused TOO_MANY_REQUESTS with
+ * `retryAfterSeconds`, and the socket stays open. A key store that does not answer
+ * (section 7's dependency outage) closes a connecting socket 1013, after which graphql-ws's client
+ * reconnects, and refuses a subscribe TEMPORARILY_UNAVAILABLE; no error's own message reaches a client.
  */
 export function attachWebSocketServer(app: FastifyInstance, services: StreamServices): { close(): Promise<void> } {
   const { authentication, registry, limits, schema } = services;
   const server = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
   const contexts = new WeakMap<WebSocket, { subscriptions: Record<string, unknown> }>();
+  const requestIds = new WeakMap<IncomingMessage, string>();
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (new URL(request.url ?? '/', 'http://gateway').pathname !== WS_PATH) {
       socket.destroy();
       return;
     }
+    requestIds.set(request, randomUUID());
     // Without a subscription, pending or open, the socket is idle: at the connection cap it may make room.
     server.handleUpgrade(request, socket, head, (webSocket) => {
       reportUpgradeUse(request.socket, () => Object.keys(contexts.get(webSocket)?.subscriptions ?? {}).length > 0);
@@ -68,6 +81,16 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
     });
   };
   app.server.on('upgrade', onUpgrade);
+  server.on('headers', (headers, request) => headers.push(`${REQUEST_ID_HEADER}: ${requestIds.get(request)}`));
+  /** A key store that did not answer is logged with the socket's request id; anything else is a bug, thrown on. */
+  const outage = (error: unknown, requestId: string | undefined): boolean => {
+    if (!isDependencyOutage(error)) return false;
+    services.logger.warn({ err: error, reqId: requestId }, 'a dependency did not answer while a WebSocket key was checked');
+    return true;
+  };
+  const tooManyRequests = (retryAfterSeconds: number) =>
+    new GraphQLError(CLOSE.tooManyRequests[1], { extensions: { code: 'TOO_MANY_REQUESTS', http: { status: 429 }, retryAfterSeconds: Math.max(1, retryAfterSeconds) } });
+  const temporarilyUnavailable = () => [new GraphQLError(TEMPORARILY_UNAVAILABLE_MESSAGE, { extensions: { code: 'TEMPORARILY_UNAVAILABLE' } })];
 
   // The client's address and scheme as Fastify gives them for /graphql: from X-Forwarded-* only behind a proxy TRUST_PROXY names.
   const trusted = services.config.trustProxy ? proxyAddr.compile(services.config.trustProxy) : undefined;
@@ -137,8 +160,12 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
   useServer<Record<string, unknown> | undefined, Connection>(
     {
       schema,
+      // A thrown error closes its socket 4500 with the error's message as the reason outside
+      // production, which could name a database host: the reason stays "Internal server error" everywhere.
+      isProd: true,
       onConnect: async (ctx) => {
         contexts.set(ctx.extra.socket, ctx);
+        ctx.extra.requestId = requestIds.get(ctx.extra.request);
         const header = ctx.extra.request.headers['x-api-key'];
         const fromInit = ctx.connectionParams?.['X-API-Key'] ?? ctx.connectionParams?.['x-api-key'];
         const apiKey = (typeof header === 'string' && header.trim()) || (typeof fromInit === 'string' ? fromInit.trim() : '');
@@ -146,7 +173,14 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
           closeWith(ctx.extra.socket, CLOSE.invalidKey);
           return false;
         }
-        const decision = await authentication.authoriseKey(apiKey, { ...clientOf(ctx.extra.request), connection: ctx.extra.socket });
+        let decision: KeyAuthorisation;
+        try {
+          decision = await authentication.authoriseKey(apiKey, { ...clientOf(ctx.extra.request), connection: ctx.extra.socket });
+        } catch (error) {
+          if (!outage(error, ctx.extra.requestId)) throw error;
+          closeWith(ctx.extra.socket, CLOSE.unavailable);
+          return false;
+        }
         if (decision.kind === 'abandoned') return false;
         if (decision.kind === 'refused') {
           closeWith(ctx.extra.socket, closeFor(decision));
@@ -170,14 +204,23 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
         for (const place of ctx.extra.places ?? []) registry.release(place);
       },
       onSubscribe: async (ctx, _id, payload): Promise<StreamArgs | readonly GraphQLError[]> => {
-        const prepared = prepareSubscription(schema, services.config.limits, payload);
-        if (!prepared.ok) return prepared.errors;
         const socket = ctx.extra.socket;
         // graphql-ws subscribes only after onConnect accepted the connection, which set it.
         const authorised = ctx.extra.key;
         if (!authorised) return [new GraphQLError(CLOSE.invalidKey[1], { extensions: { code: 'UNAUTHENTICATED' } })];
+        // Each subscribe is a request, as each POST /graphql/stream is: without its token, a subscribe and complete loop on one socket would read the feed unbounded.
+        const rate = await authentication.takeRateToken(authorised.apiKeyId);
+        if (!rate.allowed) return [tooManyRequests(rate.retryAfterSeconds)];
+        const prepared = prepareSubscription(schema, services.config.limits, payload);
+        if (!prepared.ok) return prepared.errors;
         // Revoked, expired, fenced off, disabled or changed in scope since the socket opened: what /graphql would answer now.
-        const status = await recheck(socket, authorised);
+        let status: KeyStatus;
+        try {
+          status = await recheck(socket, authorised);
+        } catch (error) {
+          if (!outage(error, ctx.extra.requestId)) throw error;
+          return temporarilyUnavailable();
+        }
         if (status.kind === 'invalid') return [new GraphQLError(CLOSE.invalidKey[1], { extensions: { code: 'UNAUTHENTICATED' } })];
         if (status.kind === 'access-disabled') return [new GraphQLError(CLOSE.accessDisabled[1], { extensions: { code: 'FORBIDDEN' } })];
         const { caller } = status;
