@@ -8,7 +8,7 @@ import { backoffMs, Transport } from './transport.js';
 export interface OtsClientOptions {
   /** An API key, `svc_live_...` (the console's Settings → API Keys, or `npm run admin -- key create`). */
   apiKey: string;
-  /** The gateway's origin. */
+  /** The gateway's address; a path it is served under is kept (`https://host/ots` → `https://host/ots/graphql`). */
   baseUrl?: string;
   /**
    * How many times a failed attempt is retried (network error, timeout, 429, 5xx, outage). A 409 (the

@@ -60,6 +60,16 @@ export function backoffMs(attempt: number, random: () => number = Math.random): 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
+ * `{baseUrl}{path}`: the path is appended to the base URL's own, so that a gateway served under a
+ * prefix (`https://host/ots/`) is reached there; `new URL('/graphql', base)` would drop the prefix.
+ */
+function endpointUrl(baseUrl: string, path: string): string {
+  const url = new URL(baseUrl);
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}${path}`;
+  return url.toString();
+}
+
+/**
  * Thrown inside an attempt: `retryable` failures are tried again while attempts remain; `inProgress`
  * (409, the same Idempotency-Key still running) is tried again for as long as the gateway can hold the key.
  */
@@ -121,12 +131,12 @@ export class Transport {
   constructor(private readonly options: TransportOptions) {}
 
   get graphqlUrl(): string {
-    return new URL('/graphql', this.options.baseUrl).toString();
+    return endpointUrl(this.options.baseUrl, '/graphql');
   }
 
   /** The GraphQL-over-SSE endpoint of the event stream. */
   get streamUrl(): string {
-    return new URL('/graphql/stream', this.options.baseUrl).toString();
+    return endpointUrl(this.options.baseUrl, '/graphql/stream');
   }
 
   get apiKey(): string {

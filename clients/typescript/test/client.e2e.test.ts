@@ -266,7 +266,7 @@ describe('a call whose service ran it and did not answer', () => {
       const replayed: (string | null)[] = [];
       const client = new OtsClient({
         apiKey,
-        baseUrl: gateway.url,
+        baseUrl: new URL(gateway.url).origin,
         maxNetworkRetries: 4,
         fetch: watching(async (_request, response) => {
           replayed.push(response.headers.get('idempotent-replayed'));
