@@ -49,6 +49,16 @@ export type WebhookEndpoint = ops.WebhookEndpointFieldsFragment;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * The `clientOrderId` of a submit that names none, derived from its Idempotency-Key: a call again
+ * under the key sends the same body, which the gateway requires of a retry. `ots-` and 48 hex digits
+ * of the key's SHA-256, within the contract's 1 to 64 characters of `[A-Za-z0-9._:-]`.
+ */
+async function clientOrderIdOf(idempotencyKey: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(idempotencyKey)));
+  return `ots-${Array.from(digest.subarray(0, 24), (byte) => byte.toString(16).padStart(2, '0')).join('')}`;
+}
+
 /** The payload's error thrown as `OtsPayloadError`; otherwise the payload. */
 function unwrap<P extends PayloadWithError>(payload: P): P {
   if (payload.error) throw new OtsPayloadError(payload.error);
@@ -99,14 +109,16 @@ export class OtsClient {
 
   readonly orders = {
     /**
-     * Submits an order. Without a `clientOrderId` one is made for you (`ots-<uuid>`), so the client's
-     * retries never submit twice; an error it throws names it (`clientOrderId`, beside
-     * `idempotencyKey`), so a later call with both submits nothing twice either.
+     * Submits an order. Without a `clientOrderId` one is made for you from the call's Idempotency-Key,
+     * so the client's retries never submit twice, and a later call with the same input under the key
+     * alone (`{ idempotencyKey: error.idempotencyKey }`) sends the same order and gets the first answer.
+     * An error it throws names the `clientOrderId` too, to find the order by.
      */
-    submit: async (input: ops.SubmitOrderInput, options?: MutationOptions): Promise<Order> => {
-      const withId = { ...input, clientOrderId: input.clientOrderId ?? `ots-${crypto.randomUUID()}` };
+    submit: async (input: ops.SubmitOrderInput, options: MutationOptions = {}): Promise<Order> => {
+      const idempotencyKey = options.idempotencyKey ?? crypto.randomUUID();
+      const withId = { ...input, clientOrderId: input.clientOrderId ?? (await clientOrderIdOf(idempotencyKey)) };
       try {
-        return unwrap((await this.mutate(ops.SubmitOrderDocument, { input: withId }, options)).submitOrder).orderSubmission!;
+        return unwrap((await this.mutate(ops.SubmitOrderDocument, { input: withId }, { idempotencyKey })).submitOrder).orderSubmission!;
       } catch (error) {
         if (error instanceof OtsError) error.clientOrderId = withId.clientOrderId;
         throw error;

@@ -179,6 +179,28 @@ describe('a call whose first attempt is still running', () => {
     expect(proxy.requests.slice(from).map((request) => request.headers['idempotency-key'])).toEqual([idempotencyKey]);
     expect((await client.orders.list({ filter: { symbol: 'CARRIED' } }).toArray()).map((o) => o.id)).toEqual([order.id]);
   });
+  it('carries on under the Idempotency-Key alone, with the same input: the made clientOrderId is the same, the first order is replayed', async () => {
+    const { client: setup, apiKey } = await newClient();
+    const replayed: (string | null)[] = [];
+    const client = new OtsClient({
+      apiKey,
+      baseUrl: proxy.origin,
+      maxNetworkRetries: 0,
+      fetch: watching(async (_request, response) => {
+        replayed.push(response.headers.get('idempotent-replayed'));
+      }),
+    });
+    proxy.dropNextResponses(1, mutation('submitOrder'));
+    const input = { symbol: 'KEYONLY', side: 'SELL', type: 'MARKET', quantity: '4' } as const;
+    const failure = await client.orders.submit(input).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(OtsConnectionError);
+    const { idempotencyKey, clientOrderId } = failure as OtsConnectionError;
+
+    const order = await client.orders.submit(input, { idempotencyKey });
+    expect(order.clientOrderId).toBe(clientOrderId);
+    expect(replayed).toEqual(['true']);
+    expect((await setup.orders.list({ filter: { symbol: 'KEYONLY' } }).toArray()).map((o) => o.id)).toEqual([order.id]);
+  });
 });
 
 describe('cancelAll through an outage of the orders database', () => {
