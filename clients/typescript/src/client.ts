@@ -11,9 +11,8 @@ export interface OtsClientOptions {
   /** The gateway's address; a path it is served under is kept (`https://host/ots` → `https://host/ots/graphql`). */
   baseUrl?: string;
   /**
-   * How many times a failed attempt is retried (network error, timeout, 429, 5xx, outage). A 409 (the
-   * call's first attempt still running) is retried apart from these, until the gateway must have let
-   * its Idempotency-Key go (`timeoutMs` plus the gateway's 30 s lease).
+   * How many times a failed attempt is retried (network error, timeout, 409 for the call's first
+   * attempt still running, 429, 5xx, outage), with exponential back-off and jitter.
    */
   maxNetworkRetries?: number;
   /** How long one attempt may take. */
