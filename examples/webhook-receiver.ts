@@ -8,6 +8,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import { verifyWebhook, type WebhookEvent } from '@ots/client';
+import { isMainModule } from './main-module.ts';
 
 export interface ReceiverOptions {
   /** The endpoint's signing secrets: the current one, and during a rotation's grace the previous one. */
@@ -71,7 +72,7 @@ export async function startWebhookReceiver(options: ReceiverOptions): Promise<{ 
   return { server, url, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   const secret = process.env.WEBHOOK_SECRET;
   if (!secret) {
     console.error('usage: WEBHOOK_SECRET=whsec_... [PORT=8080] webhook-receiver.ts');
