@@ -9,6 +9,7 @@
  */
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { OtsClient } from '@ots/client';
+import { isMainModule } from './main-module.ts';
 
 export interface Position {
   /** Bought minus sold. */
@@ -82,7 +83,7 @@ export async function runFillsBot(client: OtsClient, stateFile: string, options:
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   if (!process.env.OTS_API_KEY) {
     console.error('usage: OTS_API_KEY=svc_live_... [OTS_BASE_URL=http://127.0.0.1:4000] fills-bot.ts [state-file]');
     process.exit(2);

@@ -12,6 +12,7 @@
 import { readFile } from 'node:fs/promises';
 import { parse } from 'csv-parse/sync';
 import { OtsClient, OtsPayloadError, OtsRequestError, type Liquidity, type RecordFillInput } from '@ots/client';
+import { isMainModule } from './main-module.ts';
 
 export interface ImportReport {
   recorded: number;
@@ -69,7 +70,7 @@ export async function importFills(client: OtsClient, csv: string): Promise<Impor
   return report;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   const file = process.argv[2];
   if (!file || !process.env.OTS_API_KEY) {
     console.error('usage: OTS_API_KEY=svc_live_... [OTS_BASE_URL=http://127.0.0.1:4000] import-fills.ts FILE.csv');

@@ -1,5 +1,8 @@
 import { createHmac, randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { OtsClient, type WebhookEvent } from '@ots/client';
 import { freePort } from '@ots/shared/testing/ports';
@@ -24,6 +27,13 @@ function signedDelivery(secret: string, id: string, event: object): RequestInit 
 }
 
 const newSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
+
+/** A file for the receiver's handled webhook-ids, in a directory removed after the test. */
+function handledFile(): string {
+  const directory = mkdtempSync(join(tmpdir(), 'ots-webhook-receiver-'));
+  cleanups.push(() => rmSync(directory, { recursive: true, force: true }));
+  return join(directory, 'handled');
+}
 const anEvent = { id: 'evt_1', type: 'strategy.created', occurredAt: new Date().toISOString(), data: { id: 'strategy-1' } };
 
 describe('the webhook receiver', () => {
@@ -90,10 +100,32 @@ describe('the webhook receiver', () => {
     expect(attempts).toEqual(['evt_1', 'evt_1']);
   });
 
+  it('handles a delivery once across a restart: the handled webhook-ids are kept in its file', async () => {
+    const secret = newSecret();
+    const file = handledFile();
+    const handled: string[] = [];
+    const start = () => startWebhookReceiver({ secrets: [secret], handledFile: file, onEvent: (event) => void handled.push(event.id) });
+    const first = await start();
+    expect((await fetch(first.url, signedDelivery(secret, 'msg_before_restart', anEvent))).status).toBe(204);
+    await first.close();
+
+    const restarted = await start();
+    cleanups.push(() => restarted.close());
+    expect((await fetch(restarted.url, signedDelivery(secret, 'msg_before_restart', anEvent))).status).toBe(204);
+    expect((await fetch(restarted.url, signedDelivery(secret, 'msg_after_restart', { ...anEvent, id: 'evt_2' }))).status).toBe(204);
+    expect(handled).toEqual(['evt_1', 'evt_2']);
+  });
+
   it('keeps running when a sender gives up in the middle of a body', async () => {
     const secret = newSecret();
     const port = await freePort();
-    const receiver = startNodeProcess(['--import', 'tsx', 'examples/webhook-receiver.ts'], { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', WEBHOOK_SECRET: secret, PORT: String(port) });
+    const receiver = startNodeProcess(['--import', 'tsx', 'examples/webhook-receiver.ts'], {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      WEBHOOK_SECRET: secret,
+      PORT: String(port),
+      HANDLED_FILE: handledFile(),
+    });
     cleanups.push(() => receiver.child.kill('SIGKILL'));
     await receiver.started(/listening on/, 'the webhook receiver', 20_000);
 

@@ -41,6 +41,27 @@ describe('/docs', () => {
     expect(reference).toContain('at most 500 per call');
   });
 
+  it("shows input fields' defaults, and the arguments of every field with their defaults and descriptions", async () => {
+    const reference = (await get('/docs/reference.html')).text;
+    const typeSection = (name: string) => new RegExp(`<section id="type-${name}">([\\s\\S]*?)</section>`).exec(reference)?.[1] ?? '';
+    const fieldRow = (type: string, field: string) => new RegExp(`<tr><td><code>${field}</code></td>[\\s\\S]*?</tr>`).exec(typeSection(type))?.[0];
+    /** The table of a field's arguments, in its row. */
+    const argumentsOf = (type: string, field: string) => new RegExp(`<tr><td><code>${field}\\([\\s\\S]*?</table>`).exec(typeSection(type))?.[0] ?? '';
+    const argumentRow = (type: string, field: string, argument: string) =>
+      new RegExp(`<tr><td><code>${argument}</code></td>[\\s\\S]*?</tr>`).exec(argumentsOf(type, field))?.[0];
+
+    expect(fieldRow('SubmitOrderInput', 'timeInForce')).toContain('</a></code> = <code>DAY</code>');
+    expect(fieldRow('RecordFillInput', 'liquidity')).toContain('</a></code> = <code>UNKNOWN</code>');
+    expect(fieldRow('RecordFillInput', 'fee')).toContain('</a></code> = <code>&quot;0&quot;</code>');
+
+    expect(argumentRow('Strategy', 'orderSubmissions', 'first')).toMatch(/= <code>50<\/code><\/td><td><p>1–200\.<\/p>/);
+    expect(argumentRow('Strategy', 'orderSubmissions', 'orderBy')).toContain('= <code>SUBMITTED_AT_DESC</code>');
+    expect(argumentRow('Strategy', 'orderSubmissions', 'filter')).toContain('href="reference.html#type-OrderSubmissionFilter"');
+    expect(argumentRow('WebhookEndpoint', 'deliveries', 'first')).toContain('= <code>50</code>');
+    // A root field's default is a GraphQL literal too, not JSON.
+    expect(new RegExp('<section id="op-listOrderSubmissions">[\\s\\S]*?</section>').exec(reference)?.[0]).toContain('= <code>SUBMITTED_AT_DESC</code>');
+  });
+
   it('gives an example per operation that the schema accepts', () => {
     for (const root of ['Query', 'Mutation', 'Subscription']) {
       const type = schema.getType(root);

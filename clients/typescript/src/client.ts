@@ -8,12 +8,11 @@ import { backoffMs, Transport } from './transport.js';
 export interface OtsClientOptions {
   /** An API key, `svc_live_...` (the console's Settings → API Keys, or `npm run admin -- key create`). */
   apiKey: string;
-  /** The gateway's origin. */
+  /** The gateway's address; a path it is served under is kept (`https://host/ots` → `https://host/ots/graphql`). */
   baseUrl?: string;
   /**
-   * How many times a failed attempt is retried (network error, timeout, 429, 5xx, outage). A 409 (the
-   * call's first attempt still running) is retried apart from these, until the gateway must have let
-   * its Idempotency-Key go (`timeoutMs` plus the gateway's 30 s lease).
+   * How many times a failed attempt is retried (network error, timeout, 409 for the call's first
+   * attempt still running, 429, 5xx, outage), with exponential back-off and jitter.
    */
   maxNetworkRetries?: number;
   /** How long one attempt may take. */
@@ -48,6 +47,16 @@ export type Event = ops.EventFieldsFragment;
 export type WebhookEndpoint = ops.WebhookEndpointFieldsFragment;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The `clientOrderId` of a submit that names none, derived from its Idempotency-Key: a call again
+ * under the key sends the same body, which the gateway requires of a retry. `ots-` and 48 hex digits
+ * of the key's SHA-256, within the contract's 1 to 64 characters of `[A-Za-z0-9._:-]`.
+ */
+async function clientOrderIdOf(idempotencyKey: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(idempotencyKey)));
+  return `ots-${Array.from(digest.subarray(0, 24), (byte) => byte.toString(16).padStart(2, '0')).join('')}`;
+}
 
 /** The payload's error thrown as `OtsPayloadError`; otherwise the payload. */
 function unwrap<P extends PayloadWithError>(payload: P): P {
@@ -99,14 +108,16 @@ export class OtsClient {
 
   readonly orders = {
     /**
-     * Submits an order. Without a `clientOrderId` one is made for you (`ots-<uuid>`), so the client's
-     * retries never submit twice; an error it throws names it (`clientOrderId`, beside
-     * `idempotencyKey`), so a later call with both submits nothing twice either.
+     * Submits an order. Without a `clientOrderId` one is made for you from the call's Idempotency-Key,
+     * so the client's retries never submit twice, and a later call with the same input under the key
+     * alone (`{ idempotencyKey: error.idempotencyKey }`) sends the same order and gets the first answer.
+     * An error it throws names the `clientOrderId` too, to find the order by.
      */
-    submit: async (input: ops.SubmitOrderInput, options?: MutationOptions): Promise<Order> => {
-      const withId = { ...input, clientOrderId: input.clientOrderId ?? `ots-${crypto.randomUUID()}` };
+    submit: async (input: ops.SubmitOrderInput, options: MutationOptions = {}): Promise<Order> => {
+      const idempotencyKey = options.idempotencyKey ?? crypto.randomUUID();
+      const withId = { ...input, clientOrderId: input.clientOrderId ?? (await clientOrderIdOf(idempotencyKey)) };
       try {
-        return unwrap((await this.mutate(ops.SubmitOrderDocument, { input: withId }, options)).submitOrder).orderSubmission!;
+        return unwrap((await this.mutate(ops.SubmitOrderDocument, { input: withId }, { idempotencyKey })).submitOrder).orderSubmission!;
       } catch (error) {
         if (error instanceof OtsError) error.clientOrderId = withId.clientOrderId;
         throw error;

@@ -19,7 +19,7 @@ export class OtsError extends Error {
    * whether it ran, and if not call again under a new key.
    */
   idempotencyKey: string | undefined;
-  /** The `clientOrderId` that `orders.submit` sent (the caller's, or the one it made): send it again with the same key. */
+  /** The `clientOrderId` that `orders.submit` sent (the caller's, or the one it made from the key): the order can be found by it. */
   clientOrderId: string | undefined;
   /** The orders that `orders.cancelAll` had cancelled before it failed: cancelled for good, though it threw. */
   cancelledOrderSubmissions: OrderFieldsFragment[] | undefined;

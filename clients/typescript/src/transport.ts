@@ -34,13 +34,6 @@ interface GraphqlResponse {
 /** The first and the longest pause between attempts, before jitter. */
 const INITIAL_DELAY_MS = 500;
 const MAX_DELAY_MS = 8_000;
-/**
- * How long the gateway keeps an Idempotency-Key in progress (409) after the request holding it stopped
- * renewing it: its claim's lease (the accounts service's idempotency store, 30 s). A mutation the
- * gateway timed out keeps its key until it finishes; one whose gateway died keeps it until this lease
- * lapses, and then a retry runs it again.
- */
-const GATEWAY_IDEMPOTENCY_LEASE_MS = 30_000;
 const REQUEST_ERROR_CODES = new Set(['BAD_USER_INPUT', 'BAD_REQUEST', 'GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED', 'QUERY_TOO_COMPLEX']);
 /**
  * Top-level errors of an outage, a dependency's (TEMPORARILY_UNAVAILABLE) or a whole service's
@@ -60,15 +53,21 @@ export function backoffMs(attempt: number, random: () => number = Math.random): 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Thrown inside an attempt: `retryable` failures are tried again while attempts remain; `inProgress`
- * (409, the same Idempotency-Key still running) is tried again for as long as the gateway can hold the key.
+ * `{baseUrl}{path}`: the path is appended to the base URL's own, so that a gateway served under a
+ * prefix (`https://host/ots/`) is reached there; `new URL('/graphql', base)` would drop the prefix.
  */
+function endpointUrl(baseUrl: string, path: string): string {
+  const url = new URL(baseUrl);
+  url.pathname = `${url.pathname.replace(/\/+$/, '')}${path}`;
+  return url.toString();
+}
+
+/** Thrown inside an attempt: `retryable` failures are tried again while attempts remain. */
 class AttemptFailure {
   constructor(
     readonly error: OtsError,
     readonly retryable: boolean,
     readonly minimumDelayMs = 0,
-    readonly inProgress = false,
   ) {}
 }
 
@@ -110,23 +109,22 @@ function unavailablePayload(data: Record<string, unknown> | null | undefined): P
 
 /**
  * Sends one GraphQL operation, with the retries of contract section 10: a network error, a timeout,
- * 429 (after `Retry-After`), 5xx, TEMPORARILY_UNAVAILABLE and SERVICE_UNAVAILABLE (a service down) are
- * tried again up to `maxNetworkRetries` times. A mutation carries one `Idempotency-Key` on every
- * attempt, so a retry whose first attempt did run is answered with that attempt's answer and runs
- * nothing again; such a replayed answer is never tried again, since the key would only replay it.
- * 409 (that first attempt still running) is tried again, with back-off, until the gateway must have
- * let the key go: one request timeout plus its lease after the first 409.
+ * 409 (the same Idempotency-Key's first attempt still running), 429 (after `Retry-After`), 5xx,
+ * TEMPORARILY_UNAVAILABLE and SERVICE_UNAVAILABLE (a service down) are tried again up to
+ * `maxNetworkRetries` times, with back-off. A mutation carries one `Idempotency-Key` on every attempt,
+ * so a retry whose first attempt did run is answered with that attempt's answer and runs nothing
+ * again; such a replayed answer is never tried again, since the key would only replay it.
  */
 export class Transport {
   constructor(private readonly options: TransportOptions) {}
 
   get graphqlUrl(): string {
-    return new URL('/graphql', this.options.baseUrl).toString();
+    return endpointUrl(this.options.baseUrl, '/graphql');
   }
 
   /** The GraphQL-over-SSE endpoint of the event stream. */
   get streamUrl(): string {
-    return new URL('/graphql/stream', this.options.baseUrl).toString();
+    return endpointUrl(this.options.baseUrl, '/graphql/stream');
   }
 
   get apiKey(): string {
@@ -159,24 +157,11 @@ export class Transport {
     if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey;
     const body = JSON.stringify({ query, variables: variables ?? {} });
     let attempt = 0;
-    let conflicts = 0;
-    let conflictsUntil: number | undefined;
     for (;;) {
       try {
         return (await this.attempt(headers, body)) as Result;
       } catch (failure) {
         if (!(failure instanceof AttemptFailure)) throw failure;
-        if (failure.inProgress) {
-          // The first attempt may run on at the gateway after we stopped waiting for it (about a
-          // request timeout more), and a gateway that died while running it holds its key until its
-          // lease lapses.
-          conflictsUntil ??= Date.now() + this.options.timeoutMs + GATEWAY_IDEMPOTENCY_LEASE_MS;
-          const delayMs = backoffMs(conflicts);
-          if (Date.now() + delayMs > conflictsUntil) throw failure.error;
-          conflicts += 1;
-          await sleep(delayMs);
-          continue;
-        }
         if (!failure.retryable || attempt >= this.options.maxNetworkRetries) throw failure.error;
         await sleep(Math.max(failure.minimumDelayMs, backoffMs(attempt)));
         attempt += 1;
@@ -219,7 +204,7 @@ export class Transport {
     }
     if (status === 401) throw new AttemptFailure(new OtsAuthenticationError(detail, context), false);
     if (status === 403) throw new AttemptFailure(new OtsPermissionError(detail, context), false);
-    if (status === 409) throw new AttemptFailure(new OtsApiError(detail, context), false, 0, true);
+    if (status === 409) throw new AttemptFailure(new OtsApiError(detail, context), true);
     if (status >= 500) throw fail(new OtsApiError(detail, context), true);
     if (status >= 400) throw new AttemptFailure(new OtsRequestError(detail, context), false);
     if (!parsed) throw fail(new OtsApiError('The answer was not JSON', context), true);

@@ -55,6 +55,18 @@ async function lockOrderRow(orderId: string) {
   };
 }
 
+/** How many statements of the orders database wait for a lock. */
+async function waitingForLocks(): Promise<number> {
+  const database = new pg.Client({ connectionString: t.stack.databaseUrl });
+  await database.connect();
+  try {
+    const { rows } = await database.query<{ count: string }>("select count(*) from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'");
+    return Number(rows[0]!.count);
+  } finally {
+    await database.end();
+  }
+}
+
 /** A `fetch` that shows each answer to `look` (the request's body and Idempotency-Key) before the client reads it. */
 function watching(look: (request: { body: string; idempotencyKey: string | undefined }, response: Response) => Promise<void>): typeof fetch {
   return async (input, init) => {
@@ -136,7 +148,7 @@ describe('a call whose answer is lost', () => {
 });
 
 describe('a call whose first attempt is still running', () => {
-  it('is retried through 409 under its one key until that attempt ends, and gets its answer', async () => {
+  it('is retried through 409 under its one key, within maxNetworkRetries, and gets the answer of that attempt', async () => {
     const { client: setup, apiKey } = await newClient();
     const [order] = await limitOrders(setup, 'HELD', 1);
     const lock = await lockOrderRow(order!.id);
@@ -149,8 +161,7 @@ describe('a call whose first attempt is still running', () => {
       fetch: watching(async (request, response) => {
         if (response.status !== 409) return;
         conflicts.push(request.idempotencyKey);
-        // More 409s than maxNetworkRetries (2) allows retries: the call must outwait them.
-        if (conflicts.length === 3) await lock.release();
+        await lock.release();
       }),
     });
     try {
@@ -159,8 +170,34 @@ describe('a call whose first attempt is still running', () => {
     } finally {
       await lock.release();
     }
-    expect(conflicts.length).toBeGreaterThanOrEqual(3);
-    expect(new Set(conflicts).size).toBe(1);
+    expect(conflicts).toHaveLength(1);
+  });
+
+  it('counts a 409 among its maxNetworkRetries: with none it throws the 409 at once, with 2 it makes 3 attempts', async () => {
+    const { client: setup, apiKey } = await newClient();
+    const [order] = await limitOrders(setup, 'BUSY', 1);
+    const lock = await lockOrderRow(order!.id);
+    const idempotencyKey = crypto.randomUUID();
+    const attempts = () => proxy.requests.filter((request) => request.headers['idempotency-key'] === idempotencyKey).length;
+    try {
+      // The first call holds the key at the gateway, its cancel waiting for the row lock.
+      const first = setup.orders.cancel(order!.id, { idempotencyKey }).catch((error: unknown) => error);
+      await expect.poll(() => waitingForLocks(), { timeout: 5_000 }).toBeGreaterThan(0);
+
+      for (const maxNetworkRetries of [0, 2]) {
+        const from = attempts();
+        const client = new OtsClient({ apiKey, baseUrl: proxy.origin, maxNetworkRetries });
+        const failure = await client.orders.cancel(order!.id, { idempotencyKey }).catch((error: unknown) => error);
+        expect(failure).toBeInstanceOf(OtsApiError);
+        expect(failure).toMatchObject({ status: 409, idempotencyKey });
+        expect(attempts() - from).toBe(maxNetworkRetries + 1);
+      }
+
+      await lock.release();
+      expect(await first).toMatchObject({ id: order!.id, status: 'CANCELLED' });
+    } finally {
+      await lock.release();
+    }
   });
 
   it('names its Idempotency-Key and clientOrderId on the error, and a call under both carries it on', async () => {
@@ -178,6 +215,28 @@ describe('a call whose first attempt is still running', () => {
     expect(order.clientOrderId).toBe(clientOrderId);
     expect(proxy.requests.slice(from).map((request) => request.headers['idempotency-key'])).toEqual([idempotencyKey]);
     expect((await client.orders.list({ filter: { symbol: 'CARRIED' } }).toArray()).map((o) => o.id)).toEqual([order.id]);
+  });
+  it('carries on under the Idempotency-Key alone, with the same input: the made clientOrderId is the same, the first order is replayed', async () => {
+    const { client: setup, apiKey } = await newClient();
+    const replayed: (string | null)[] = [];
+    const client = new OtsClient({
+      apiKey,
+      baseUrl: proxy.origin,
+      maxNetworkRetries: 0,
+      fetch: watching(async (_request, response) => {
+        replayed.push(response.headers.get('idempotent-replayed'));
+      }),
+    });
+    proxy.dropNextResponses(1, mutation('submitOrder'));
+    const input = { symbol: 'KEYONLY', side: 'SELL', type: 'MARKET', quantity: '4' } as const;
+    const failure = await client.orders.submit(input).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(OtsConnectionError);
+    const { idempotencyKey, clientOrderId } = failure as OtsConnectionError;
+
+    const order = await client.orders.submit(input, { idempotencyKey });
+    expect(order.clientOrderId).toBe(clientOrderId);
+    expect(replayed).toEqual(['true']);
+    expect((await setup.orders.list({ filter: { symbol: 'KEYONLY' } }).toArray()).map((o) => o.id)).toEqual([order.id]);
   });
 });
 
@@ -266,7 +325,7 @@ describe('a call whose service ran it and did not answer', () => {
       const replayed: (string | null)[] = [];
       const client = new OtsClient({
         apiKey,
-        baseUrl: gateway.url,
+        baseUrl: new URL(gateway.url).origin,
         maxNetworkRetries: 4,
         fetch: watching(async (_request, response) => {
           replayed.push(response.headers.get('idempotent-replayed'));

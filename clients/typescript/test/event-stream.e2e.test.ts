@@ -126,7 +126,7 @@ describe('the event stream', () => {
     await relay.start();
     const streams = countingStreams();
     const client = new OtsClient({ apiKey, baseUrl: `http://127.0.0.1:${relay.port}`, fetch: streams.fetch });
-    const direct = new OtsClient({ apiKey, baseUrl: t.stack.gatewayUrl });
+    const direct = new OtsClient({ apiKey, baseUrl: new URL(t.stack.gatewayUrl).origin });
     const stream = client.events.stream({ filter: { types: ['strategy.created'] } });
     const seen: string[] = [];
     const consumed = take(stream, 2, seen);
@@ -152,7 +152,7 @@ describe('the event stream', () => {
     const { apiKey } = await t.stack.createAccountWithKey();
     const relay = await new StallingRelay(new URL(t.stack.gatewayUrl)).start();
     const streams = countingStreams();
-    const direct = new OtsClient({ apiKey, baseUrl: t.stack.gatewayUrl });
+    const direct = new OtsClient({ apiKey, baseUrl: new URL(t.stack.gatewayUrl).origin });
     const client = new OtsClient({ apiKey, baseUrl: relay.origin, fetch: streams.fetch });
     const start = direct.events.list();
     await start.toArray();
@@ -182,7 +182,7 @@ describe('the event stream', () => {
   it('holds no more than maxBufferedEvents for a consumer that stalls, then hands out every event once, in order', { timeout: 60_000 }, async () => {
     const { apiKey } = await t.stack.createAccountWithKey();
     const streams = countingEvents();
-    const client = new OtsClient({ apiKey, baseUrl: t.stack.gatewayUrl, fetch: streams.fetch });
+    const client = new OtsClient({ apiKey, baseUrl: new URL(t.stack.gatewayUrl).origin, fetch: streams.fetch });
     const start = client.events.list();
     await start.toArray();
     const maxBufferedEvents = 5;

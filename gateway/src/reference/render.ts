@@ -1,4 +1,5 @@
 import {
+  astFromValue,
   buildSchema,
   getNamedType,
   isEnumType,
@@ -12,6 +13,7 @@ import {
   print,
   type GraphQLArgument,
   type GraphQLField,
+  type GraphQLInputField,
   type GraphQLInputType,
   type GraphQLNamedType,
   type GraphQLOutputType,
@@ -138,11 +140,16 @@ function curlOf(root: string, document: string): string {
   return `curl -s http://127.0.0.1:4000/graphql -H 'content-type: application/json' -H "X-API-Key: $KEY"${idempotency} -d '${body}'`;
 }
 
+/** An argument's or input field's default as a GraphQL literal (`= DAY`, `= "0"`, `= 50`), or nothing. */
+function defaultOf(input: GraphQLArgument | GraphQLInputField): string {
+  const literal = input.defaultValue === undefined ? null : astFromValue(input.defaultValue, input.type);
+  return literal ? ` = <code>${escape(print(literal))}</code>` : '';
+}
+
 function argumentsTable(args: readonly GraphQLArgument[]): string {
   if (args.length === 0) return '';
   const rows = args.map(
-    (arg) =>
-      `<tr><td><code>${arg.name}</code></td><td><code>${typeLink(arg.type)}</code>${arg.defaultValue === undefined ? '' : ` = <code>${escape(JSON.stringify(arg.defaultValue))}</code>`}</td><td>${prose(arg.description)}</td></tr>`,
+    (arg) => `<tr><td><code>${arg.name}</code></td><td><code>${typeLink(arg.type)}</code>${defaultOf(arg)}</td><td>${prose(arg.description)}</td></tr>`,
   );
   return `<table><tr><th>argument</th><th>type</th><th></th></tr>${rows.join('')}</table>`;
 }
@@ -167,8 +174,9 @@ function typeSection(type: GraphQLNamedType): string {
     const rows = Object.values(type.getFields()).map((field) => {
       const fieldArgs: readonly GraphQLArgument[] = 'args' in field ? field.args : [];
       const args = fieldArgs.length > 0 ? `(${fieldArgs.map((arg) => `${arg.name}: ${typeLink(arg.type)}`).join(', ')})` : '';
+      const byDefault = 'args' in field ? '' : defaultOf(field);
       const deprecated = 'deprecationReason' in field && field.deprecationReason ? `<p><strong>Deprecated:</strong> ${escape(field.deprecationReason)}</p>` : '';
-      return `<tr><td><code>${field.name}${args}</code></td><td><code>${typeLink(field.type)}</code></td><td>${prose(field.description)}${deprecated}</td></tr>`;
+      return `<tr><td><code>${field.name}${args}</code></td><td><code>${typeLink(field.type)}</code>${byDefault}</td><td>${prose(field.description)}${deprecated}${argumentsTable(fieldArgs)}</td></tr>`;
     });
     body = `<table><tr><th>field</th><th>type</th><th></th></tr>${rows.join('')}</table>`;
   } else if (isEnumType(type)) {
