@@ -66,7 +66,7 @@ export const PAYLOAD_ERROR_CODES: Record<PayloadErrorCode, ErrorCodeDoc> = {
   },
   TEMPORARILY_UNAVAILABLE: {
     where: 'payload',
-    when: 'A service the mutation depends on did not answer. Nothing was changed, or the change will complete by itself. The same code comes as a top-level error (`extensions.code`) on a query whose service could not reach its database, and as the last message of an `events` stream whose read of the feed failed, with `extensions.cursor` to resume from.',
+    when: 'A service the mutation depends on did not answer. Nothing was changed, or the change will complete by itself. The same code comes as a top-level error (`extensions.code`) on a query whose service could not reach its database, and as the last message of an `events` stream whose read of the feed failed, with `extensions.cursor` to resume from. When the key itself cannot be checked (the key store did not answer), POST /graphql answers HTTP 503 with `Retry-After` and this code on each root field, and a WebSocket subscribe is refused with it (the socket stays open).',
     todo: 'Retry after a short back-off with the same clientOrderId / executionId / Idempotency-Key: a retry is always safe. @ots/client does this for you.',
   },
   WEBHOOK_ENDPOINT_LIMIT: {
@@ -138,9 +138,15 @@ export const OTHER_ERROR_CODES: Record<string, ErrorCodeDoc> = {
     when: 'An 11th open stream of one key (HTTP 429 on POST /graphql/stream, this error on a WebSocket subscribe).',
     todo: 'Close a stream first; one stream with a filter usually serves a bot.',
   },
+  TOO_MANY_REQUESTS: {
+    where: 'stream',
+    when: "A WebSocket subscribe over the key's rate limit (each subscribe takes a request of it, as each POST /graphql/stream does); `extensions.retryAfterSeconds` says when one is free again. The socket stays open.",
+    todo: 'Subscribe again after retryAfterSeconds; keep one subscription open rather than opening and closing them.',
+  },
   '4400': { where: 'stream', when: 'WebSocket close code: an API key over plain HTTP in production.', todo: 'Connect with wss://.' },
   '4401': { where: 'stream', when: 'WebSocket close code: the key is invalid, revoked or expired (checked at connect and at every subscribe).', todo: 'Create or roll a key; connect again.' },
   '4403': { where: 'stream', when: "WebSocket close code: the account's API access is disabled.", todo: 'An owner enables API access for the account.' },
+  '1013': { where: 'stream', when: 'WebSocket close code (Try Again Later): the key could not be checked at connect because the key store did not answer.', todo: 'Reconnect after a short back-off; graphql-ws and @ots/client do this for you.' },
   '4429': { where: 'stream', when: 'WebSocket close code: over the rate limit at connect, or more than 20 WebSocket connections of one key on a gateway.', todo: 'Back off; share one connection among subscriptions.' },
   INTERNAL_SERVER_ERROR: {
     where: 'top-level',
