@@ -1,5 +1,6 @@
 import { receiveId, type ReceivedId } from '@ots/shared/ids';
 import { PositionSeal } from '@ots/shared/sealed-cursors';
+import { userAgentForLog } from '../domain.ts';
 import * as keys from '../operations.ts';
 import { KeyManagementError, type OperatorScope, type OwnerScope } from '../operations.ts';
 import * as accounts from '../repository.ts';
@@ -105,15 +106,12 @@ function keyView(key: ApiKeyRow, now: number, replacesKeyId: string | null = nul
   };
 }
 
-const MAX_USER_AGENT_LENGTH = 512;
-
 function actorOf(session: { owner: { id: string; email: string } }, request: RequestOrigin): OwnerScope['actor'] {
   return {
     ownerId: session.owner.id,
     ownerEmail: session.owner.email,
     clientAddress: request.clientAddress,
-    // eslint-disable-next-line no-control-regex
-    userAgent: request.userAgent?.replace(/[\u0000-\u001f\u007f]/g, '').slice(0, MAX_USER_AGENT_LENGTH) || null,
+    userAgent: userAgentForLog(request.userAgent),
   };
 }
 

@@ -3,6 +3,7 @@ import { inviteOwner } from '../../src/index.ts';
 import { SIGN_IN_WINDOW_MS } from '../../src/console/domain.ts';
 import { accountWithOwner, ConsoleClient, consoleOperator, SIGN_IN_FAILED } from '../support/console-client.ts';
 import { useConsoleStack } from '../support/console-stack.ts';
+import { postWithRawHeaders } from '../../../../testing/requests.ts';
 
 /** Signing in to the console: one message for every failure, and the limits per email and per client address. */
 
@@ -36,6 +37,21 @@ describe('sign-in', () => {
     const ok = await new ConsoleClient(t.base).post('/console/api/sign-in', { email: ` ${owner.email.toUpperCase()} `, password: owner.password });
     expect(ok.status).toBe(200);
     expect(ok.body.owner).toEqual({ id: owner.ownerId, email: owner.email });
+  });
+
+  it("keeps a failure's user agent in the security log without control characters, C1 ones (CSI, OSC) included", async () => {
+    const owner = await accountWithOwner(t.stack, t.base, 'Terminal escapes');
+    const agent = 'Mozilla/5.0 \u009b2J\u009d0;retitled\u009c\u0085(X11)\u0080\u009f';
+    const status = await postWithRawHeaders(`${t.base}/console/api/sign-in`, JSON.stringify({ email: owner.email, password: 'wrong password!!' }), {
+      origin: t.base,
+      'user-agent': agent,
+    });
+    expect(status).toBe(401);
+    const client = new ConsoleClient(t.base);
+    expect((await client.post('/console/api/sign-in', { email: owner.email, password: owner.password })).status).toBe(200);
+    const log = await client.get('/console/api/security-log');
+    const failed = log.body.events.filter((event: { type: string }) => event.type === 'sign_in.failed');
+    expect(failed.map((event: { userAgent: string }) => event.userAgent)).toEqual(['Mozilla/5.0 2J0;retitled(X11)']);
   });
 
   it('refuses an email after 10 failures in 15 minutes, even with the right password, from any address; open again after the window', async () => {
