@@ -189,7 +189,12 @@ export async function demoOwnerLink(scope: OperatorScope, { email, newAccountId 
   return issueSetPasswordLink(scope, scope.db, { accountId: owner.account_id, ownerId: owner.id });
 }
 
-async function startSession(scope: OperatorScope, db: AccountsDb, owner: { accountId: string; ownerId: string }): Promise<string> {
+/**
+ * A new session in place of the one the browser still presents, if any (another owner's, or this
+ * owner's from before): a cookie replaced in the browser must not leave a live session behind it.
+ */
+async function startSession(scope: OperatorScope, db: AccountsDb, owner: { accountId: string; ownerId: string }, previousToken: string | undefined): Promise<string> {
+  if (previousToken) await repository.deleteSessionByToken(db, hashSecret(previousToken));
   const token = newSecret();
   await repository.insertSession(db, { accountId: owner.accountId, ownerId: owner.ownerId, tokenHash: hashSecret(token), now: scope.now() });
   return token;
@@ -206,7 +211,10 @@ async function sessionViewOf(scope: OperatorScope, token: string): Promise<Sessi
  * yet, wrong password), in about the same time. The attempt is recorded as a failure before the
  * password is checked and cleared on success, so parallel guesses cannot slip past the limits.
  */
-export async function signIn(scope: OperatorScope, { body, origin: request }: { body: { email?: unknown; password?: unknown }; origin: RequestOrigin }) {
+export async function signIn(
+  scope: OperatorScope,
+  { body, origin: request, previousToken }: { body: { email?: unknown; password?: unknown }; origin: RequestOrigin; previousToken: string | undefined },
+) {
   const { db } = scope;
   const email = typeof body.email === 'string' ? normalizeEmail(body.email) : '';
   const password = typeof body.password === 'string' ? body.password : '';
@@ -243,7 +251,7 @@ export async function signIn(scope: OperatorScope, { body, origin: request }: { 
       occurredAt: new Date(now),
       actor: actorOf({ owner: { id: owner.id, email: owner.email } }, request),
     });
-    return startSession(scope, trx, { accountId: owner.account_id, ownerId: owner.id });
+    return startSession(scope, trx, { accountId: owner.account_id, ownerId: owner.id }, previousToken);
   });
   return { token, view: await sessionViewOf(scope, token) };
 }
@@ -283,7 +291,10 @@ export async function checkSetPasswordLink({ db, now }: OperatorScope, { body }:
  * Through a one-time link: sets the password, ends every session of the owner and signs in anew.
  * The link is checked before the password so that a short password does not use it up.
  */
-export async function setPassword(scope: OperatorScope, { body, origin: request }: { body: { token?: unknown; password?: unknown }; origin: RequestOrigin }) {
+export async function setPassword(
+  scope: OperatorScope,
+  { body, origin: request, previousToken }: { body: { token?: unknown; password?: unknown }; origin: RequestOrigin; previousToken: string | undefined },
+) {
   const { db } = scope;
   const link = typeof body.token === 'string' && body.token.length <= 100 ? body.token : '';
   const password = typeof body.password === 'string' ? body.password : '';
@@ -303,7 +314,7 @@ export async function setPassword(scope: OperatorScope, { body, origin: request 
       occurredAt: now,
       actor: actorOf({ owner: { id: found.ownerId, email: found.email } }, request),
     });
-    return startSession(scope, trx, { accountId: found.accountId, ownerId: found.ownerId });
+    return startSession(scope, trx, { accountId: found.accountId, ownerId: found.ownerId }, previousToken);
   });
   return { token, view: await sessionViewOf(scope, token) };
 }

@@ -129,6 +129,10 @@ export async function deleteSession(db: AccountsDb, accountId: string, sessionId
   await db.deleteFrom('sessions').where('account_id', '=', accountId).where('id', '=', sessionId).execute();
 }
 
+export async function deleteSessionByToken(db: AccountsDb, tokenHash: Buffer): Promise<void> {
+  await db.deleteFrom('sessions').where('token_hash', '=', tokenHash).execute();
+}
+
 export async function deleteOwnerSessions(db: AccountsDb, accountId: string, ownerId: string): Promise<void> {
   await db.deleteFrom('sessions').where('account_id', '=', accountId).where('owner_id', '=', ownerId).execute();
 }
