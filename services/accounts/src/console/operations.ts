@@ -1,6 +1,6 @@
 import { receiveId, type ReceivedId } from '@ots/shared/ids';
 import { PositionSeal } from '@ots/shared/sealed-cursors';
-import { userAgentForLog } from '../domain.ts';
+import { failedAuthClientOf, userAgentForLog } from '../domain.ts';
 import * as keys from '../operations.ts';
 import { KeyManagementError, type OperatorScope, type OwnerScope } from '../operations.ts';
 import * as accounts from '../repository.ts';
@@ -219,9 +219,10 @@ export async function signIn(
   const email = typeof body.email === 'string' ? normalizeEmail(body.email) : '';
   const password = typeof body.password === 'string' ? body.password : '';
   const now = scope.now().getTime();
-  const attempt = { emailHash: hashSecret(email), clientAddress: request.clientAddress, failedAt: new Date(now) };
+  // Counted per client as the gateway counts failed keys: an IPv6 client's /64, not each address of it.
+  const attempt = { emailHash: hashSecret(email), clientAddress: failedAuthClientOf(request.clientAddress), failedAt: new Date(now) };
   const pendingId = await repository.insertSignInFailure(db, attempt);
-  const failures = await repository.recentSignInFailures(db, attempt.emailHash, request.clientAddress, new Date(now - SIGN_IN_WINDOW_MS), pendingId);
+  const failures = await repository.recentSignInFailures(db, attempt.emailHash, attempt.clientAddress, new Date(now - SIGN_IN_WINDOW_MS), pendingId);
   const allowance = signInAllowance(failures, now);
   if (!allowance.allowed) {
     await repository.deleteSignInFailure(db, pendingId);

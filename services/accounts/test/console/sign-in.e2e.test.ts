@@ -92,6 +92,20 @@ describe('sign-in', () => {
     expect((await new ConsoleClient(t.clockedBase, { 'x-forwarded-for': '203.0.113.8' }).post('/console/api/sign-in', { email: owner.email, password: owner.password })).status).toBe(200);
   });
 
+  it("counts an IPv6 client's failures by its /64, as the gateway counts failed keys: each address of it gets no allowance of its own", async () => {
+    const owner = await accountWithOwner(t.stack, t.base, 'IPv6 address limit');
+    for (let i = 0; i < 30; i += 1) {
+      const result = await new ConsoleClient(t.clockedBase, { 'x-forwarded-for': `2001:db8:7:7::${(i + 1).toString(16)}` }).post('/console/api/sign-in', {
+        email: `v6guess${i}@example.com`,
+        password: 'password guess',
+      });
+      expect(result.status).toBe(401);
+    }
+    const sameNetwork = await new ConsoleClient(t.clockedBase, { 'x-forwarded-for': '2001:db8:7:7:ffff::1' }).post('/console/api/sign-in', { email: owner.email, password: owner.password });
+    expect(sameNetwork.status).toBe(429);
+    expect((await new ConsoleClient(t.clockedBase, { 'x-forwarded-for': '2001:db8:7:8::1' }).post('/console/api/sign-in', { email: owner.email, password: owner.password })).status).toBe(200);
+  });
+
   it('parallel guesses cannot slip past the email limit', async () => {
     const owner = await accountWithOwner(t.stack, t.base, 'Parallel guesses');
     const results = await Promise.all(
