@@ -232,15 +232,18 @@ export async function signIn(
   const owner = isValidEmail(email) ? await repository.findOwnerByEmail(db, email) : undefined;
   const valid = await verifyPassword(owner?.password_hash ?? null, password);
   if (!owner || !valid) {
-    if (owner) {
-      await accounts.insertSecurityEvent(db, {
+    // One statement either way, the owner's security event inside it: an owner's email is answered no later than an unknown one.
+    await repository.settleSignInFailure(db, {
+      pendingId,
+      failedAt: attempt.failedAt,
+      clearBefore: new Date(now - SIGN_IN_WINDOW_MS),
+      event: owner && {
         accountId: owner.account_id,
         type: 'sign_in.failed',
         occurredAt: new Date(now),
         actor: actorOf({ owner: { id: owner.id, email: owner.email } }, request),
-      });
-    }
-    await repository.deleteSignInFailuresBefore(db, new Date(now - SIGN_IN_WINDOW_MS));
+      },
+    });
     throw new ConsoleError(401, SIGN_IN_FAILED);
   }
   const token = await db.transaction().execute(async (trx) => {

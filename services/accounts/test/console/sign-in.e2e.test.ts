@@ -1,5 +1,7 @@
+import type { KyselyPlugin, OperationNode, RootOperationNode } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { inviteOwner } from '../../src/index.ts';
+import { signIn } from '../../src/console/operations.ts';
 import { SIGN_IN_WINDOW_MS } from '../../src/console/domain.ts';
 import { accountWithOwner, ConsoleClient, consoleOperator, SIGN_IN_FAILED } from '../support/console-client.ts';
 import { useConsoleStack } from '../support/console-stack.ts';
@@ -37,6 +39,43 @@ describe('sign-in', () => {
     const ok = await new ConsoleClient(t.base).post('/console/api/sign-in', { email: ` ${owner.email.toUpperCase()} `, password: owner.password });
     expect(ok.status).toBe(200);
     expect(ok.body.owner).toEqual({ id: owner.ownerId, email: owner.email });
+  });
+
+  it("answers a wrong password for an owner's email after the same database work as an unknown email: as many statements, as many writes", async () => {
+    const owner = await accountWithOwner(t.stack, t.base, 'Same work');
+    /** Each statement sent, as its kind and the kinds of what its WITH clause does: `InsertQueryNode(DeleteQueryNode,UpdateQueryNode)`. */
+    const statementsOf = async (email: string) => {
+      const sent: string[] = [];
+      const recorder: KyselyPlugin = {
+        transformQuery: ({ node }: { node: RootOperationNode }) => {
+          const ctes = ((node as { with?: { expressions: { expression: OperationNode }[] } }).with?.expressions ?? []).map((cte) => cte.expression.kind);
+          sent.push(`${node.kind}(${ctes.join(',')})`);
+          return node;
+        },
+        transformResult: async ({ result }) => result,
+      };
+      const scope = consoleOperator(t.stack);
+      const refused = signIn({ ...scope, db: scope.db.withPlugin(recorder) }, {
+        body: { email, password: 'not the password' },
+        origin: { clientAddress: '192.0.2.200', userAgent: null },
+        previousToken: undefined,
+      });
+      await expect(refused).rejects.toMatchObject({ status: 401 });
+      return sent;
+    };
+    const writes = (statements: string[]) => statements.filter((statement) => /Insert|Update|Delete/.test(statement)).length;
+    const known = await statementsOf(owner.email);
+    const unknown = await statementsOf(`nobody.${Date.now()}@example.com`);
+    expect(known).toHaveLength(unknown.length);
+    expect(writes(known)).toBe(writes(unknown));
+    // The last statement writes in both: a statement that writes nothing commits without waiting for the WAL.
+    expect(unknown.at(-1)).toMatch(/Update/);
+    expect(known.at(-1)).toMatch(/Insert/);
+    // The security log is as before: the owner's failure, with where it came from.
+    const client = new ConsoleClient(t.base);
+    expect((await client.post('/console/api/sign-in', { email: owner.email, password: owner.password })).status).toBe(200);
+    const failed = (await client.get('/console/api/security-log')).body.events.filter((event: { type: string }) => event.type === 'sign_in.failed');
+    expect(failed).toEqual([expect.objectContaining({ ownerEmail: owner.email, clientAddress: '192.0.2.200', userAgent: null, keyDisplayPrefix: null, detail: null })]);
   });
 
   it("keeps a failure's user agent in the security log without control characters, C1 ones (CSI, OSC) included", async () => {
