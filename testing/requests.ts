@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { expect } from 'vitest';
 import type { TestStack } from './stack.ts';
 
@@ -24,4 +25,25 @@ export async function topLevelError(stack: TestStack, client: Pick<Client, 'apiK
   const result = await stack.graphql(client.apiKey, query, variables);
   expect(result.body.errors?.length, JSON.stringify(result.body)).toBeGreaterThan(0);
   return result.body.errors[0] as { message: string; path?: string[]; extensions: { code: string; argumentName?: string } };
+}
+
+/**
+ * A POST written on a socket of its own, for header values fetch refuses to send but any client
+ * may: each character up to U+00FF goes as that one byte (latin-1), as the server reads it, so C1
+ * controls such as CSI U+009B and OSC U+009D arrive as sent. Answers the status.
+ */
+export function postWithRawHeaders(url: string, body: string, headers: Record<string, string>): Promise<number> {
+  const { hostname, port, pathname } = new URL(url);
+  const lines = [`POST ${pathname} HTTP/1.1`, `host: ${hostname}:${port}`, 'connection: close', 'content-type: application/json', `content-length: ${Buffer.byteLength(body)}`];
+  for (const [name, value] of Object.entries(headers)) lines.push(`${name}: ${value}`);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname);
+    let answer = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => (answer += chunk));
+    socket.on('close', () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(answer)?.[1] ?? 0)));
+    socket.on('error', reject);
+    // Written, not ended: a client that half-closes is dropped before the answer (`connection: close` ends it).
+    socket.write(Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), Buffer.from(body)]));
+  });
 }

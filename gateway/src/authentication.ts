@@ -137,7 +137,7 @@ export function createAuthentication(config: GatewaySettings, keyStore: ApiKeySt
     if (record === undefined) return { kind: 'abandoned' };
     const decision = decideKey(record, Date.now(), client.address);
     if (decision.kind === 'address-refused') {
-      void keyStore.recordAddressRefusal(decision.apiKeyId, client.address, client.userAgent?.slice(0, 512) ?? null);
+      void keyStore.recordAddressRefusal(decision.apiKeyId, client.address, client.userAgent);
       // Answered exactly as an invalid key: a prober learns nothing of the key or its account.
       return refuse(401);
     }

@@ -6,6 +6,7 @@ import { createLogger } from '@ots/shared/logger';
 import type { RunningServer } from '@ots/shared/subgraph-server';
 import { startGateway } from '../src/server.ts';
 import { NO_RATE_LIMIT_ENV } from '../../testing/fixture.ts';
+import { postWithRawHeaders } from '../../testing/requests.ts';
 import { startStack, type TestStack } from '../../testing/stack.ts';
 
 /**
@@ -148,6 +149,16 @@ describe('the security log', () => {
     for (let tries = 0; (await refusedFrom()).length < 3 && tries < 100; tries += 1) await sleep(20);
     await sleep(200);
     expect(await refusedFrom()).toEqual(['127.0.0.1', '198.51.100.1', '198.51.100.2']);
+  });
+
+  it("records the refused request's user agent without control characters, C1 ones (CSI, OSC) included", async () => {
+    const { displayPrefix, apiKey } = await keyAllowedFrom('203.0.113.0/24');
+    const agent = 'curl/8.5 \u009b2J\u009d0;retitled\u009c\u0085(bot)\u0080\u009f';
+    expect(await postWithRawHeaders(direct.v4, JSON.stringify({ query: VIEWER }), { 'x-api-key': apiKey, 'user-agent': agent })).toBe(401);
+    const refusals = async () =>
+      (await listSecurityEvents(stack.operator, { accountId })).filter((event) => event.type === 'key.refused_address' && event.keyDisplayPrefix === displayPrefix);
+    for (let tries = 0; (await refusals()).length < 1 && tries < 100; tries += 1) await sleep(20);
+    expect((await refusals()).map((event) => event.userAgent)).toEqual(['curl/8.5 2J0;retitled(bot)']);
   });
 });
 

@@ -51,7 +51,7 @@ export function GraceDialog<Answer>({
   if (answer) return reveal(answer.value);
 
   return (
-    <Dialog title={title} onClose={onClose}>
+    <Dialog title={title} onClose={onClose} busy={busy}>
       <p>{children}</p>
       <ErrorCallout message={error} />
       <form onSubmit={submit}>

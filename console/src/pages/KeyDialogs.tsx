@@ -98,7 +98,7 @@ export function CreateKeyDialog({ onClose, onCreated }: { onClose(): void; onCre
   }
 
   return (
-    <Dialog title="Create API key" onClose={onClose}>
+    <Dialog title="Create API key" onClose={onClose} busy={busy}>
       <ErrorCallout message={formError} />
       <form onSubmit={submit} noValidate>
         <Field label="Label" hint="Name the bot, job or person that will use the key." error={errors.label}>
@@ -146,7 +146,7 @@ export function EditKeyDialog({ apiKey, onClose, onSaved }: { apiKey: ApiKey; on
     },
   );
   return (
-    <Dialog title={`Edit key ${keyName(apiKey)}`} onClose={onClose}>
+    <Dialog title={`Edit key ${keyName(apiKey)}`} onClose={onClose} busy={busy}>
       <ErrorCallout message={formError} />
       <p>
         Changes apply to <code>{apiKey.displayPrefix}</code> everywhere within a second; requests it can no longer make are refused.

@@ -43,7 +43,7 @@ export function CreateWebhookDialog({ eventTypes, onClose, onCreated }: { eventT
   }
 
   return (
-    <Dialog title="Create endpoint" onClose={onClose} wide>
+    <Dialog title="Create endpoint" onClose={onClose} wide busy={busy}>
       <ErrorCallout message={formError} />
       <form onSubmit={submit} noValidate>
         <Field label="URL" hint="Where events are POSTed. https:// only in production; private and loopback addresses are refused there." error={errors.url}>

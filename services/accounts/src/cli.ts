@@ -401,6 +401,16 @@ async function problemOf(error: unknown): Promise<string> {
 
 const UNDEFINED_TABLE = '42P01';
 
+/**
+ * What a command prints, with every control character but the line break written as a `\uXXXX`
+ * escape: stored text (a user agent logged before the log dropped them, a name) must not move the
+ * cursor or retitle the operator's terminal. JSON.stringify escapes C0 already; DEL and C1 it leaves
+ * raw, and the escape keeps the JSON valid and its values the same.
+ */
+function forTerminal(output: string): string {
+  return output.replace(/(?!\n)\p{Cc}/gu, (control) => `\\u${control.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 const parsed = (() => {
   try {
     return parseArguments(process.argv.slice(2));
@@ -449,7 +459,7 @@ const opened = openKeyStore(devDatabase ? { ...config, databaseUrl: devDatabase.
 let exitCode = 0;
 try {
   const result = await command.run(parsed, operatorScope(opened, config, log));
-  process.stdout.write(`${parsed.json ? JSON.stringify(result.json) : result.text}\n`);
+  process.stdout.write(`${forTerminal(parsed.json ? JSON.stringify(result.json) : result.text)}\n`);
 } catch (error) {
   exitCode = 1;
   process.stderr.write(`${firstLine(await problemOf(error))}\n`);

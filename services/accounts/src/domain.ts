@@ -205,6 +205,17 @@ export function failedAuthClientOf(clientAddress: string): string {
   return `${parts.join(':')}::/64`;
 }
 
+const MAX_USER_AGENT_LENGTH = 512;
+
+/**
+ * A client's User-Agent as the security log keeps it: every control character removed (C0, DEL and
+ * C1, such as CSI U+009B and OSC U+009D, which a terminal acts on when `key events` prints the log),
+ * at most 512 characters, null when nothing is left.
+ */
+export function userAgentForLog(userAgent: string | null | undefined): string | null {
+  return userAgent?.replace(/\p{Cc}/gu, '').slice(0, MAX_USER_AGENT_LENGTH) || null;
+}
+
 /** The address as the security log shows it: `203.0.113.7` rather than its dual-stack form. */
 export function canonicalAddress(clientAddress: string): string {
   return clientIp(clientAddress)?.toString() ?? clientAddress;

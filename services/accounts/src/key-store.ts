@@ -5,7 +5,7 @@ import type { Logger } from '@ots/shared/logger';
 import { apiKeyLookups } from '@ots/shared/metrics';
 import { createRedis } from '@ots/shared/redis';
 import { SCHEMA } from '../migrations/index.ts';
-import { canonicalAddress, hashesMatch, type KeyRecord } from './domain.ts';
+import { canonicalAddress, hashesMatch, userAgentForLog, type KeyRecord } from './domain.ts';
 import {
   findApiKeyForLog,
   findKeyRecordByHash,
@@ -263,7 +263,7 @@ export class ApiKeyStore {
    * log, at most once a minute per key and address: checked in-process first, then claimed in Redis
    * so that several gateways write it once. A failure is logged and refuses no one.
    */
-  async recordAddressRefusal(keyId: string, address: string, userAgent: string | null, now = Date.now()): Promise<void> {
+  async recordAddressRefusal(keyId: string, address: string, userAgent: string | undefined, now = Date.now()): Promise<void> {
     const clientAddress = canonicalAddress(address);
     const slot = `${keyId} ${clientAddress}`;
     const last = this.refusalsLogged.get(slot);
@@ -282,7 +282,7 @@ export class ApiKeyStore {
         accountId: key.account_id,
         type: 'key.refused_address',
         occurredAt: new Date(now),
-        actor: { ownerId: null, ownerEmail: null, clientAddress, userAgent },
+        actor: { ownerId: null, ownerEmail: null, clientAddress, userAgent: userAgentForLog(userAgent) },
         key: { id: key.id, displayPrefix: key.display_prefix },
       });
     } catch (error) {

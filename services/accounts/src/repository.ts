@@ -226,34 +226,35 @@ export async function findReplacedApiKey(db: AccountsDb, accountId: string, keyI
 
 export type SecurityEventRow = Selectable<AccountsDatabase['security_events']>;
 
+export interface SecurityEventInput {
+  accountId: string;
+  type: SecurityEventType;
+  occurredAt: Date;
+  actor: Actor;
+  key?: { id: string; displayPrefix: string };
+  detail?: Record<string, unknown>;
+}
+
+/** The row an event is stored as, for a statement that writes it with other things (a failed sign-in's). */
+export function securityEventValues(event: SecurityEventInput) {
+  return {
+    id: newId(event.occurredAt.getTime()),
+    account_id: event.accountId,
+    type: event.type,
+    occurred_at: event.occurredAt,
+    owner_id: event.actor.ownerId,
+    owner_email: event.actor.ownerEmail,
+    client_address: event.actor.clientAddress,
+    user_agent: event.actor.userAgent,
+    key_id: event.key?.id ?? null,
+    key_display_prefix: event.key?.displayPrefix ?? null,
+    detail: event.detail === undefined ? null : JSON.stringify(event.detail),
+  };
+}
+
 /** Written in the transaction of the change it records, so the log never misses one. */
-export async function insertSecurityEvent(
-  db: AccountsDb,
-  event: {
-    accountId: string;
-    type: SecurityEventType;
-    occurredAt: Date;
-    actor: Actor;
-    key?: { id: string; displayPrefix: string };
-    detail?: Record<string, unknown>;
-  },
-): Promise<void> {
-  await db
-    .insertInto('security_events')
-    .values({
-      id: newId(event.occurredAt.getTime()),
-      account_id: event.accountId,
-      type: event.type,
-      occurred_at: event.occurredAt,
-      owner_id: event.actor.ownerId,
-      owner_email: event.actor.ownerEmail,
-      client_address: event.actor.clientAddress,
-      user_agent: event.actor.userAgent,
-      key_id: event.key?.id ?? null,
-      key_display_prefix: event.key?.displayPrefix ?? null,
-      detail: event.detail === undefined ? null : JSON.stringify(event.detail),
-    })
-    .execute();
+export async function insertSecurityEvent(db: AccountsDb, event: SecurityEventInput): Promise<void> {
+  await db.insertInto('security_events').values(securityEventValues(event)).execute();
 }
 
 /** Newest first, keyset-paged on (occurred_at, seq): `after` is the last event of the previous page. */

@@ -4,6 +4,7 @@ import { newId } from '@ots/shared/ids';
 import { runAdminCli, type CliResult } from '../../../testing/admin-cli.ts';
 import { startStack, type TestStack } from '../../../testing/stack.ts';
 import { createKey } from '../src/index.ts';
+import { insertSecurityEvent } from '../src/repository.ts';
 import { baseOf, ConsoleClient, tokenOf } from './support/console-client.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -106,6 +107,24 @@ describe('owner invite, owner reset-password and key events', () => {
     expect(text.stdout).toContain('key.revoked');
     expect(text.stdout).toContain('operator (CLI)');
     expect(() => JSON.parse(text.stdout)).toThrow();
+  });
+
+  it('key events shows a stored control character escaped, in text and JSON alike: the terminal is never sent one', async () => {
+    // As written before user agents were cleaned: the console's sign-in took C1 controls as they came.
+    const agent = 'agent \u009b2J\u009d0;retitled\u0007\u001b[31m\u007f end';
+    await insertSecurityEvent(stack.operator.db, {
+      accountId,
+      type: 'sign_in.failed',
+      occurredAt: new Date(),
+      actor: { ownerId, ownerEmail: 'desk.owner@example.com', clientAddress: '198.51.100.7', userAgent: agent },
+    });
+    const text = await cli('key', 'events', '--account', accountId);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout.replaceAll('\n', '')).not.toMatch(/\p{Cc}/u);
+    expect(text.stdout).toContain('agent \\u009b2J\\u009d0;retitled\\u0007\\u001b[31m\\u007f end');
+    const json = await cli('key', 'events', '--account', accountId, '--json');
+    expect(json.stdout.replaceAll('\n', '')).not.toMatch(/\p{Cc}/u);
+    expect(jsonOf(json).events[0].userAgent).toBe(agent);
   });
 
   it('refuses bad calls with one line and a non-zero exit, changing nothing', async () => {

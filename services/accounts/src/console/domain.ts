@@ -68,8 +68,9 @@ const SIGN_IN_FAILURES_PER_ADDRESS = 30;
 export type SignInAllowance = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
 /**
- * Contract section 8: 10 failures per email per 15 minutes, 30 per address. Given the failure times
- * within the window (oldest first), a further attempt waits until enough of them have left it.
+ * Contract section 8: 10 failures per email per 15 minutes, 30 per address (an IPv6 client's /64,
+ * `failedAuthClientOf`). Given the failure times within the window (oldest first), a further attempt
+ * waits until enough of them have left it.
  */
 export function signInAllowance(failures: { email: readonly number[]; address: readonly number[] }, now: number): SignInAllowance {
   const waitFor = (times: readonly number[], limit: number) => {

@@ -206,7 +206,7 @@ async function apiRoutes(
   api.setNotFoundHandler((_request, reply) => reply.code(404).send({ detail: 'Not found' }));
 
   api.post('/sign-in', takesPassword, async (request, reply) => {
-    const { token, view } = await operations.signIn(scopeOf(request), { body: bodyOf(request), origin: originOf(request) });
+    const { token, view } = await operations.signIn(scopeOf(request), { body: bodyOf(request), origin: originOf(request), previousToken: request.cookies[SESSION_COOKIE] });
     return startSession(reply, token).send(view);
   });
 
@@ -221,7 +221,11 @@ async function apiRoutes(
   });
 
   api.post('/set-password', takesPassword, async (request, reply) => {
-    const { token, view } = await operations.setPassword(scopeOf(request), { body: bodyOf(request), origin: originOf(request) });
+    const { token, view } = await operations.setPassword(scopeOf(request), {
+      body: bodyOf(request),
+      origin: originOf(request),
+      previousToken: request.cookies[SESSION_COOKIE],
+    });
     return startSession(reply, token).send(view);
   });
 

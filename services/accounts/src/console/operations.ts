@@ -1,5 +1,6 @@
 import { receiveId, type ReceivedId } from '@ots/shared/ids';
 import { PositionSeal } from '@ots/shared/sealed-cursors';
+import { failedAuthClientOf, userAgentForLog } from '../domain.ts';
 import * as keys from '../operations.ts';
 import { KeyManagementError, type OperatorScope, type OwnerScope } from '../operations.ts';
 import * as accounts from '../repository.ts';
@@ -105,15 +106,12 @@ function keyView(key: ApiKeyRow, now: number, replacesKeyId: string | null = nul
   };
 }
 
-const MAX_USER_AGENT_LENGTH = 512;
-
 function actorOf(session: { owner: { id: string; email: string } }, request: RequestOrigin): OwnerScope['actor'] {
   return {
     ownerId: session.owner.id,
     ownerEmail: session.owner.email,
     clientAddress: request.clientAddress,
-    // eslint-disable-next-line no-control-regex
-    userAgent: request.userAgent?.replace(/[\u0000-\u001f\u007f]/g, '').slice(0, MAX_USER_AGENT_LENGTH) || null,
+    userAgent: userAgentForLog(request.userAgent),
   };
 }
 
@@ -191,7 +189,12 @@ export async function demoOwnerLink(scope: OperatorScope, { email, newAccountId 
   return issueSetPasswordLink(scope, scope.db, { accountId: owner.account_id, ownerId: owner.id });
 }
 
-async function startSession(scope: OperatorScope, db: AccountsDb, owner: { accountId: string; ownerId: string }): Promise<string> {
+/**
+ * A new session in place of the one the browser still presents, if any (another owner's, or this
+ * owner's from before): a cookie replaced in the browser must not leave a live session behind it.
+ */
+async function startSession(scope: OperatorScope, db: AccountsDb, owner: { accountId: string; ownerId: string }, previousToken: string | undefined): Promise<string> {
+  if (previousToken) await repository.deleteSessionByToken(db, hashSecret(previousToken));
   const token = newSecret();
   await repository.insertSession(db, { accountId: owner.accountId, ownerId: owner.ownerId, tokenHash: hashSecret(token), now: scope.now() });
   return token;
@@ -208,14 +211,18 @@ async function sessionViewOf(scope: OperatorScope, token: string): Promise<Sessi
  * yet, wrong password), in about the same time. The attempt is recorded as a failure before the
  * password is checked and cleared on success, so parallel guesses cannot slip past the limits.
  */
-export async function signIn(scope: OperatorScope, { body, origin: request }: { body: { email?: unknown; password?: unknown }; origin: RequestOrigin }) {
+export async function signIn(
+  scope: OperatorScope,
+  { body, origin: request, previousToken }: { body: { email?: unknown; password?: unknown }; origin: RequestOrigin; previousToken: string | undefined },
+) {
   const { db } = scope;
   const email = typeof body.email === 'string' ? normalizeEmail(body.email) : '';
   const password = typeof body.password === 'string' ? body.password : '';
   const now = scope.now().getTime();
-  const attempt = { emailHash: hashSecret(email), clientAddress: request.clientAddress, failedAt: new Date(now) };
+  // Counted per client as the gateway counts failed keys: an IPv6 client's /64, not each address of it.
+  const attempt = { emailHash: hashSecret(email), clientAddress: failedAuthClientOf(request.clientAddress), failedAt: new Date(now) };
   const pendingId = await repository.insertSignInFailure(db, attempt);
-  const failures = await repository.recentSignInFailures(db, attempt.emailHash, request.clientAddress, new Date(now - SIGN_IN_WINDOW_MS), pendingId);
+  const failures = await repository.recentSignInFailures(db, attempt.emailHash, attempt.clientAddress, new Date(now - SIGN_IN_WINDOW_MS), pendingId);
   const allowance = signInAllowance(failures, now);
   if (!allowance.allowed) {
     await repository.deleteSignInFailure(db, pendingId);
@@ -225,15 +232,18 @@ export async function signIn(scope: OperatorScope, { body, origin: request }: { 
   const owner = isValidEmail(email) ? await repository.findOwnerByEmail(db, email) : undefined;
   const valid = await verifyPassword(owner?.password_hash ?? null, password);
   if (!owner || !valid) {
-    if (owner) {
-      await accounts.insertSecurityEvent(db, {
+    // One statement either way, the owner's security event inside it: an owner's email is answered no later than an unknown one.
+    await repository.settleSignInFailure(db, {
+      pendingId,
+      failedAt: attempt.failedAt,
+      clearBefore: new Date(now - SIGN_IN_WINDOW_MS),
+      event: owner && {
         accountId: owner.account_id,
         type: 'sign_in.failed',
         occurredAt: new Date(now),
         actor: actorOf({ owner: { id: owner.id, email: owner.email } }, request),
-      });
-    }
-    await repository.deleteSignInFailuresBefore(db, new Date(now - SIGN_IN_WINDOW_MS));
+      },
+    });
     throw new ConsoleError(401, SIGN_IN_FAILED);
   }
   const token = await db.transaction().execute(async (trx) => {
@@ -245,7 +255,7 @@ export async function signIn(scope: OperatorScope, { body, origin: request }: { 
       occurredAt: new Date(now),
       actor: actorOf({ owner: { id: owner.id, email: owner.email } }, request),
     });
-    return startSession(scope, trx, { accountId: owner.account_id, ownerId: owner.id });
+    return startSession(scope, trx, { accountId: owner.account_id, ownerId: owner.id }, previousToken);
   });
   return { token, view: await sessionViewOf(scope, token) };
 }
@@ -285,7 +295,10 @@ export async function checkSetPasswordLink({ db, now }: OperatorScope, { body }:
  * Through a one-time link: sets the password, ends every session of the owner and signs in anew.
  * The link is checked before the password so that a short password does not use it up.
  */
-export async function setPassword(scope: OperatorScope, { body, origin: request }: { body: { token?: unknown; password?: unknown }; origin: RequestOrigin }) {
+export async function setPassword(
+  scope: OperatorScope,
+  { body, origin: request, previousToken }: { body: { token?: unknown; password?: unknown }; origin: RequestOrigin; previousToken: string | undefined },
+) {
   const { db } = scope;
   const link = typeof body.token === 'string' && body.token.length <= 100 ? body.token : '';
   const password = typeof body.password === 'string' ? body.password : '';
@@ -305,7 +318,7 @@ export async function setPassword(scope: OperatorScope, { body, origin: request 
       occurredAt: now,
       actor: actorOf({ owner: { id: found.ownerId, email: found.email } }, request),
     });
-    return startSession(scope, trx, { accountId: found.accountId, ownerId: found.ownerId });
+    return startSession(scope, trx, { accountId: found.accountId, ownerId: found.ownerId }, previousToken);
   });
   return { token, view: await sessionViewOf(scope, token) };
 }

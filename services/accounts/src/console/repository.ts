@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import { newId, type Uuid } from '@ots/shared/ids';
-import type { AccountsDatabase, AccountsDb } from '../repository.ts';
+import { securityEventValues, type AccountsDatabase, type AccountsDb, type SecurityEventInput } from '../repository.ts';
 
 /** The console's queries: owners, set-password links, sessions, sign-in failures. */
 
@@ -129,6 +129,10 @@ export async function deleteSession(db: AccountsDb, accountId: string, sessionId
   await db.deleteFrom('sessions').where('account_id', '=', accountId).where('id', '=', sessionId).execute();
 }
 
+export async function deleteSessionByToken(db: AccountsDb, tokenHash: Buffer): Promise<void> {
+  await db.deleteFrom('sessions').where('token_hash', '=', tokenHash).execute();
+}
+
 export async function deleteOwnerSessions(db: AccountsDb, accountId: string, ownerId: string): Promise<void> {
   await db.deleteFrom('sessions').where('account_id', '=', accountId).where('owner_id', '=', ownerId).execute();
 }
@@ -174,7 +178,18 @@ export async function deleteSignInFailure(db: AccountsDb, id: string): Promise<v
   await db.deleteFrom('sign_in_failures').where('id', '=', id).execute();
 }
 
-/** Failures older than the window count for nothing; dropped as new ones arrive, so the table stays small. */
-export async function deleteSignInFailuresBefore(db: AccountsDb, before: Date): Promise<void> {
-  await db.deleteFrom('sign_in_failures').where('failed_at', '<', before).execute();
+/**
+ * A failed sign-in, once decided, in one statement whether or not the email named an owner, so that
+ * both answer after the same database work (contract: "in about the same time"): failures older than
+ * the window are dropped (they count for nothing, and the table stays small), the attempt's own
+ * record is written again, and the owner's `sign_in.failed` event, if any, is inserted. Writing the
+ * record again is what makes both commit a write: a statement that wrote nothing would commit
+ * without waiting for the WAL flush, and an unknown email would be answered sooner.
+ */
+export async function settleSignInFailure(db: AccountsDb, failure: { pendingId: string; failedAt: Date; clearBefore: Date; event: SecurityEventInput | undefined }): Promise<void> {
+  const statement = db
+    .with('cleared', (cte) => cte.deleteFrom('sign_in_failures').where('failed_at', '<', failure.clearBefore).returning('id'))
+    .with('rewritten', (cte) => cte.updateTable('sign_in_failures').set({ failed_at: failure.failedAt }).where('id', '=', failure.pendingId).returning('id'));
+  if (failure.event) await statement.insertInto('security_events').values(securityEventValues(failure.event)).execute();
+  else await statement.selectFrom('rewritten').select('id').execute();
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { resetOwnerPassword } from '../../src/index.ts';
+import { inviteOwner, resetOwnerPassword } from '../../src/index.ts';
 import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS } from '../../src/console/domain.ts';
 import { accountWithOwner, baseOf, ConsoleClient, consoleOperator, SIGN_IN_FAILED, SIGN_IN_REQUIRED, tokenOf } from '../support/console-client.ts';
 import { useConsoleStack } from '../support/console-stack.ts';
@@ -92,6 +92,41 @@ describe('session expiry', () => {
     expect((await replay.get('/console/api/session')).body).toEqual(SIGN_IN_REQUIRED);
     expect((await replay.get('/console/api/keys')).status).toBe(401);
     expect(await t.cookieSessionCount(owner.ownerId)).toBe(0);
+  });
+
+  it("signing in from a browser that still holds a session ends that session, the same owner's or another's; a failed attempt ends nothing", async () => {
+    const owner = await accountWithOwner(t.stack, t.base, 'Signs in again');
+    const before = owner.client.session!;
+    expect((await owner.client.post('/console/api/sign-in', { email: owner.email, password: 'not the password' })).status).toBe(401);
+    expect((await owner.client.get('/console/api/session')).status).toBe(200);
+
+    expect((await owner.client.post('/console/api/sign-in', { email: owner.email, password: owner.password })).status).toBe(200);
+    expect(owner.client.session).not.toBe(before);
+    const replay = new ConsoleClient(t.base);
+    replay.session = before;
+    expect((await replay.get('/console/api/session')).body).toEqual(SIGN_IN_REQUIRED);
+    expect(await t.cookieSessionCount(owner.ownerId)).toBe(1);
+
+    // The same browser signs in as an owner of another account: the first owner's session ends with the cookie it replaces.
+    const other = await accountWithOwner(t.stack, t.base, 'Signs in as another');
+    const first = owner.client.session!;
+    expect((await owner.client.post('/console/api/sign-in', { email: other.email, password: other.password })).body.owner.id).toBe(other.ownerId);
+    replay.session = first;
+    expect((await replay.get('/console/api/session')).status).toBe(401);
+    expect(await t.cookieSessionCount(owner.ownerId)).toBe(0);
+  });
+
+  it("setting a password through a link from a browser signed in as another owner ends that owner's session", async () => {
+    const signedIn = await accountWithOwner(t.stack, t.base, 'Signed in elsewhere');
+    const held = signedIn.client.session!;
+    const account = await t.stack.createAccountWithKey('Invited next');
+    const invited = await inviteOwner(consoleOperator(t.stack), { accountId: account.accountId, email: `invited.${Date.now()}@example.com` });
+    const set = await signedIn.client.post('/console/api/set-password', { token: tokenOf(invited.setPasswordUrl), password: 'the invited password' });
+    expect(set.body.owner.id).toBe(invited.ownerId);
+    const replay = new ConsoleClient(t.base);
+    replay.session = held;
+    expect((await replay.get('/console/api/session')).status).toBe(401);
+    expect(await t.cookieSessionCount(signedIn.ownerId)).toBe(0);
   });
 
   it("a password reset ends every session of the owner; the old password stops working and the new one works", async () => {

@@ -1,8 +1,11 @@
+import type { KyselyPlugin, OperationNode, RootOperationNode } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { inviteOwner } from '../../src/index.ts';
+import { signIn } from '../../src/console/operations.ts';
 import { SIGN_IN_WINDOW_MS } from '../../src/console/domain.ts';
 import { accountWithOwner, ConsoleClient, consoleOperator, SIGN_IN_FAILED } from '../support/console-client.ts';
 import { useConsoleStack } from '../support/console-stack.ts';
+import { postWithRawHeaders } from '../../../../testing/requests.ts';
 
 /** Signing in to the console: one message for every failure, and the limits per email and per client address. */
 
@@ -36,6 +39,58 @@ describe('sign-in', () => {
     const ok = await new ConsoleClient(t.base).post('/console/api/sign-in', { email: ` ${owner.email.toUpperCase()} `, password: owner.password });
     expect(ok.status).toBe(200);
     expect(ok.body.owner).toEqual({ id: owner.ownerId, email: owner.email });
+  });
+
+  it("answers a wrong password for an owner's email after the same database work as an unknown email: as many statements, as many writes", async () => {
+    const owner = await accountWithOwner(t.stack, t.base, 'Same work');
+    /** Each statement sent, as its kind and the kinds of what its WITH clause does: `InsertQueryNode(DeleteQueryNode,UpdateQueryNode)`. */
+    const statementsOf = async (email: string) => {
+      const sent: string[] = [];
+      const recorder: KyselyPlugin = {
+        transformQuery: ({ node }: { node: RootOperationNode }) => {
+          const ctes = ((node as { with?: { expressions: { expression: OperationNode }[] } }).with?.expressions ?? []).map((cte) => cte.expression.kind);
+          sent.push(`${node.kind}(${ctes.join(',')})`);
+          return node;
+        },
+        transformResult: async ({ result }) => result,
+      };
+      const scope = consoleOperator(t.stack);
+      const refused = signIn({ ...scope, db: scope.db.withPlugin(recorder) }, {
+        body: { email, password: 'not the password' },
+        origin: { clientAddress: '192.0.2.200', userAgent: null },
+        previousToken: undefined,
+      });
+      await expect(refused).rejects.toMatchObject({ status: 401 });
+      return sent;
+    };
+    const writes = (statements: string[]) => statements.filter((statement) => /Insert|Update|Delete/.test(statement)).length;
+    const known = await statementsOf(owner.email);
+    const unknown = await statementsOf(`nobody.${Date.now()}@example.com`);
+    expect(known).toHaveLength(unknown.length);
+    expect(writes(known)).toBe(writes(unknown));
+    // The last statement writes in both: a statement that writes nothing commits without waiting for the WAL.
+    expect(unknown.at(-1)).toMatch(/Update/);
+    expect(known.at(-1)).toMatch(/Insert/);
+    // The security log is as before: the owner's failure, with where it came from.
+    const client = new ConsoleClient(t.base);
+    expect((await client.post('/console/api/sign-in', { email: owner.email, password: owner.password })).status).toBe(200);
+    const failed = (await client.get('/console/api/security-log')).body.events.filter((event: { type: string }) => event.type === 'sign_in.failed');
+    expect(failed).toEqual([expect.objectContaining({ ownerEmail: owner.email, clientAddress: '192.0.2.200', userAgent: null, keyDisplayPrefix: null, detail: null })]);
+  });
+
+  it("keeps a failure's user agent in the security log without control characters, C1 ones (CSI, OSC) included", async () => {
+    const owner = await accountWithOwner(t.stack, t.base, 'Terminal escapes');
+    const agent = 'Mozilla/5.0 \u009b2J\u009d0;retitled\u009c\u0085(X11)\u0080\u009f';
+    const status = await postWithRawHeaders(`${t.base}/console/api/sign-in`, JSON.stringify({ email: owner.email, password: 'wrong password!!' }), {
+      origin: t.base,
+      'user-agent': agent,
+    });
+    expect(status).toBe(401);
+    const client = new ConsoleClient(t.base);
+    expect((await client.post('/console/api/sign-in', { email: owner.email, password: owner.password })).status).toBe(200);
+    const log = await client.get('/console/api/security-log');
+    const failed = log.body.events.filter((event: { type: string }) => event.type === 'sign_in.failed');
+    expect(failed.map((event: { userAgent: string }) => event.userAgent)).toEqual(['Mozilla/5.0 2J0;retitled(X11)']);
   });
 
   it('refuses an email after 10 failures in 15 minutes, even with the right password, from any address; open again after the window', async () => {
@@ -74,6 +129,20 @@ describe('sign-in', () => {
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
     expect((await new ConsoleClient(t.clockedBase, { 'x-forwarded-for': '203.0.113.8' }).post('/console/api/sign-in', { email: owner.email, password: owner.password })).status).toBe(200);
+  });
+
+  it("counts an IPv6 client's failures by its /64, as the gateway counts failed keys: each address of it gets no allowance of its own", async () => {
+    const owner = await accountWithOwner(t.stack, t.base, 'IPv6 address limit');
+    for (let i = 0; i < 30; i += 1) {
+      const result = await new ConsoleClient(t.clockedBase, { 'x-forwarded-for': `2001:db8:7:7::${(i + 1).toString(16)}` }).post('/console/api/sign-in', {
+        email: `v6guess${i}@example.com`,
+        password: 'password guess',
+      });
+      expect(result.status).toBe(401);
+    }
+    const sameNetwork = await new ConsoleClient(t.clockedBase, { 'x-forwarded-for': '2001:db8:7:7:ffff::1' }).post('/console/api/sign-in', { email: owner.email, password: owner.password });
+    expect(sameNetwork.status).toBe(429);
+    expect((await new ConsoleClient(t.clockedBase, { 'x-forwarded-for': '2001:db8:7:8::1' }).post('/console/api/sign-in', { email: owner.email, password: owner.password })).status).toBe(200);
   });
 
   it('parallel guesses cannot slip past the email limit', async () => {
