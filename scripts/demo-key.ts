@@ -5,8 +5,6 @@ import { decideKey, findAccount, hashApiKey, createAccount, createKey, type Oper
 
 /** Where `npm start` keeps the demo key of the embedded database: in the ignored `.data/`, owner-only. */
 const DEMO_KEY_FILE = fileURLToPath(new URL('../.data/demo-api-key', import.meta.url));
-/** Where `npm start` keeps the demo owner's set-password link when its output is not a terminal. */
-const DEMO_OWNER_LINK_FILE = fileURLToPath(new URL('../.data/demo-owner-link', import.meta.url));
 
 export interface DemoKeyOptions {
   operator: OperatorScope;
@@ -27,10 +25,10 @@ const curl = (endpoint: string, keyHeader: string) =>
   `  curl -s ${endpoint} -H 'Content-Type: application/json' -H ${keyHeader} \\\n    -d '{"query":"{ viewer { account { id name } apiKey { displayPrefix } } }"}'`;
 
 /** Replaces the file with a new one that only its owner can read, whatever the old one's mode was. */
-function keep(file: string, secret: string): void {
+function keep(file: string, apiKey: string): void {
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   const fresh = `${file}.${process.pid}`;
-  writeFileSync(fresh, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+  writeFileSync(fresh, `${apiKey}\n`, { mode: 0o600, flag: 'wx' });
   renameSync(fresh, file);
 }
 
@@ -86,29 +84,4 @@ export async function demoKeyNotice(options: DemoKeyOptions): Promise<DemoKeyNot
     return { text };
   }
   return { text: createYourOwn };
-}
-
-export interface DemoOwnerLinkOptions {
-  /** The one-time link that sets the demo owner's password and signs them in. */
-  link: string;
-  /** As for the demo key: the embedded database's link is kept in `file` rather than printed to a non-terminal. */
-  keep: boolean;
-  terminal: boolean;
-  file?: string;
-}
-
-/**
- * What `npm start` says about the demo owner's set-password link. The link is a credential (whoever
- * opens it first owns the demo account's console), so, like the demo key, it reaches a log only
- * where it would otherwise be lost: with the embedded database and an output that is not a
- * terminal, it is kept in an owner-only file that the notice names.
- */
-export function demoOwnerLinkNotice(options: DemoOwnerLinkOptions): string {
-  const intro = 'Demo owner demo@example.com: set a password (one-time link, valid 24 hours) and you are signed in';
-  if (options.keep && !options.terminal) {
-    const file = options.file ?? DEMO_OWNER_LINK_FILE;
-    keep(file, options.link);
-    return `${intro}: the link is kept in ${relative(process.cwd(), file)}, readable only by you (not printed: the output is not a terminal)\n`;
-  }
-  return `${intro}:\n  ${options.link}\n`;
 }

@@ -6,7 +6,7 @@ import { demoOwnerLink, operatorScope } from '@ots/accounts';
 import { startProcessTelemetry, type ProcessTelemetry } from '@ots/shared/telemetry';
 import { composeAndWrite } from '@ots/gateway/compose';
 import { ensureConsoleBuilt } from '../console/ensure-built.ts';
-import { demoKeyNotice, demoOwnerLinkNotice } from './demo-key.ts';
+import { demoKeyNotice } from './demo-key.ts';
 import { launchStack, migrateAll, type RunningStack } from './stack.ts';
 
 /**
@@ -45,13 +45,18 @@ try {
 const endpoint = stack.gateway.url;
 console.log(`\nOrder Trading GraphQL Service is running at ${endpoint}`);
 const operator = operatorScope(stack.keys, config, logger);
-const keep = devDatabase !== undefined;
-const terminal = process.stdout.isTTY === true;
-const demo = await demoKeyNotice({ operator, endpoint, consoleUrl: `${config.consoleBaseUrl}/`, keep, production: config.production, terminal });
+const demo = await demoKeyNotice({
+  operator,
+  endpoint,
+  consoleUrl: `${config.consoleBaseUrl}/`,
+  keep: devDatabase !== undefined,
+  production: config.production,
+  terminal: process.stdout.isTTY === true,
+});
 console.log(demo.text);
 const demoLink = config.production ? undefined : await demoOwnerLink(operator, { email: 'demo@example.com', newAccountId: demo.createdAccountId });
 console.log(`Console: ${config.consoleBaseUrl}/`);
-if (demoLink) console.log(demoOwnerLinkNotice({ link: demoLink, keep, terminal }));
+if (demoLink) console.log(`Demo owner demo@example.com: set a password (one-time link, valid 24 hours) and you are signed in:\n  ${demoLink}\n`);
 
 stopOnSignals(async () => {
   logger.info('draining in-flight requests and stopping');

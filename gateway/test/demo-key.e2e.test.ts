@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startStack, type TestStack } from '../../testing/stack.ts';
-import { demoKeyNotice as demoKeyNoticeOf, demoOwnerLinkNotice, type DemoKeyOptions } from '../../scripts/demo-key.ts';
+import { demoKeyNotice as demoKeyNoticeOf, type DemoKeyOptions } from '../../scripts/demo-key.ts';
 import { revokeKey, rollKey } from '@ots/accounts';
 
 const demoKeyNotice = async (options: DemoKeyOptions) => (await demoKeyNoticeOf(options)).text;
@@ -103,24 +103,5 @@ describe('the demo key', () => {
     const options = { ...(await fresh()), production: true };
     expect(keyIn(await demoKeyNotice(options))).toBeUndefined();
     expect(existsSync(file)).toBe(false);
-  });
-});
-
-describe("the demo owner's set-password link", () => {
-  const link = 'http://127.0.0.1:4000/set-password#token=one-time-secret';
-  const linkFile = () => join(folder, '.data', 'demo-owner-link');
-
-  it('embedded database, output not a terminal: kept owner-only and named, never printed', () => {
-    const text = demoOwnerLinkNotice({ link, keep: true, terminal: false, file: linkFile() });
-    expect(text).not.toContain('one-time-secret');
-    expect(text).toMatch(/the link is kept in \S*demo-owner-link, readable only by you/);
-    expect(readFileSync(linkFile(), 'utf8')).toBe(`${link}\n`);
-    expect(statSync(linkFile()).mode & 0o777).toBe(0o600);
-  });
-
-  it('printed to a terminal, and wherever it would otherwise be lost (another database), and then kept nowhere', () => {
-    expect(demoOwnerLinkNotice({ link, keep: true, terminal: true, file: linkFile() })).toContain(`\n  ${link}\n`);
-    expect(demoOwnerLinkNotice({ link, keep: false, terminal: false, file: linkFile() })).toContain(`\n  ${link}\n`);
-    expect(existsSync(linkFile())).toBe(false);
   });
 });
