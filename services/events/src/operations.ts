@@ -3,7 +3,6 @@ import type { ReceivedId } from '@ots/shared/ids';
 import type { Scope } from '@ots/shared/scope';
 import { notFoundInAccount } from '@ots/shared/messages';
 import {
-  DELIVERY_TIMEOUT_MS,
   MAX_ENDPOINTS_PER_ACCOUNT,
   newSigningSecret,
   validateDescription,
@@ -43,14 +42,21 @@ export interface EventsScope extends Scope<EventsDb> {
 
 const endpointNotFound = (id: string): Result<never> => fail('NOT_FOUND', notFoundInAccount('webhook endpoint', id), 'id');
 
+/**
+ * How long saving an endpoint waits for its name's addresses: well within the gateway's wait for this
+ * subgraph (5 s by default), so that a name whose DNS never answers is refused TEMPORARILY_UNAVAILABLE
+ * with nothing created, rather than created after the gateway answered the client an outage (and the
+ * signing secret, shown once, shown to no one).
+ */
+const SAVE_LOOKUP_TIMEOUT_MS = 3_000;
+
 /** Syntax, then in production the name's addresses: every one must be public (url-policy.ts). */
 async function validateUrl(raw: string, production: boolean): Promise<Result<string>> {
   const url = validateUrlSyntax(raw, production);
   if (!url.ok) return url;
   if (production) {
     try {
-      // Bounded by a delivery's 10 s: a name whose DNS never answers holds the mutation no longer.
-      await resolvePublicAddresses(url.value.hostname, { signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS) });
+      await resolvePublicAddresses(url.value.hostname, { signal: AbortSignal.timeout(SAVE_LOOKUP_TIMEOUT_MS) });
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       // A resolver that cannot answer now says nothing of the name: the client may retry.

@@ -1,4 +1,4 @@
-import { lookup as dnsLookup, NODATA, NOTFOUND, promises as dnsPromises } from 'node:dns';
+import { BADNAME, BADQUERY, FORMERR, lookup as dnsLookup, NODATA, NOTFOUND, promises as dnsPromises } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
@@ -66,6 +66,13 @@ class AddressNotAllowedError extends Error {
   readonly code = 'EADDRNOTALLOWED';
 }
 
+/**
+ * Answers that say the name has no address, now or later (none, or a name DNS cannot even ask for,
+ * such as `foo..example`, which the URL parser lets through): the URL is refused, not retried.
+ * Anything else (a timeout, a refusal, a server failure) says nothing of the name.
+ */
+const NO_SUCH_NAME = new Set<string>([NOTFOUND, NODATA, BADNAME, BADQUERY, FORMERR]);
+
 /** Each name server is asked TRIES times, TRY_TIMEOUT_MS each: a second server is asked well within the 10 s. */
 const TRY_TIMEOUT_MS = 2_000;
 const TRIES = 2;
@@ -101,7 +108,7 @@ async function resolveName(name: string, options: ResolveOptions): Promise<{ add
     if (addresses.length > 0) return addresses;
     const unanswered = [v4, v6]
       .map((settled) => (settled.status === 'rejected' ? (settled.reason as NodeJS.ErrnoException).code : undefined))
-      .find((code) => code !== NOTFOUND && code !== NODATA);
+      .find((code) => code !== undefined && !NO_SUCH_NAME.has(code));
     if (unanswered) throw dnsError('EAI_AGAIN', `${name}: no answer from DNS (${unanswered})`);
     throw dnsError('ENOTFOUND', `${name} has no address`);
   } finally {

@@ -88,15 +88,15 @@ describe('production look-ups (c-ares, bounded, off the thread pool)', () => {
     await expect.poll(() => new Set(dns.questions).size).toBe(2 * names.length);
 
     // Another endpoint's delivery meanwhile, by name: outside production that look-up is getaddrinfo, on the pool.
-    const started = performance.now();
+    // Within its own 1 s deadline, while every hanging look-up still waits: no queue behind them.
     const other = await postWebhook({ url: receiver.url.replace('127.0.0.1', 'localhost'), headers: {}, body: '{}', production: false, timeoutMs: 1_000 });
     expect(other).toMatchObject({ statusCode: 200, succeeded: true });
-    expect(performance.now() - started).toBeLessThan(500);
 
     const answers = await Promise.all(hanging);
     for (const answer of answers) {
       expect(answer).toMatchObject({ statusCode: null, succeeded: false, failure: 'no answer within 1.5 s' });
-      expect(answer.durationMs).toBeLessThan(1_500 + 250);
+      // Its deadline, plus what a loaded machine's timers may lag: not the look-up's next try at 2 s and beyond.
+      expect(answer.durationMs).toBeLessThan(1_500 + 1_000);
     }
     // Cancelled with their attempts: no look-up goes on asking (its next try would come at 2 s).
     const asked = dns.questions.length;
@@ -108,7 +108,7 @@ describe('production look-ups (c-ares, bounded, off the thread pool)', () => {
     const dns = await running(new NameServer({}, true));
     const started = performance.now();
     await expect(resolvePublicAddresses('hook.example', { signal: AbortSignal.timeout(300), servers: [dns.address] })).rejects.toMatchObject({ code: 'EAI_AGAIN' });
-    expect(performance.now() - started).toBeLessThan(600);
+    expect(performance.now() - started).toBeLessThan(300 + 1_000);
   });
 
   it("checks every address of both families, answers exactly those, and tells a name without any", async () => {
@@ -134,7 +134,7 @@ describe('production look-ups (c-ares, bounded, off the thread pool)', () => {
     await expect(resolvePublicAddresses('unknown.example', options)).rejects.toMatchObject({ code: 'ENOTFOUND' });
   });
 
-  it('takes a literal as its own address and refuses localhost names, without asking DNS', async () => {
+  it('takes a literal as its own address, refuses localhost names and tells a malformed name, without asking DNS', async () => {
     const dns = await running(new NameServer({}, true));
     const options = { signal: AbortSignal.timeout(2_000), servers: [dns.address] };
     expect(await resolvePublicAddresses('8.8.8.8', options)).toEqual([{ address: '8.8.8.8', family: 4 }]);
@@ -143,6 +143,8 @@ describe('production look-ups (c-ares, bounded, off the thread pool)', () => {
       await expect(resolvePublicAddresses(name, options)).rejects.toMatchObject({ code: 'EADDRNOTALLOWED' });
     }
     await expect(resolvePublicAddresses('127.0.0.1', options)).rejects.toMatchObject({ code: 'EADDRNOTALLOWED' });
+    // A name DNS cannot be asked for (the URL parser lets `foo..example` through): no such name, not an outage to retry.
+    await expect(resolvePublicAddresses('foo..example', options)).rejects.toMatchObject({ code: 'ENOTFOUND' });
     expect(dns.questions).toEqual([]);
   });
 });
