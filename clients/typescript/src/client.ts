@@ -8,7 +8,10 @@ import { backoffMs, Transport } from './transport.js';
 export interface OtsClientOptions {
   /** An API key, `svc_live_...` (the console's Settings → API Keys, or `npm run admin -- key create`). */
   apiKey: string;
-  /** The gateway's address; a path it is served under is kept (`https://host/ots` → `https://host/ots/graphql`). */
+  /**
+   * The gateway's address, without `/graphql`; a path it is served under is kept (`https://host/ots`
+   * → `https://host/ots/graphql`).
+   */
   baseUrl?: string;
   /**
    * How many times a failed attempt is retried (network error, timeout, 409 for the call's first
@@ -79,10 +82,16 @@ export class OtsClient {
     if (!/^[\x21-\x7e]+$/.test(options.apiKey)) {
       throw new TypeError('OtsClient: the apiKey holds a space, a line break or another character no key has (was it read with a trailing newline?)');
     }
+    const baseUrl = options.baseUrl ?? 'http://127.0.0.1:4000';
+    // The endpoint itself given as the base (which once worked, by accident, when a base's path was
+    // dropped) would be called at /graphql/graphql and answer 404 on every call: said at once instead.
+    if (/\/graphql\/*$/.test(new URL(baseUrl).pathname)) {
+      throw new TypeError(`OtsClient: baseUrl is the service's address, without /graphql (got ${baseUrl}); the client adds /graphql and /graphql/stream`);
+    }
     this.maxNetworkRetries = options.maxNetworkRetries ?? 2;
     this.transport = new Transport({
       apiKey: options.apiKey,
-      baseUrl: options.baseUrl ?? 'http://127.0.0.1:4000',
+      baseUrl,
       maxNetworkRetries: this.maxNetworkRetries,
       timeoutMs: options.timeoutMs ?? 10_000,
       fetch: options.fetch ?? globalThis.fetch.bind(globalThis),

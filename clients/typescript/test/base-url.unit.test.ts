@@ -25,4 +25,8 @@ describe('baseUrl', () => {
     await expect(client.events.stream({ after: 'c1' })[Symbol.asyncIterator]().next()).rejects.toBeInstanceOf(OtsAuthenticationError);
     expect(urls).toEqual([`${expected}/graphql`, `${expected}/graphql/stream`]);
   });
+
+  it.each(['http://127.0.0.1:4000/graphql', 'https://h.example/ots/graphql/'])('%s, the endpoint rather than the base, is refused when the client is made, naming the fix', (baseUrl) => {
+    expect(() => new OtsClient({ apiKey: 'svc_live_any', baseUrl })).toThrow(/baseUrl is the service's address, without \/graphql/);
+  });
 });
