@@ -8,6 +8,8 @@ export interface DatabaseOptions {
   schema: string;
   applicationName: string;
   maxConnections?: number;
+  /** How long one statement may run, in ms (0: no limit); 5 s unless said. */
+  statementTimeoutMs?: number;
 }
 
 /**
@@ -24,7 +26,7 @@ export function createDatabase<DB>(options: DatabaseOptions): Kysely<DB> {
     connectionString: options.url,
     max: options.maxConnections ?? 10,
     application_name: options.applicationName,
-    statement_timeout: 5_000,
+    statement_timeout: options.statementTimeoutMs ?? 5_000,
     idle_in_transaction_session_timeout: 10_000,
     connectionTimeoutMillis: 5_000,
     options: `-c search_path=${quoteIdentifier(options.schema)}`,
@@ -98,11 +100,22 @@ export async function isDatabaseReachable(db: Kysely<unknown>): Promise<boolean>
   }
 }
 
-/** Creates the service's schema if needed and applies its migrations; the migration table lives in that schema too. */
+/**
+ * Creates the service's schema if needed and applies its migrations; the migration table lives in that
+ * schema too. Without the requests' 5 s statement limit: DDL on a table that holds data (a rewrite,
+ * an index, a constraint's check) may take longer, and so may the wait for Kysely's migration lock
+ * while another runner (a replica's, another service's on the same server) holds it; a 5 s limit
+ * failed such a migration on every retry of its Job. The Job's own deadline is what bounds it.
+ */
 export async function migrateSchema(url: string, schema: string, migrations: Record<string, Migration>): Promise<void> {
-  const db = createDatabase<unknown>({ url, schema, applicationName: `${schema}-migrate`, maxConnections: 1 });
+  const db = createDatabase<unknown>({ url, schema, applicationName: `${schema}-migrate`, maxConnections: 1, statementTimeoutMs: 0 });
   try {
-    await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
+    try {
+      await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
+    } catch (error) {
+      // Two first runners at once: `if not exists` does not stop the second from failing on the catalog's unique index.
+      if ((error as { code?: string }).code !== '23505') throw error;
+    }
     const migrator = new Migrator({
       db,
       provider: { getMigrations: async () => migrations },
