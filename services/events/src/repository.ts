@@ -32,6 +32,8 @@ export interface EventsDatabase {
     previous_secret: string | null;
     previous_secret_expires_at: Date | null;
     failing_since: Date | null;
+    /** The latest failed attempt's time: a failure long after it starts a new run (domain.ts `failureStreakStart`). */
+    last_failed_at: Date | null;
     created_at: Date;
     updated_at: Date;
   };
@@ -279,6 +281,7 @@ export async function insertEndpoint(trx: EventsDb, accountId: string, endpoint:
       previous_secret: null,
       previous_secret_expires_at: null,
       failing_since: null,
+      last_failed_at: null,
       created_at: now,
       updated_at: now,
     })
@@ -311,7 +314,7 @@ export async function lockEndpoint(trx: EventsDb, accountId: string, id: Uuid): 
 }
 
 export type EndpointChanges = Partial<
-  Pick<EndpointRow, 'url' | 'event_types' | 'description' | 'status' | 'disabled_reason' | 'secret' | 'previous_secret' | 'previous_secret_expires_at' | 'failing_since'>
+  Pick<EndpointRow, 'url' | 'event_types' | 'description' | 'status' | 'disabled_reason' | 'secret' | 'previous_secret' | 'previous_secret_expires_at' | 'failing_since' | 'last_failed_at'>
 >;
 
 export async function updateEndpoint(trx: EventsDb, accountId: string, id: Uuid, changes: EndpointChanges, now: Date): Promise<EndpointRow> {

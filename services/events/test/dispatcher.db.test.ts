@@ -148,10 +148,10 @@ describe('delivery with retries against a real receiver', () => {
     expect(receiver.received.every((hook) => hook.headers['webhook-id'] === first.id)).toBe(true);
 
     let row = await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', endpoint.id).executeTakeFirstOrThrow();
-    expect(row).toMatchObject({ status: 'ENABLED', failing_since: start });
+    expect(row).toMatchObject({ status: 'ENABLED', failing_since: start, last_failed_at: attempts.at(-1)!.attempted_at });
 
-    // A later event keeps failing until the run of failures reaches 5 days.
-    clock.set(new Date(start.getTime() + 4 * 24 * 60 * MINUTE));
+    // A later event, within a retry's wait of the last failure, keeps the run going until it reaches 5 days.
+    clock.set(new Date(attempts.at(-1)!.attempted_at.getTime() + TEN_HOURS));
     const second = strategyEvent(accountId, clock.now());
     await ingest(db, [second], clock.now());
     for (;;) {
@@ -176,6 +176,38 @@ describe('delivery with retries against a real receiver', () => {
     expect(parked).toEqual({ parked: true });
     clock.advance(24 * 60 * MINUTE);
     expect(await dispatchDueMessages(deps)).toBe(0);
+  });
+
+  it('one failure after a quiet spell starts a new run of failures: it does not disable the endpoint for the run that ended days before', async () => {
+    const clock = new ManualClock();
+    const { accountId, endpoint, deps } = await setUp(clock);
+    const endpointRow = () => db.selectFrom('webhook_endpoints').selectAll().where('id', '=', endpoint.id).executeTakeFirstOrThrow();
+    receiver.defaultAnswer = 503;
+    const start = clock.now();
+    const first = strategyEvent(accountId, start);
+    await ingest(db, [first], start);
+    for (;;) {
+      expect(await dispatchDueMessages(deps)).toBe(1);
+      const message = await messageOf(first.id);
+      if (message.state === 'FAILED') break;
+      clock.set(message.next_attempt_at);
+    }
+    expect(await endpointRow()).toMatchObject({ status: 'ENABLED', failing_since: start });
+
+    // The receiver is fixed; a week without events; the next event's first attempt meets one passing 502.
+    receiver.defaultAnswer = 200;
+    receiver.answerNext(502);
+    clock.advance(7 * 24 * 60 * MINUTE);
+    const second = strategyEvent(accountId, clock.now());
+    await ingest(db, [second], clock.now());
+    const failedAt = clock.now();
+    expect(await dispatchDueMessages(deps)).toBe(1);
+    expect(await endpointRow()).toMatchObject({ status: 'ENABLED', disabled_reason: null, failing_since: failedAt, last_failed_at: failedAt });
+
+    clock.set((await messageOf(second.id)).next_attempt_at);
+    expect(await dispatchDueMessages(deps)).toBe(1);
+    expect((await messageOf(second.id)).state).toBe('DELIVERED');
+    expect(await endpointRow()).toMatchObject({ status: 'ENABLED', failing_since: null });
   });
 
   it('does not follow redirects and reads at most a few KiB of an endless answer', async () => {
