@@ -160,7 +160,7 @@ async function recordFailure(deps: DispatcherDeps, message: ClaimedMessage, atte
     if (!endpoint || !(await insertAttempt(trx, message, { attemptedAt, ...answer }))) return false;
     if (answer.interrupted) {
       // Our stop, not the receiver's failure: due again at once, for the next replica or start.
-      await settleMessage(trx, message, { state: 'PENDING', nextAttemptAt: attemptedAt });
+      await settleMessage(trx, message, { state: 'PENDING', nextAttemptAt: attemptedAt, interrupted: true });
     } else {
       const next = decideAfterFailure(message.created_at, message.attempts, { attemptedAt, durationMs: answer.durationMs }, deps.random());
       await settleMessage(trx, message, next.kind === 'retry' ? { state: 'PENDING', nextAttemptAt: next.at } : { state: 'FAILED' });

@@ -528,15 +528,24 @@ export async function recordDelivered(db: EventsDb, message: ClaimedMessage, out
   return result.rows[0]!.recorded;
 }
 
-/** Sets the message's state after an attempt, only if this claimer still holds it. */
+/**
+ * Sets the message's state after an attempt, only if this claimer still holds it. An `interrupted`
+ * attempt (our own stop) gives back the count its claim took: the retry schedule's step follows the
+ * receiver's failures, and a rolling deploy would otherwise push the next retry from 5 s to 5 min.
+ */
 export async function settleMessage(
   trx: EventsDb,
   message: ClaimedMessage,
-  next: { state: MessageState; nextAttemptAt?: Date },
+  next: { state: MessageState; nextAttemptAt?: Date; interrupted?: boolean },
 ): Promise<void> {
   await trx
     .updateTable('webhook_messages')
-    .set({ state: next.state, claim_token: null, ...(next.nextAttemptAt ? { next_attempt_at: next.nextAttemptAt } : {}) })
+    .set((eb) => ({
+      state: next.state,
+      claim_token: null,
+      ...(next.nextAttemptAt ? { next_attempt_at: next.nextAttemptAt } : {}),
+      ...(next.interrupted ? { attempts: eb('attempts', '-', 1) } : {}),
+    }))
     .where('account_id', '=', message.account_id)
     .where('id', '=', message.id)
     .where('claim_token', '=', message.claim_token)

@@ -319,6 +319,30 @@ describe('claims', () => {
   });
 });
 
+describe('attempts that end without an answer of the receiver', () => {
+  it("an attempt interrupted by the dispatcher's stop is no step of the schedule: the real failure after it is retried 5 s later, not 5 min", async () => {
+    const clock = new ManualClock();
+    const { accountId, deps } = await setUp(clock);
+    receiver.answerNext('hang', 503);
+    const event = strategyEvent(accountId, clock.now());
+    await ingest(db, [event], clock.now());
+    const dispatcher = startDispatcher({ ...deps, deliveryTimeoutMs: 10 * SECOND }, MINUTE);
+    try {
+      dispatcher.wake();
+      await expect.poll(() => receiver.received.length).toBe(1);
+    } finally {
+      await dispatcher.stop();
+    }
+    expect(await messageOf(event.id)).toMatchObject({ state: 'PENDING', attempts: 0, next_attempt_at: clock.now() });
+
+    expect(await dispatchDueMessages(deps)).toBe(1);
+    const failed = (await attemptsOf(event.id)).at(-1)!;
+    expect(failed).toMatchObject({ attempt: 1, status_code: 503 });
+    const message = await messageOf(event.id);
+    expect(message.next_attempt_at.getTime() - failed.attempted_at.getTime() - failed.duration_ms).toBe(RETRY_DELAYS_MS[0]);
+  });
+});
+
 describe('endpoints proceed independently', () => {
   it("an account's every endpoint at a receiver that never answers, with 80 events each, holds up none of another account's deliveries", async () => {
     const clock = new ManualClock();
