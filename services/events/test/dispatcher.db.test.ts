@@ -341,6 +341,42 @@ describe('attempts that end without an answer of the receiver', () => {
     const message = await messageOf(event.id);
     expect(message.next_attempt_at.getTime() - failed.attempted_at.getTime() - failed.duration_ms).toBe(RETRY_DELAYS_MS[0]);
   });
+
+  it('an attempt whose claimer died is no step of the schedule either: the real failure after it is retried 5 s later, not 5 min', async () => {
+    const clock = new ManualClock();
+    const { accountId, deps } = await setUp(clock);
+    receiver.answerNext(503);
+    const event = strategyEvent(accountId, clock.now());
+    await ingest(db, [event], clock.now());
+    // The claim commits; the claimer dies before recording anything.
+    expect(await claimDueMessages(db, clock.now(), CLAIM_LEASE_MS, { limit: 10, perEndpoint: 10, perFailingEndpoint: 10, inFlight: new Map() }, randomUUID())).toHaveLength(1);
+    clock.advance(CLAIM_LEASE_MS);
+
+    expect(await dispatchDueMessages(deps)).toBe(1);
+    const attempts = await attemptsOf(event.id);
+    expect(attempts.map((row) => [row.attempt, row.status_code])).toEqual([[1, 503]]);
+    const message = await messageOf(event.id);
+    expect(message.attempts).toBe(1);
+    expect(message.next_attempt_at.getTime() - attempts[0]!.attempted_at.getTime() - attempts[0]!.duration_ms).toBe(RETRY_DELAYS_MS[0]);
+  });
+
+  it('a message whose every attempt kills its claimer is marked failed once past its 3 days, not claimed until its event expires', async () => {
+    const clock = new ManualClock();
+    const { accountId, deps } = await setUp(clock);
+    const start = clock.now();
+    const event = strategyEvent(accountId, start);
+    await ingest(db, [event], start);
+    const crash = () => claimDueMessages(db, clock.now(), CLAIM_LEASE_MS, { limit: 10, perEndpoint: 10, perFailingEndpoint: 10, inFlight: new Map() }, randomUUID());
+    expect(await crash()).toHaveLength(1);
+    // Its claims lapse one after another; the last within the window is still claimed.
+    clock.set(new Date(start.getTime() + DELIVERY_WINDOW_MS - CLAIM_LEASE_MS / 2));
+    expect(await crash()).toHaveLength(1);
+    clock.advance(CLAIM_LEASE_MS);
+    expect(await crash()).toEqual([]);
+    expect(await messageOf(event.id)).toMatchObject({ state: 'FAILED', claim_token: null, attempts: 1 });
+    expect(await dispatchDueMessages(deps)).toBe(0);
+    expect(receiver.received).toEqual([]);
+  });
 });
 
 describe('endpoints proceed independently', () => {
