@@ -1,6 +1,7 @@
 import type { Migration } from 'kysely';
 import * as events from './001_events.ts';
 import * as messagesDuePerEndpoint from './002_messages_due_per_endpoint.ts';
+import * as endpointLastFailedAt from './003_endpoint_last_failed_at.ts';
 
 export const SCHEMA = 'events';
 
@@ -8,4 +9,5 @@ export const SCHEMA = 'events';
 export const migrations: Record<string, Migration> = {
   '001_events': events,
   '002_messages_due_per_endpoint': messagesDuePerEndpoint,
+  '003_endpoint_last_failed_at': endpointLastFailedAt,
 };

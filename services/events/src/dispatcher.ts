@@ -9,6 +9,7 @@ import {
   decideAfterFailure,
   DELIVERY_TIMEOUT_MS,
   disabledAfterFailuresReason,
+  failureStreakStart,
   RETENTION_MS,
   shouldDisable,
   webhookBody,
@@ -159,7 +160,7 @@ async function recordFailure(deps: DispatcherDeps, message: ClaimedMessage, atte
     if (!endpoint || !(await insertAttempt(trx, message, { attemptedAt, ...answer }))) return false;
     if (answer.interrupted) {
       // Our stop, not the receiver's failure: due again at once, for the next replica or start.
-      await settleMessage(trx, message, { state: 'PENDING', nextAttemptAt: attemptedAt });
+      await settleMessage(trx, message, { state: 'PENDING', nextAttemptAt: attemptedAt, interrupted: true });
     } else {
       const next = decideAfterFailure(message.created_at, message.attempts, { attemptedAt, durationMs: answer.durationMs }, deps.random());
       await settleMessage(trx, message, next.kind === 'retry' ? { state: 'PENDING', nextAttemptAt: next.at } : { state: 'FAILED' });
@@ -170,13 +171,15 @@ async function recordFailure(deps: DispatcherDeps, message: ClaimedMessage, atte
       return true;
     }
     if (answer.interrupted) return true;
-    const failingSince = endpoint.failing_since ?? attemptedAt;
+    const failingSince = failureStreakStart({ failingSince: endpoint.failing_since, lastFailedAt: endpoint.last_failed_at }, attemptedAt);
+    // Attempts in flight side by side may be recorded out of order: the latest failure stays.
+    const streak = { failing_since: failingSince, last_failed_at: endpoint.last_failed_at && endpoint.last_failed_at > attemptedAt ? endpoint.last_failed_at : attemptedAt };
     if (shouldDisable(failingSince, attemptedAt)) {
-      await updateEndpoint(trx, endpoint.account_id, endpoint.id, { status: 'DISABLED', disabled_reason: disabledAfterFailuresReason(failingSince) }, attemptedAt);
+      await updateEndpoint(trx, endpoint.account_id, endpoint.id, { ...streak, status: 'DISABLED', disabled_reason: disabledAfterFailuresReason(failingSince) }, attemptedAt);
       await parkPendingMessages(trx, endpoint.account_id, endpoint.id);
       deps.log.warn({ endpointId: endpoint.id, accountId: endpoint.account_id }, 'webhook endpoint disabled after 5 days of failures');
-    } else if (!endpoint.failing_since) {
-      await updateEndpoint(trx, endpoint.account_id, endpoint.id, { failing_since: failingSince }, attemptedAt);
+    } else {
+      await updateEndpoint(trx, endpoint.account_id, endpoint.id, streak, attemptedAt);
     }
     return true;
   });

@@ -130,6 +130,24 @@ export function decideAfterFailure(
   return { kind: 'retry', at };
 }
 
+/**
+ * The longest time from one attempt's start to the next while a message is retried: the longest
+ * wait, stretched by its jitter, counted from the end of an attempt that ran to the time-out.
+ */
+const LONGEST_RETRY_GAP_MS = Math.max(...RETRY_DELAYS_MS) * (1 + JITTER) + DELIVERY_TIMEOUT_MS;
+
+/**
+ * When the run of failures that a failed attempt at `failedAt` belongs to began. Failing "5 days in a
+ * row" means failing while deliveries are tried: a spell with no attempt at all, longer than any wait
+ * between retries (its messages all settled, no new events), ends the run, so the first failure after
+ * it starts a new one instead of continuing a run that ended days before (and disabling at once).
+ */
+export function failureStreakStart(endpoint: { failingSince: Date | null; lastFailedAt: Date | null }, failedAt: Date): Date {
+  const { failingSince, lastFailedAt } = endpoint;
+  if (failingSince === null || lastFailedAt === null) return failedAt;
+  return failedAt.getTime() - lastFailedAt.getTime() > LONGEST_RETRY_GAP_MS ? failedAt : failingSince;
+}
+
 /** An endpoint failing since `failingSince` is disabled once the run of failures reaches 5 days. */
 export function shouldDisable(failingSince: Date, now: Date): boolean {
   return now.getTime() - failingSince.getTime() >= DISABLE_AFTER_FAILING_MS;

@@ -3,7 +3,7 @@ import { aheadInCommitOrder, inCommitOrder, positionOf, type FeedPosition } from
 import { EVENTS_WAKE_CHANNEL, WAKE_EVERYONE } from '@ots/shared/event-feed';
 import { newId, type Uuid } from '@ots/shared/ids';
 import { inKeysetOrder, type KeysetPosition } from '@ots/shared/pagination';
-import { RETENTION_MS } from './domain.ts';
+import { DELIVERY_WINDOW_MS, RETENTION_MS } from './domain.ts';
 
 export type EndpointStatus = 'ENABLED' | 'DISABLED';
 export type MessageState = 'PENDING' | 'DELIVERED' | 'FAILED';
@@ -32,6 +32,8 @@ export interface EventsDatabase {
     previous_secret: string | null;
     previous_secret_expires_at: Date | null;
     failing_since: Date | null;
+    /** The latest failed attempt's time: a failure long after it starts a new run (domain.ts `failureStreakStart`). */
+    last_failed_at: Date | null;
     created_at: Date;
     updated_at: Date;
   };
@@ -279,6 +281,7 @@ export async function insertEndpoint(trx: EventsDb, accountId: string, endpoint:
       previous_secret: null,
       previous_secret_expires_at: null,
       failing_since: null,
+      last_failed_at: null,
       created_at: now,
       updated_at: now,
     })
@@ -311,7 +314,7 @@ export async function lockEndpoint(trx: EventsDb, accountId: string, id: Uuid): 
 }
 
 export type EndpointChanges = Partial<
-  Pick<EndpointRow, 'url' | 'event_types' | 'description' | 'status' | 'disabled_reason' | 'secret' | 'previous_secret' | 'previous_secret_expires_at' | 'failing_since'>
+  Pick<EndpointRow, 'url' | 'event_types' | 'description' | 'status' | 'disabled_reason' | 'secret' | 'previous_secret' | 'previous_secret_expires_at' | 'failing_since' | 'last_failed_at'>
 >;
 
 export async function updateEndpoint(trx: EventsDb, accountId: string, id: Uuid, changes: EndpointChanges, now: Date): Promise<EndpointRow> {
@@ -421,20 +424,28 @@ export interface ClaimLimits {
  * anyone while its attempt is in flight — without holding a transaction open during the HTTP call
  * (which would also hold back every commit-ordered feed of the server). If the claimer dies, the
  * message is due again when the lease ends: at least once.
+ *
+ * A message still under a claim when it is due again is one whose claimer died, or failed to record
+ * the attempt (none recorded then): like an interrupted attempt it is no step of the retry schedule,
+ * so this claim does not count it again. Nothing then marks the message failed after an answer, so a
+ * message whose attempt always kills its process would be claimed every lease until its event
+ * expires: one past its 3-day window is marked failed here instead of claimed.
  */
 export async function claimDueMessages(db: EventsDb, now: Date, leaseMs: number, limits: ClaimLimits, token: string): Promise<ClaimedMessage[]> {
   const leaseUntil = new Date(now.getTime() + leaseMs);
+  const firstDueBefore = new Date(now.getTime() - DELIVERY_WINDOW_MS);
   const busyIds = [...limits.inFlight.keys()];
   const busyCounts = busyIds.map((id) => limits.inFlight.get(id)!);
   const result = await sql<ClaimedMessage>`
     with busy as (
       select * from unnest(${busyIds}::uuid[], ${busyCounts}::int[]) as b(endpoint_id, in_flight)
     ), due as (
-      select d.id, d.next_attempt_at, e.id as endpoint_id, busy.endpoint_id is null as idle
+      select d.id, d.next_attempt_at, d.lapsed_past_window, e.id as endpoint_id, busy.endpoint_id is null as idle
       from events.webhook_endpoints e
       left join busy on busy.endpoint_id = e.id
       cross join lateral (
-        select m.id, m.next_attempt_at from events.webhook_messages m
+        select m.id, m.next_attempt_at, m.claim_token is not null and m.created_at < ${firstDueBefore} as lapsed_past_window
+        from events.webhook_messages m
         where m.endpoint_id = e.id and m.state = 'PENDING' and m.next_attempt_at <= ${now}
         order by m.next_attempt_at
         limit greatest(0, (case when e.failing_since is null then ${limits.perEndpoint}::int else ${limits.perFailingEndpoint}::int end)
@@ -443,16 +454,19 @@ export async function claimDueMessages(db: EventsDb, now: Date, leaseMs: number,
       ) d
       where e.status = 'ENABLED'
     ), placed as (
-      select id, next_attempt_at, idle and row_number() over (partition by endpoint_id order by next_attempt_at, id) = 1 as opens_idle_endpoint
+      select id, next_attempt_at, lapsed_past_window, idle and row_number() over (partition by endpoint_id order by next_attempt_at, id) = 1 as opens_idle_endpoint
       from due
     ), chosen as (
-      select id from placed where opens_idle_endpoint
+      select id, lapsed_past_window from placed where opens_idle_endpoint
       union all
-      (select id from placed where not opens_idle_endpoint order by next_attempt_at limit ${limits.limit})
+      (select id, lapsed_past_window from placed where not opens_idle_endpoint order by next_attempt_at limit ${limits.limit})
+    ), failed as (
+      update events.webhook_messages m set state = 'FAILED', claim_token = null
+      from chosen where m.id = chosen.id and chosen.lapsed_past_window
     ), claimed as (
       update events.webhook_messages m
-      set next_attempt_at = ${leaseUntil}, attempts = m.attempts + 1, claim_token = ${token}
-      from chosen where m.id = chosen.id
+      set next_attempt_at = ${leaseUntil}, attempts = m.attempts + (m.claim_token is null)::int, claim_token = ${token}
+      from chosen where m.id = chosen.id and not chosen.lapsed_past_window
       returning m.*
     )
     select c.id, c.account_id, c.endpoint_id, c.event_id, c.attempts, c.created_at, c.claim_token,
@@ -525,15 +539,24 @@ export async function recordDelivered(db: EventsDb, message: ClaimedMessage, out
   return result.rows[0]!.recorded;
 }
 
-/** Sets the message's state after an attempt, only if this claimer still holds it. */
+/**
+ * Sets the message's state after an attempt, only if this claimer still holds it. An `interrupted`
+ * attempt (our own stop) gives back the count its claim took: the retry schedule's step follows the
+ * receiver's failures, and a rolling deploy would otherwise push the next retry from 5 s to 5 min.
+ */
 export async function settleMessage(
   trx: EventsDb,
   message: ClaimedMessage,
-  next: { state: MessageState; nextAttemptAt?: Date },
+  next: { state: MessageState; nextAttemptAt?: Date; interrupted?: boolean },
 ): Promise<void> {
   await trx
     .updateTable('webhook_messages')
-    .set({ state: next.state, claim_token: null, ...(next.nextAttemptAt ? { next_attempt_at: next.nextAttemptAt } : {}) })
+    .set((eb) => ({
+      state: next.state,
+      claim_token: null,
+      ...(next.nextAttemptAt ? { next_attempt_at: next.nextAttemptAt } : {}),
+      ...(next.interrupted ? { attempts: eb('attempts', '-', 1) } : {}),
+    }))
     .where('account_id', '=', message.account_id)
     .where('id', '=', message.id)
     .where('claim_token', '=', message.claim_token)

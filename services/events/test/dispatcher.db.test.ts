@@ -148,10 +148,10 @@ describe('delivery with retries against a real receiver', () => {
     expect(receiver.received.every((hook) => hook.headers['webhook-id'] === first.id)).toBe(true);
 
     let row = await db.selectFrom('webhook_endpoints').selectAll().where('id', '=', endpoint.id).executeTakeFirstOrThrow();
-    expect(row).toMatchObject({ status: 'ENABLED', failing_since: start });
+    expect(row).toMatchObject({ status: 'ENABLED', failing_since: start, last_failed_at: attempts.at(-1)!.attempted_at });
 
-    // A later event keeps failing until the run of failures reaches 5 days.
-    clock.set(new Date(start.getTime() + 4 * 24 * 60 * MINUTE));
+    // A later event, within a retry's wait of the last failure, keeps the run going until it reaches 5 days.
+    clock.set(new Date(attempts.at(-1)!.attempted_at.getTime() + TEN_HOURS));
     const second = strategyEvent(accountId, clock.now());
     await ingest(db, [second], clock.now());
     for (;;) {
@@ -176,6 +176,38 @@ describe('delivery with retries against a real receiver', () => {
     expect(parked).toEqual({ parked: true });
     clock.advance(24 * 60 * MINUTE);
     expect(await dispatchDueMessages(deps)).toBe(0);
+  });
+
+  it('one failure after a quiet spell starts a new run of failures: it does not disable the endpoint for the run that ended days before', async () => {
+    const clock = new ManualClock();
+    const { accountId, endpoint, deps } = await setUp(clock);
+    const endpointRow = () => db.selectFrom('webhook_endpoints').selectAll().where('id', '=', endpoint.id).executeTakeFirstOrThrow();
+    receiver.defaultAnswer = 503;
+    const start = clock.now();
+    const first = strategyEvent(accountId, start);
+    await ingest(db, [first], start);
+    for (;;) {
+      expect(await dispatchDueMessages(deps)).toBe(1);
+      const message = await messageOf(first.id);
+      if (message.state === 'FAILED') break;
+      clock.set(message.next_attempt_at);
+    }
+    expect(await endpointRow()).toMatchObject({ status: 'ENABLED', failing_since: start });
+
+    // The receiver is fixed; a week without events; the next event's first attempt meets one passing 502.
+    receiver.defaultAnswer = 200;
+    receiver.answerNext(502);
+    clock.advance(7 * 24 * 60 * MINUTE);
+    const second = strategyEvent(accountId, clock.now());
+    await ingest(db, [second], clock.now());
+    const failedAt = clock.now();
+    expect(await dispatchDueMessages(deps)).toBe(1);
+    expect(await endpointRow()).toMatchObject({ status: 'ENABLED', disabled_reason: null, failing_since: failedAt, last_failed_at: failedAt });
+
+    clock.set((await messageOf(second.id)).next_attempt_at);
+    expect(await dispatchDueMessages(deps)).toBe(1);
+    expect((await messageOf(second.id)).state).toBe('DELIVERED');
+    expect(await endpointRow()).toMatchObject({ status: 'ENABLED', failing_since: null });
   });
 
   it('does not follow redirects and reads at most a few KiB of an endless answer', async () => {
@@ -284,6 +316,66 @@ describe('claims', () => {
     expect(await dispatchDueMessages(deps)).toBe(1);
     expect(receiver.received.map((hook) => hook.headers['webhook-id'])).toEqual([event.id]);
     expect((await messageOf(event.id)).state).toBe('DELIVERED');
+  });
+});
+
+describe('attempts that end without an answer of the receiver', () => {
+  it("an attempt interrupted by the dispatcher's stop is no step of the schedule: the real failure after it is retried 5 s later, not 5 min", async () => {
+    const clock = new ManualClock();
+    const { accountId, deps } = await setUp(clock);
+    receiver.answerNext('hang', 503);
+    const event = strategyEvent(accountId, clock.now());
+    await ingest(db, [event], clock.now());
+    const dispatcher = startDispatcher({ ...deps, deliveryTimeoutMs: 10 * SECOND }, MINUTE);
+    try {
+      dispatcher.wake();
+      await expect.poll(() => receiver.received.length).toBe(1);
+    } finally {
+      await dispatcher.stop();
+    }
+    expect(await messageOf(event.id)).toMatchObject({ state: 'PENDING', attempts: 0, next_attempt_at: clock.now() });
+
+    expect(await dispatchDueMessages(deps)).toBe(1);
+    const failed = (await attemptsOf(event.id)).at(-1)!;
+    expect(failed).toMatchObject({ attempt: 1, status_code: 503 });
+    const message = await messageOf(event.id);
+    expect(message.next_attempt_at.getTime() - failed.attempted_at.getTime() - failed.duration_ms).toBe(RETRY_DELAYS_MS[0]);
+  });
+
+  it('an attempt whose claimer died is no step of the schedule either: the real failure after it is retried 5 s later, not 5 min', async () => {
+    const clock = new ManualClock();
+    const { accountId, deps } = await setUp(clock);
+    receiver.answerNext(503);
+    const event = strategyEvent(accountId, clock.now());
+    await ingest(db, [event], clock.now());
+    // The claim commits; the claimer dies before recording anything.
+    expect(await claimDueMessages(db, clock.now(), CLAIM_LEASE_MS, { limit: 10, perEndpoint: 10, perFailingEndpoint: 10, inFlight: new Map() }, randomUUID())).toHaveLength(1);
+    clock.advance(CLAIM_LEASE_MS);
+
+    expect(await dispatchDueMessages(deps)).toBe(1);
+    const attempts = await attemptsOf(event.id);
+    expect(attempts.map((row) => [row.attempt, row.status_code])).toEqual([[1, 503]]);
+    const message = await messageOf(event.id);
+    expect(message.attempts).toBe(1);
+    expect(message.next_attempt_at.getTime() - attempts[0]!.attempted_at.getTime() - attempts[0]!.duration_ms).toBe(RETRY_DELAYS_MS[0]);
+  });
+
+  it('a message whose every attempt kills its claimer is marked failed once past its 3 days, not claimed until its event expires', async () => {
+    const clock = new ManualClock();
+    const { accountId, deps } = await setUp(clock);
+    const start = clock.now();
+    const event = strategyEvent(accountId, start);
+    await ingest(db, [event], start);
+    const crash = () => claimDueMessages(db, clock.now(), CLAIM_LEASE_MS, { limit: 10, perEndpoint: 10, perFailingEndpoint: 10, inFlight: new Map() }, randomUUID());
+    expect(await crash()).toHaveLength(1);
+    // Its claims lapse one after another; the last within the window is still claimed.
+    clock.set(new Date(start.getTime() + DELIVERY_WINDOW_MS - CLAIM_LEASE_MS / 2));
+    expect(await crash()).toHaveLength(1);
+    clock.advance(CLAIM_LEASE_MS);
+    expect(await crash()).toEqual([]);
+    expect(await messageOf(event.id)).toMatchObject({ state: 'FAILED', claim_token: null, attempts: 1 });
+    expect(await dispatchDueMessages(deps)).toBe(0);
+    expect(receiver.received).toEqual([]);
   });
 });
 

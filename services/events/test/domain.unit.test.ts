@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest';
 import {
   activeSecrets,
   decideAfterFailure,
+  DELIVERY_TIMEOUT_MS,
   DELIVERY_WINDOW_MS,
+  failureStreakStart,
   newSigningSecret,
   RETRY_DELAYS_MS,
   shouldDisable,
@@ -47,6 +49,26 @@ describe('retry schedule', () => {
     const since = at('2026-11-01T00:00:00.000Z');
     expect(shouldDisable(since, at('2026-11-05T23:59:59.999Z'))).toBe(false);
     expect(shouldDisable(since, at('2026-11-06T00:00:00.000Z'))).toBe(true);
+  });
+
+  it('counts a failure in the run while it follows the last one within the longest wait between retries, and starts a new run after a longer spell without attempts', () => {
+    const since = at('2026-11-01T00:00:00.000Z');
+    const lastFailedAt = at('2026-11-03T00:00:00.000Z');
+    // The latest a retry can come: the 10 h wait with the most jitter, after an attempt that ran to the time-out.
+    const latestRetry = decideAfterFailure(since, 20, { attemptedAt: lastFailedAt, durationMs: DELIVERY_TIMEOUT_MS }, 0.999_999);
+    if (latestRetry.kind !== 'retry') throw new Error('expected a retry');
+    expect(failureStreakStart({ failingSince: since, lastFailedAt }, latestRetry.at)).toEqual(since);
+    const longestGap = 10 * 3600_000 * 1.1 + DELIVERY_TIMEOUT_MS;
+    expect(failureStreakStart({ failingSince: since, lastFailedAt }, new Date(lastFailedAt.getTime() + longestGap))).toEqual(since);
+    const afterGap = new Date(lastFailedAt.getTime() + longestGap + 1);
+    expect(failureStreakStart({ failingSince: since, lastFailedAt }, afterGap)).toEqual(afterGap);
+    // A week of quiet, then one failure: a new run from it, nowhere near 5 days.
+    const weekLater = at('2026-11-10T00:00:00.000Z');
+    expect(failureStreakStart({ failingSince: since, lastFailedAt }, weekLater)).toEqual(weekLater);
+    expect(shouldDisable(failureStreakStart({ failingSince: since, lastFailedAt }, weekLater), weekLater)).toBe(false);
+    // No run yet (or one ended by a success or by enabling): this failure starts one.
+    expect(failureStreakStart({ failingSince: null, lastFailedAt }, weekLater)).toEqual(weekLater);
+    expect(failureStreakStart({ failingSince: null, lastFailedAt: null }, weekLater)).toEqual(weekLater);
   });
 });
 

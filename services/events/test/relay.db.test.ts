@@ -127,7 +127,7 @@ describe('the outbox and its relay', () => {
   it('a relay that crashed after events stored its batch but before deleting it sends again: one copy, one delivery each', async () => {
     await events.insertInto('webhook_endpoints').values({
       id: newId(), account_id: accountId, url: 'https://example.com/h', event_types: [], description: null, status: 'ENABLED',
-      disabled_reason: null, secret, previous_secret: null, previous_secret_expires_at: null, failing_since: null,
+      disabled_reason: null, secret, previous_secret: null, previous_secret_expires_at: null, failing_since: null, last_failed_at: null,
       created_at: new Date(), updated_at: new Date(),
     }).execute();
     await writeChange(true, 'twice');
