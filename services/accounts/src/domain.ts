@@ -238,6 +238,15 @@ function addressAllowed(cidrs: readonly string[], clientAddress: string): boolea
 }
 
 /** A rolled key's predecessor stops at the end of the grace, or sooner if it was due to expire sooner. */
+/**
+ * When a roll's new key expires: a key made to expire (say 90 days after it was made) is replaced by
+ * one with the same lifetime from now, not by one that never expires, which would quietly undo the
+ * rotation policy it was made under; a key without expiry is replaced by one without.
+ */
+export function successorExpiry(previous: { createdAt: number; expiresAt: number | null }, now: number): number | null {
+  return previous.expiresAt === null ? null : now + (previous.expiresAt - previous.createdAt);
+}
+
 export function expiryAfterRoll(currentExpiry: number | null, now: number, graceMs: number): number {
   const graceEnd = now + graceMs;
   return currentExpiry === null ? graceEnd : Math.min(currentExpiry, graceEnd);

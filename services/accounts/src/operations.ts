@@ -6,6 +6,7 @@ import {
   API_KEY_SCOPES,
   displayPrefixOf,
   expiryAfterRoll,
+  successorExpiry,
   generateApiKey,
   hashApiKey,
   MAX_ACCOUNT_NAME_LENGTH,
@@ -289,7 +290,8 @@ export async function rollKey(scope: KeysScope, { keyId: sentKeyId, graceMs, ...
     const previousExpiresAt = new Date(expiryAfterRoll(previous.expires_at?.getTime() ?? null, now, graceMs));
     // The new key does what the old one did, unless the roll narrows or widens it.
     const permissions = checkPermissions(change, { scopes: previous.scopes, allowedCidrs: previous.allowed_cidrs });
-    const issued = await issueKey(trx, config, previous.account_id, { name: previous.name, expiresAt: null, ...permissions }, actor);
+    const expiresAt = successorExpiry({ createdAt: previous.created_at.getTime(), expiresAt: previous.expires_at?.getTime() ?? null }, now);
+    const issued = await issueKey(trx, config, previous.account_id, { name: previous.name, expiresAt: expiresAt === null ? null : new Date(expiresAt), ...permissions }, actor);
     const previousKey = await repository.markApiKeyRolled(trx, previous.account_id, keyId, previousExpiresAt, issued.key.id);
     await repository.insertSecurityEvent(trx, {
       accountId: previous.account_id,

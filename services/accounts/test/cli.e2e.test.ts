@@ -231,6 +231,10 @@ describe('every command, with --json and without', () => {
     const viaNew = await viewer(out.apiKey);
     expect(viaNew.status).toBe(200);
     expect(viaNew.body.data.viewer.apiKey).toMatchObject({ id: out.keyId, name: 'bot' });
+    // Made with --expires-in 90d: its successor expires 90 days after the roll, not never.
+    const lifetime = Date.parse(viaNew.body.data.viewer.apiKey.expiresAt) - Date.now();
+    expect(lifetime).toBeGreaterThan(90 * 86_400_000 - 120_000);
+    expect(lifetime).toBeLessThanOrEqual(90 * 86_400_000);
     expect((await viewer(first.apiKey)).status).toBe(200);
     // The rolled key has its successor: rolling it again would leave two keys claiming to replace it.
     const again = await cli('key', 'roll', first.keyId, '--json');

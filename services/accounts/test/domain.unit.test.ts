@@ -6,6 +6,7 @@ import {
   decideKey,
   displayPrefixOf,
   expiryAfterRoll,
+  successorExpiry,
   generateApiKey,
   hashApiKey,
   hashesMatch,
@@ -268,6 +269,19 @@ describe('parseScopes and parseCidrs', () => {
     const many = Array.from({ length: 33 }, (_, i) => `10.0.${i}.0/24`);
     expect(parseCidrs(many)).toEqual({ problem: expect.stringContaining('at most 32') });
     expect(parseCidrs(many.slice(0, 32))).toHaveLength(32);
+  });
+});
+
+describe('successorExpiry', () => {
+  const now = Date.UTC(2026, 10, 21, 14, 0, 0);
+  const day = 86_400_000;
+
+  it("a key made to expire is replaced by one with its lifetime from now, however much of it was left", () => {
+    expect(successorExpiry({ createdAt: now - 80 * day, expiresAt: now + 10 * day }, now)).toBe(now + 90 * day);
+  });
+
+  it('a key without expiry is replaced by one without', () => {
+    expect(successorExpiry({ createdAt: now - day, expiresAt: null }, now)).toBeNull();
   });
 });
 

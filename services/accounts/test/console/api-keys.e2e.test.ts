@@ -41,7 +41,9 @@ describe('API keys in the console', () => {
     expect(rolled.status).toBe(201);
     expect(rolled.body.previousKey).toMatchObject({ id: created.body.key.id, status: 'Expiring' });
     expect(Date.parse(rolled.body.previousKey.expiresAt) - Date.now()).toBeLessThanOrEqual(3_600_000);
-    expect(rolled.body.key).toMatchObject({ label: 'trading bot', status: 'Active', expiresAt: null });
+    expect(rolled.body.key).toMatchObject({ label: 'trading bot', status: 'Active' });
+    // Made to expire after 30 days: its successor expires 30 days after the roll.
+    expect(Date.parse(rolled.body.key.expiresAt) - Date.now()).toBeGreaterThan(30 * 86_400_000 - 120_000);
     expect((await t.stack.graphql(created.body.apiKey, VIEWER)).status).toBe(200);
     expect((await t.stack.graphql(rolled.body.apiKey, VIEWER)).status).toBe(200);
 
