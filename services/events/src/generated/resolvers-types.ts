@@ -185,8 +185,6 @@ export type Query = {
   /**
    * The account's events of the last 30 days, oldest first in commit order: a client that keeps its
    * last endCursor and pages forward from it never misses an event, even one committed late. first: 1-200.
-   * A filter that matches few events goes over at most 20,000 of the account's events for one page: past
-   * them with no match, the page is empty with hasNextPage true and an endCursor further on.
    */
   listEvents: EventConnection;
   /** The account's webhook endpoints (at most 16), oldest first. */
