@@ -26,10 +26,11 @@ export function createDatabase<DB>(options: DatabaseOptions): Kysely<DB> {
     connectionString: options.url,
     max: options.maxConnections ?? 10,
     application_name: options.applicationName,
-    statement_timeout: options.statementTimeoutMs ?? 5_000,
     idle_in_transaction_session_timeout: 10_000,
     connectionTimeoutMillis: 5_000,
-    options: `-c search_path=${quoteIdentifier(options.schema)}`,
+    // In the startup options rather than pg's `statement_timeout`, which pg leaves out when it is 0:
+    // the role's or the database's own limit would then apply.
+    options: `-c search_path=${quoteIdentifier(options.schema)} -c statement_timeout=${options.statementTimeoutMs ?? 5_000}`,
   });
   // A connection lost while idle, or while checked out between two queries, must not crash the
   // process: the pool replaces it, and the query that used it fails on its own.

@@ -18,6 +18,11 @@ describe('migrateSchema', () => {
         },
       },
     };
+    // A database whose own default is a statement limit: a migration must not inherit it either.
+    const admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    await admin.query(`alter database ${new URL(database.url).pathname.slice(1)} set statement_timeout = '1s'`);
+    await admin.end();
     // Another runner holds the migration lock (Kysely's, one id for every schema) for longer than a request's statement may run.
     const other = new pg.Client({ connectionString: database.url });
     await other.connect();
