@@ -135,6 +135,13 @@ export function decideAfterFailure(
  * wait, stretched by its jitter, counted from the end of an attempt that ran to the time-out.
  */
 const LONGEST_RETRY_GAP_MS = Math.max(...RETRY_DELAYS_MS) * (1 + JITTER) + DELIVERY_TIMEOUT_MS;
+/**
+ * A spell without attempts that ends a run of failures: the longest retry gap, and an hour for the
+ * dispatcher's own delays on top (its poll, a wait behind the endpoint's attempt in flight, a dead
+ * claimer's lease, a restart), so that a run is never cut by them and an endpoint failing for good
+ * is disabled on time.
+ */
+const RUN_ENDING_SPELL_MS = LONGEST_RETRY_GAP_MS + 3_600_000;
 
 /**
  * When the run of failures that a failed attempt at `failedAt` belongs to began. Failing "5 days in a
@@ -145,7 +152,7 @@ const LONGEST_RETRY_GAP_MS = Math.max(...RETRY_DELAYS_MS) * (1 + JITTER) + DELIV
 export function failureStreakStart(endpoint: { failingSince: Date | null; lastFailedAt: Date | null }, failedAt: Date): Date {
   const { failingSince, lastFailedAt } = endpoint;
   if (failingSince === null || lastFailedAt === null) return failedAt;
-  return failedAt.getTime() - lastFailedAt.getTime() > LONGEST_RETRY_GAP_MS ? failedAt : failingSince;
+  return failedAt.getTime() - lastFailedAt.getTime() > RUN_ENDING_SPELL_MS ? failedAt : failingSince;
 }
 
 /** An endpoint failing since `failingSince` is disabled once the run of failures reaches 5 days. */

@@ -349,14 +349,16 @@ export async function parkPendingMessages(trx: EventsDb, accountId: string, endp
 }
 
 /**
- * Enabling again: messages that waited while the endpoint was disabled are due at once (those past
- * their 3-day window are marked failed at their next claim). A claimed one is left to its claim: made
- * due while its attempt is in flight, it would be claimed and sent a second time at once.
+ * Enabling again: messages that waited while the endpoint was disabled are due at once, and those
+ * past their 3-day window are marked failed (section 6: retried for 3 days, then failed); before,
+ * they were sent once more. A claimed one is left to its claim: made due while its attempt is in
+ * flight, it would be claimed and sent a second time at once.
  */
 export async function resumePendingMessages(trx: EventsDb, accountId: string, endpointId: Uuid, now: Date): Promise<void> {
+  const windowStart = new Date(now.getTime() - DELIVERY_WINDOW_MS);
   await trx
     .updateTable('webhook_messages')
-    .set({ next_attempt_at: now })
+    .set({ next_attempt_at: now, state: sql<MessageState>`case when created_at < ${windowStart} then 'FAILED' else state end` })
     .where('account_id', '=', accountId)
     .where('endpoint_id', '=', endpointId)
     .where('state', '=', 'PENDING')

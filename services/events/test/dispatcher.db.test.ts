@@ -78,6 +78,26 @@ describe('disabling and enabling an endpoint while an attempt is in flight', () 
     expect((await messageOf(event.id)).state).toBe('DELIVERED');
     expect(receiver.received).toHaveLength(2);
   });
+
+  it('marks failed, not sends, the messages that waited past their 3 days while it was disabled; the rest are sent', async () => {
+    const clock = new ManualClock();
+    const { accountId, endpoint, deps } = await setUp(clock);
+    const scope: EventsScope = { ...testScope(db, accountId), production: false, secretKey, now: () => clock.now() };
+    // Two messages not yet sent, parked when the endpoint is disabled (events while it is disabled make none).
+    const stale = strategyEvent(accountId, clock.now());
+    await ingest(db, [stale], clock.now());
+    clock.advance(DELIVERY_WINDOW_MS - 2 * MINUTE);
+    const recent = strategyEvent(accountId, clock.now());
+    await ingest(db, [recent], clock.now());
+    expect((await disableEndpoint(scope, receiveId(endpoint.id))).ok).toBe(true);
+    clock.advance(3 * MINUTE);
+
+    expect((await enableEndpoint(scope, receiveId(endpoint.id))).ok).toBe(true);
+    expect(await dispatchDueMessages(deps)).toBe(1);
+    expect((await messageOf(stale.id)).state).toBe('FAILED');
+    expect((await messageOf(recent.id)).state).toBe('DELIVERED');
+    expect(receiver.received.map((request) => request.headers['webhook-id'])).toEqual([recent.id]);
+  });
 });
 
 describe('delivery with retries against a real receiver', () => {

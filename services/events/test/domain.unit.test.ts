@@ -51,14 +51,15 @@ describe('retry schedule', () => {
     expect(shouldDisable(since, at('2026-11-06T00:00:00.000Z'))).toBe(true);
   });
 
-  it('counts a failure in the run while it follows the last one within the longest wait between retries, and starts a new run after a longer spell without attempts', () => {
+  it('counts a failure in the run while it follows the last one within the longest wait between retries, and an hour more, and starts a new run after a longer spell without attempts', () => {
     const since = at('2026-11-01T00:00:00.000Z');
     const lastFailedAt = at('2026-11-03T00:00:00.000Z');
     // The latest a retry can come: the 10 h wait with the most jitter, after an attempt that ran to the time-out.
     const latestRetry = decideAfterFailure(since, 20, { attemptedAt: lastFailedAt, durationMs: DELIVERY_TIMEOUT_MS }, 0.999_999);
     if (latestRetry.kind !== 'retry') throw new Error('expected a retry');
     expect(failureStreakStart({ failingSince: since, lastFailedAt }, latestRetry.at)).toEqual(since);
-    const longestGap = 10 * 3600_000 * 1.1 + DELIVERY_TIMEOUT_MS;
+    // And an hour more for the dispatcher's own delays.
+    const longestGap = 10 * 3600_000 * 1.1 + DELIVERY_TIMEOUT_MS + 3600_000;
     expect(failureStreakStart({ failingSince: since, lastFailedAt }, new Date(lastFailedAt.getTime() + longestGap))).toEqual(since);
     const afterGap = new Date(lastFailedAt.getTime() + longestGap + 1);
     expect(failureStreakStart({ failingSince: since, lastFailedAt }, afterGap)).toEqual(afterGap);

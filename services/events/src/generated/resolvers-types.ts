@@ -253,7 +253,7 @@ export type UpdateWebhookEndpointInput = {
 /** One attempt to deliver an event to an endpoint. */
 export type WebhookDelivery = {
   __typename?: 'WebhookDelivery';
-  /** 1 for the first attempt of a delivery, then 2, 3… for its retries. An attempt cut short by the service's own restart is listed, and the attempt that replaces it keeps its number: it takes no step of the retry schedule. */
+  /** 1 for the first attempt of a delivery, then 2, 3… for its retries. An attempt cut short by the service stopping takes no step of the retry schedule: the attempt that replaces it keeps its number (one cut short by a graceful stop is listed, one by a crash is not). */
   attempt: Scalars['Int']['output'];
   attemptedAt: Scalars['DateTime']['output'];
   durationMs: Scalars['Int']['output'];
