@@ -40,6 +40,16 @@ async function messageOf(eventId: Uuid) {
   return db.selectFrom('webhook_messages').selectAll().where('event_id', '=', eventId).executeTakeFirstOrThrow();
 }
 
+/** Dispatches the event's message on its schedule, one attempt per due time, until it is no longer pending: failed, at its 3 days' end. */
+async function retryUntilFailed(deps: DispatcherDeps, clock: ManualClock, eventId: Uuid) {
+  for (;;) {
+    expect(await dispatchDueMessages(deps)).toBe(1);
+    const message = await messageOf(eventId);
+    if (message.state !== 'PENDING') return expect(message.state).toBe('FAILED');
+    clock.set(message.next_attempt_at);
+  }
+}
+
 async function attemptsOf(eventId: Uuid) {
   return db.selectFrom('webhook_attempts').selectAll().where('event_id', '=', eventId).orderBy('attempted_at').execute();
 }
@@ -146,16 +156,7 @@ describe('delivery with retries against a real receiver', () => {
     const start = clock.now();
     const first = strategyEvent(accountId, start);
     await ingest(db, [first], start);
-
-    for (;;) {
-      expect(await dispatchDueMessages(deps)).toBe(1);
-      const message = await messageOf(first.id);
-      if (message.state !== 'PENDING') {
-        expect(message.state).toBe('FAILED');
-        break;
-      }
-      clock.set(message.next_attempt_at);
-    }
+    await retryUntilFailed(deps, clock, first.id);
     const attempts = await attemptsOf(first.id);
     const times = attempts.map((attempt) => attempt.attempted_at.getTime() - start.getTime());
     // Each wait from the end of the attempt before.
@@ -206,12 +207,7 @@ describe('delivery with retries against a real receiver', () => {
     const start = clock.now();
     const first = strategyEvent(accountId, start);
     await ingest(db, [first], start);
-    for (;;) {
-      expect(await dispatchDueMessages(deps)).toBe(1);
-      const message = await messageOf(first.id);
-      if (message.state === 'FAILED') break;
-      clock.set(message.next_attempt_at);
-    }
+    await retryUntilFailed(deps, clock, first.id);
     expect(await endpointRow()).toMatchObject({ status: 'ENABLED', failing_since: start });
 
     // The receiver is fixed; a week without events; the next event's first attempt meets one passing 502.
