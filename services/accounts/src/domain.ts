@@ -237,7 +237,6 @@ function addressAllowed(cidrs: readonly string[], clientAddress: string): boolea
   return ranges.some(([network, length]) => network.kind() === address.kind() && address.match(network, length));
 }
 
-/** A rolled key's predecessor stops at the end of the grace, or sooner if it was due to expire sooner. */
 /**
  * When a roll's new key expires: a key made to expire (say 90 days after it was made) is replaced by
  * one with the same lifetime from now, not by one that never expires, which would quietly undo the
@@ -247,6 +246,7 @@ export function successorExpiry(previous: { createdAt: number; expiresAt: number
   return previous.expiresAt === null ? null : now + (previous.expiresAt - previous.createdAt);
 }
 
+/** A rolled key's predecessor stops at the end of the grace, or sooner if it was due to expire sooner. */
 export function expiryAfterRoll(currentExpiry: number | null, now: number, graceMs: number): number {
   const graceEnd = now + graceMs;
   return currentExpiry === null ? graceEnd : Math.min(currentExpiry, graceEnd);
