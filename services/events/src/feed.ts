@@ -6,7 +6,7 @@ import { parseDateTime } from '@ots/shared/scalars';
 import { eventTypesOf, type EventFeedAnswer, type eventFeedRoute } from '@ots/shared/event-feed';
 import type { EventsContext } from './context.ts';
 import type { SealedFeedCursors } from '@ots/shared/sealed-cursors';
-import { countEventsAfter, scanEvents, type EventFilter, type EventRow, type EventsDb, type ScannedEvent } from './repository.ts';
+import { countEventsAfter, scanEvents, seekEventsOfTypes, type EventFilter, type EventRow, type EventsDb, type ScannedEvent } from './repository.ts';
 
 /**
  * The feed as `listEvents` and the gateway's streams read it: oldest first in commit order, from a
@@ -14,8 +14,9 @@ import { countEventsAfter, scanEvents, type EventFilter, type EventRow, type Eve
  * section 4): an empty page answers the position it was asked from, or, asked from nowhere, the
  * feed's current end, so a client that always stores `endCursor` never re-reads from the start.
  *
- * A filtered read goes over the account's rows of every type, a bounded number of them at a time
- * (`scanEvents`). A stream's read ends at the last row it went over, matching or not, so a stream
+ * A `listEvents` page filtered by types seeks each type's events through an index
+ * (`seekEventsOfTypes`). Any other filtered read goes over the account's rows of every type, a
+ * bounded number of them at a time (`scanEvents`). A stream's read ends at the last row it went over, matching or not, so a stream
  * with a sparse filter moves on past the rows that did not match instead of reading them again on
  * every wake-up; that place is a row's like any other, never past a row the horizon holds back, so
  * an event committed late still shows up ahead of it.
@@ -87,10 +88,23 @@ export async function readFeed(db: EventsDb, cursors: SealedFeedCursors, request
   // A filter of no types matches no event: its answer is the empty page, without going over the
   // account's feed (the client SDK asks so for the feed's end, where a stream starts from now).
   if ((!after && request.start === 'now') || request.types?.length === 0) return { edges: [], hasNextPage: false, endCursor: asked };
-  // An empty page answers the position it was asked from (contract section 4), so a filtered page
-  // does not stop at a bound of rows that do not match: it goes on over them, a bounded scan at a
-  // time, until it finds what matches or has nothing more to go over. (The streams' route, whose
-  // places no client sees, moves on past them instead: `streamFeed`.)
+  if (request.types) {
+    // Each type's events are sought where they are (an index per account and type, in commit order):
+    // a page costs what the first did however few events the filter matches (section 4), and an
+    // empty one still answers the position it was asked from.
+    const rows = await seekEventsOfTypes(db, request.accountId, { types: request.types, occurredAfter: request.occurredAfter, after, horizon, limit: request.size + 1 });
+    const events = rows.slice(0, request.size);
+    const end = events.at(-1);
+    return {
+      edges: events.map((node) => ({ cursor: cursors.encode(request.accountId, positionOf(node)), node })),
+      hasNextPage: rows.length > request.size,
+      endCursor: end ? cursors.encode(request.accountId, positionOf(end)) : asked,
+    };
+  }
+  // An empty page answers the position it was asked from (contract section 4), so a page filtered by
+  // `occurredAfter` alone does not stop at a bound of rows that do not match: it goes on over them, a
+  // bounded scan at a time, until it finds what matches or has nothing more to go over. (The streams'
+  // route, whose places no client sees, moves on past them instead: `streamFeed`.)
   let from = after;
   for (;;) {
     const page = pageOfScan(await scanEvents(db, request.accountId, { ...scan, after: from, horizon }), request.size, scanLimit);

@@ -211,6 +211,38 @@ export async function scanEvents(db: EventsDb, accountId: string, scan: EventSca
   }));
 }
 
+export interface TypesSeek {
+  types: readonly string[];
+  occurredAfter: Date | undefined;
+  after: FeedPosition | undefined;
+  /** A horizon read before (commit-order.ts `readFeedHorizon`), or the statement's own. */
+  horizon: string | undefined;
+  limit: number;
+}
+
+/**
+ * The account's next events of the given types after `seek.after` in commit order, below the horizon,
+ * at most `seek.limit`: each type's read seeks through the (account, type, commit position) index and
+ * stops at the limit, whatever other events lie between; one statement, so one snapshot and one
+ * horizon for all of them.
+ */
+export async function seekEventsOfTypes(db: EventsDb, accountId: string, seek: TypesSeek): Promise<EventRow[]> {
+  const shown = matchesFilter({ types: undefined, occurredAfter: seek.occurredAfter });
+  const ofType = (type: string) =>
+    db
+      .selectFrom(
+        inCommitOrder(
+          db.selectFrom('events').select(['id', 'commit_xid', 'account_id', 'type', 'occurred_at', 'data', 'received_at']).where('account_id', '=', accountId).where('type', '=', type).where(shown),
+          { after: seek.after, limit: seek.limit, horizon: seek.horizon },
+        ).as('of_type'),
+      )
+      .selectAll();
+  const [first, ...others] = [...new Set(seek.types)].map(ofType);
+  if (!first) return [];
+  const seeks = others.reduce((union, next) => union.unionAll(next), first);
+  return db.selectFrom(seeks.as('seeks')).selectAll().orderBy('commit_xid').orderBy('id').limit(seek.limit).execute();
+}
+
 /**
  * How many of the account's events matching the filter lie beyond `query.after` in the feed, counted
  * up to `countUpTo`, among the next `scanLimit` rows of the feed (a sparse filter's count stops there).

@@ -172,6 +172,31 @@ describe('a filtered read', () => {
     expect(caughtUp.endCursor).toBe(next.endCursor);
   });
 
+  it('of listEvents by type reads the matching events only, however many others lie between, in one page', async () => {
+    const accountId = randomUUID();
+    const types = ['strategy.archived', 'strategy.paused'];
+    const first = archived(accountId);
+    await ingest(db, [first], new Date());
+    await ingest(db, created(accountId, 5_000), new Date());
+    const paused: IncomingEvent = { ...archived(accountId), type: 'strategy.paused' };
+    const last = archived(accountId);
+    await ingest(db, [paused, ...created(accountId, 10), last], new Date());
+    let all = await listPage(accountId, null, { types });
+    for (const deadline = Date.now() + 30_000; all.edges.length < 3 && Date.now() < deadline; ) all = await listPage(accountId, null, { types });
+    expect(all.edges.map((edge) => edge.node.id)).toEqual([first.id, paused.id, last.id]);
+    const page = await listPage(accountId, null, { types, size: 1 });
+    expect(page).toMatchObject({ edges: [{ node: { id: first.id } }], hasNextPage: true });
+
+    // The next page, past the 5,000 others: its two events and nothing of what lies between.
+    const { result, rowsRead } = await rowsReadBy((handle) => listPage(accountId, page.endCursor, { types, size: 2, handle }));
+    expect(result.edges.map((edge) => edge.node.id)).toEqual([paused.id, last.id]);
+    expect(result.hasNextPage).toBe(false);
+    expect(rowsRead).toBeLessThan(20);
+    // Caught up: empty, at the place it was asked from.
+    const caughtUp = await listPage(accountId, result.endCursor, { types });
+    expect(caughtUp).toMatchObject({ edges: [], hasNextPage: false, endCursor: result.endCursor });
+  });
+
   it('of listEvents with no types answers the feed\'s end, or the place it was asked from, without going over the feed', async () => {
     const accountId = randomUUID();
     await ingest(db, created(accountId, 3_000), new Date());
