@@ -14,7 +14,7 @@ import { countEventsAfter, scanEvents, seekEventsOfTypes, type EventFilter, type
  * section 4): an empty page answers the position it was asked from, or, asked from nowhere, the
  * feed's current end, so a client that always stores `endCursor` never re-reads from the start.
  *
- * A `listEvents` page filtered by types seeks each type's events through an index
+ * A `listEvents` page filtered by types (and not by time) seeks each type's events through an index
  * (`seekEventsOfTypes`). Any other filtered read goes over the account's rows of every type, a
  * bounded number of them at a time (`scanEvents`). A stream's read ends at the last row it went over, matching or not, so a stream
  * with a sparse filter moves on past the rows that did not match instead of reading them again on
@@ -88,11 +88,13 @@ export async function readFeed(db: EventsDb, cursors: SealedFeedCursors, request
   // A filter of no types matches no event: its answer is the empty page, without going over the
   // account's feed (the client SDK asks so for the feed's end, where a stream starts from now).
   if ((!after && request.start === 'now') || request.types?.length === 0) return { edges: [], hasNextPage: false, endCursor: asked };
-  if (request.types) {
+  if (request.types && !request.occurredAfter) {
     // Each type's events are sought where they are (an index per account and type, in commit order):
     // a page costs what the first did however few events the filter matches (section 4), and an
-    // empty one still answers the position it was asked from.
-    const rows = await seekEventsOfTypes(db, request.accountId, { types: request.types, occurredAfter: request.occurredAfter, after, horizon, limit: request.size + 1 });
+    // empty one still answers the position it was asked from. (With `occurredAfter` too, the index
+    // cannot tell which of a type's events are recent: one statement would go over every older one,
+    // so that filter keeps the bounded scans below.)
+    const rows = await seekEventsOfTypes(db, request.accountId, { types: request.types, after, horizon, limit: request.size + 1 });
     const events = rows.slice(0, request.size);
     const end = events.at(-1);
     return {
@@ -102,7 +104,7 @@ export async function readFeed(db: EventsDb, cursors: SealedFeedCursors, request
     };
   }
   // An empty page answers the position it was asked from (contract section 4), so a page filtered by
-  // `occurredAfter` alone does not stop at a bound of rows that do not match: it goes on over them, a
+  // `occurredAfter` does not stop at a bound of rows that do not match: it goes on over them, a
   // bounded scan at a time, until it finds what matches or has nothing more to go over. (The streams'
   // route, whose places no client sees, moves on past them instead: `streamFeed`.)
   let from = after;

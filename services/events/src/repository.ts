@@ -213,7 +213,6 @@ export async function scanEvents(db: EventsDb, accountId: string, scan: EventSca
 
 export interface TypesSeek {
   types: readonly string[];
-  occurredAfter: Date | undefined;
   after: FeedPosition | undefined;
   /** A horizon read before (commit-order.ts `readFeedHorizon`), or the statement's own. */
   horizon: string | undefined;
@@ -227,12 +226,12 @@ export interface TypesSeek {
  * horizon for all of them.
  */
 export async function seekEventsOfTypes(db: EventsDb, accountId: string, seek: TypesSeek): Promise<EventRow[]> {
-  const shown = matchesFilter({ types: undefined, occurredAfter: seek.occurredAfter });
+  const kept = matchesFilter({ types: undefined, occurredAfter: undefined });
   const ofType = (type: string) =>
     db
       .selectFrom(
         inCommitOrder(
-          db.selectFrom('events').select(['id', 'commit_xid', 'account_id', 'type', 'occurred_at', 'data', 'received_at']).where('account_id', '=', accountId).where('type', '=', type).where(shown),
+          db.selectFrom('events').select(['id', 'commit_xid', 'account_id', 'type', 'occurred_at', 'data', 'received_at']).where('account_id', '=', accountId).where('type', '=', type).where(kept),
           { after: seek.after, limit: seek.limit, horizon: seek.horizon },
         ).as('of_type'),
       )
