@@ -16,10 +16,10 @@ import { countEventsAfter, scanEvents, seekEventsOfTypes, type EventFilter, type
  *
  * A `listEvents` page filtered by types (and not by time) seeks each type's events through an index
  * (`seekEventsOfTypes`). Any other filtered read goes over the account's rows of every type, a
- * bounded number of them at a time (`scanEvents`). A stream's read ends at the last row it went over, matching or not, so a stream
- * with a sparse filter moves on past the rows that did not match instead of reading them again on
- * every wake-up; that place is a row's like any other, never past a row the horizon holds back, so
- * an event committed late still shows up ahead of it.
+ * bounded number of them at a time (`scanEvents`). A stream's read ends at the last row it went
+ * over, matching or not, so a stream with a sparse filter moves on past the rows that did not match
+ * instead of reading them again on every wake-up; that place is a row's like any other, never past a
+ * row the horizon holds back, so an event committed late still shows up ahead of it.
  */
 
 /** Rows a filtered read goes over at most (an unfiltered one reads what it returns, plus one). */
