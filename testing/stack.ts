@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
 import { inject } from 'vitest';
 import { loadConfig, type Config, type ServiceName } from '@ots/shared/config';
 import { launchStack, migrateAll, type RunningStack } from '../scripts/stack.ts';
@@ -38,6 +40,12 @@ export interface TestStack {
   redisProxy: TcpProxy | undefined;
   createAccountWithKey(name?: string): Promise<{ accountId: string; apiKeyId: string; apiKey: string }>;
   /**
+   * Waits until `count` key stores follow this stack's key invalidations in Redis, so that a test's
+   * key change reaches each of them by the push and not only by the poll. Throws after 30 s: a full
+   * test run loads both cores, and the deadline bounds a hang, it measures nothing.
+   */
+  untilKeyStoresListen(count: number): Promise<void>;
+  /**
    * Another gateway over this stack's subgraphs and key store, on a port of its own: the stack's
    * configuration with `config` over it, silent unless given a logger, the console on `consoleClock`
    * if given, and `keyStore` in place of the stack's (one wrapped to slow its look-ups, say). The caller closes it.
@@ -57,6 +65,23 @@ export async function createAccountWithKey(operator: OperatorScope, name: string
   const account = await createAccount(operator, { name });
   const { key, apiKey } = await createKey(operator, { accountId: account.id, name: 'test' });
   return { accountId: account.id, apiKeyId: key.id, apiKey };
+}
+
+async function untilKeyStoresListen(config: Config, count: number): Promise<void> {
+  if (!config.redisUrl) throw new Error('this stack runs without Redis');
+  const channel = `${config.redisKeyPrefix}apikey:invalidate`;
+  const redis = new Redis(config.redisUrl);
+  try {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const [, subscribers] = (await redis.pubsub('NUMSUB', channel)) as [string, number];
+      if (Number(subscribers) >= count) return;
+      if (Date.now() > deadline) throw new Error(`only ${subscribers} of ${count} key stores follow ${channel}`);
+      await sleep(20);
+    }
+  } finally {
+    redis.disconnect();
+  }
 }
 
 /** A fresh database, migrated, with the five subgraphs and the gateway running in this process on free ports. */
@@ -117,6 +142,7 @@ export async function startStack(options: StackOptions = {}): Promise<TestStack>
     operator,
     redisProxy,
     createAccountWithKey: (name = 'Test account') => createAccountWithKey(operator, name),
+    untilKeyStoresListen: (count) => untilKeyStoresListen(running.config, count),
     anotherGateway: (options = {}) =>
       startGateway({
         config: { ...running.config, ...options.config },

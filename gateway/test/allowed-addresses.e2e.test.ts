@@ -1,4 +1,3 @@
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey, listSecurityEvents, openKeyStore, updateKey, type OpenedKeyStore } from '@ots/accounts';
 import type { Config } from '@ots/shared/config';
@@ -45,11 +44,8 @@ beforeAll(async () => {
   direct = await startDualStackGateway({ ...stack.config, trustProxy: false });
   behindProxy = await startDualStackGateway({ ...stack.config, trustProxy: ['loopback'] });
   accountId = (await stack.createAccountWithKey('Fenced')).accountId;
-  const redis = new Redis(stack.config.redisUrl!);
-  const channel = `${stack.config.redisKeyPrefix}apikey:invalidate`;
   // Every key store (the stack's and the two here) follows invalidations before the tests change keys.
-  for (let tries = 0; Number(((await redis.pubsub('NUMSUB', channel)) as [string, number])[1]) < 3 && tries < 250; tries += 1) await sleep(20);
-  redis.disconnect();
+  await stack.untilKeyStoresListen(3);
 });
 
 afterAll(async () => {

@@ -233,14 +233,22 @@ export class ApiKeyStore {
 
   /** For gateways: follow the generation (published and polled) so that changes apply within the second. */
   async start(generationPollMs = this.options.generationPollMs ?? 500): Promise<void> {
-    await this.refreshGeneration();
-    const poll = () => {
-      if (this.closed) return;
-      this.pollTimer = setTimeout(() => void this.refreshGeneration().finally(poll), generationPollMs).unref();
-    };
-    poll();
+    // Subscribed beside the first read, not after it: a slow database at start must not leave the
+    // instance deaf to published changes, and Redis being down must not hold back the polling.
+    await Promise.all([this.subscribe(), this.refreshGeneration().then(() => this.poll(generationPollMs))]);
+  }
+
+  private poll(intervalMs: number): void {
+    if (this.closed) return;
+    this.pollTimer = setTimeout(() => void this.refreshGeneration().finally(() => this.poll(intervalMs)), intervalMs).unref();
+  }
+
+  private async subscribe(): Promise<void> {
     if (!this.options.redis) return;
-    this.subscriber = this.options.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null });
+    // Waited for however long Redis takes (no command timeout, no retry limit): ioredis sends a
+    // queued SUBSCRIBE once connected even after timing it out, so a timeout would only report a
+    // failure that did not happen.
+    this.subscriber = this.options.redis.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null, commandTimeout: undefined });
     this.subscriber.on('error', (error) => this.options.log.debug({ err: error }, 'key invalidation subscriber error'));
     this.subscriber.on('message', (_channel: string, message: string) => {
       const generation = Number(message);

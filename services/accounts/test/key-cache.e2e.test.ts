@@ -52,17 +52,6 @@ async function startSecondGateway(stack: TestStack): Promise<{ gateway: RunningS
   return { gateway, keys };
 }
 
-/** Waits until `count` key stores listen for invalidations on the stack's channel. */
-async function untilSubscribed(redis: Redis, channel: string, count: number): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    const [, subscribers] = (await redis.pubsub('NUMSUB', channel)) as [string, number];
-    if (Number(subscribers) >= count) return;
-    if (Date.now() > deadline) throw new Error(`only ${subscribers} subscribers on ${channel}`);
-    await sleep(20);
-  }
-}
-
 describe('two gateway instances sharing the database and Redis', () => {
   let stack: TestStack;
   let second: { gateway: RunningServer; keys: OpenedKeyStore };
@@ -73,7 +62,7 @@ describe('two gateway instances sharing the database and Redis', () => {
     stack = await startStack({ env: { FAILED_AUTH_BURST: '10000' } });
     second = await startSecondGateway(stack);
     redis = new Redis(stack.config.redisUrl!);
-    await untilSubscribed(redis, `${stack.config.redisKeyPrefix}apikey:invalidate`, 2);
+    await stack.untilKeyStoresListen(2);
     urls = [stack.gatewayUrl, second.gateway.url];
   });
 
@@ -222,6 +211,7 @@ describe('Redis stopped mid-run', () => {
   let alive: { apiKey: string };
   let revoked: { apiKeyId: string; apiKey: string };
   let createdDuringOutage: string;
+  let startedDuringOutage: OpenedKeyStore;
 
   beforeAll(async () => {
     stack = await startStack({ redis: 'proxied', env: { FAILED_AUTH_BURST: '10000' } });
@@ -231,9 +221,12 @@ describe('Redis stopped mid-run', () => {
     expect((await stack.graphql(alive.apiKey, VIEWER)).status).toBe(200);
     expect((await stack.graphql(revoked.apiKey, VIEWER)).status).toBe(200);
     await stack.redisProxy!.cut();
+    // A gateway's key store that starts while Redis is away, as a replica restarted in the outage.
+    startedDuringOutage = openKeyStore(stack.config, logger, { listen: true });
   });
 
   afterAll(async () => {
+    await startedDuringOutage?.close();
     await stack?.close();
   });
 
@@ -272,6 +265,10 @@ describe('Redis stopped mid-run', () => {
     }
     expect((await stack.graphql(alive.apiKey, VIEWER)).status).toBe(200);
     expect((await stack.graphql(createdDuringOutage, VIEWER)).status).toBe(200);
+  });
+
+  it('after Redis returns: a key store started during the outage follows published changes', async () => {
+    await stack.untilKeyStoresListen(2);
   });
 
   // The revocation's DEL could not reach Redis, so Redis still holds the record cached before the
