@@ -41,7 +41,7 @@ describe('a strategy change, end to end', () => {
     expect(await t.alice.event(body.id)).toEqual(events[0]);
 
     // The attempt is recorded and listed.
-    const deadline = Date.now() + 5_000;
+    const deadline = Date.now() + 20_000;
     let deliveries: { nodes: Record<string, unknown>[] };
     do {
       ({ webhookEndpoint: { deliveries } } = await t.alice.data(`query ($id: ID!) { webhookEndpoint(id: $id) { deliveries(first: 10) { nodes { eventId event { type } attempt attemptedAt statusCode failure succeeded durationMs } } } }`,
@@ -207,7 +207,7 @@ describe('endpoint management', () => {
     // Deliveries page newest first, keyset-paged.
     const deliveriesQuery = `query ($id: ID!, $after: String) { webhookEndpoint(id: $id) { deliveries(first: 2, after: $after) { nodes { eventId attemptedAt succeeded } pageInfo { hasNextPage endCursor } } } }`;
     let deliveries: { nodes: { eventId: string; attemptedAt: string }[]; pageInfo: { hasNextPage: boolean; endCursor: string } };
-    const deadline = Date.now() + 5_000;
+    const deadline = Date.now() + 20_000;
     do {
       ({ webhookEndpoint: { deliveries } } = await client.data(deliveriesQuery, { id: endpoint.id }));
     } while (!deliveries.pageInfo.hasNextPage && Date.now() < deadline);
