@@ -73,6 +73,13 @@ describe('/docs', () => {
     }
   });
 
+  it('gives no mutation example that acts on everything it may: cancelOrderSubmissions\' names a filter', () => {
+    const mutations = Object.values((schema.getType('Mutation') as GraphQLObjectType).getFields());
+    const filtered = mutations.filter((field) => field.args.some((arg) => arg.name === 'filter'));
+    expect(filtered.map((field) => field.name)).toContain('cancelOrderSubmissions');
+    for (const field of filtered) expect(exampleOperation('Mutation', field), field.name).toMatch(/filter: \{symbol: "AAPL"\}/);
+  });
+
   it('names the scope of every operation as the supergraph declares it: the contract\'s table, viewer none, events read', async () => {
     const reference = (await get('/docs/reference.html')).text;
     const scopeOf = (name: string) => {

@@ -123,10 +123,22 @@ function exampleSelection(type: GraphQLOutputType, depth: number): string {
   return parts.length > 0 ? `{ ${parts.join(' ')} }` : '';
 }
 
+/**
+ * Optional arguments an example gives all the same: a mutation's bare form that acts on everything
+ * it may (`cancelOrderSubmissions` with no filter cancels every open order of the account) is not
+ * one to show as a ready-to-paste command.
+ */
+const NARROWING_ARGUMENTS: Record<string, string> = { filter: '{ symbol: "AAPL" }' };
+
 export function exampleOperation(root: string, field: GraphQLField<unknown, unknown>): string {
   const operation = root === 'Query' ? 'query' : root === 'Mutation' ? 'mutation' : 'subscription';
   const required = field.args.filter((arg) => isNonNullType(arg.type) && arg.defaultValue === undefined);
-  const args = required.length > 0 ? `(${required.map((arg) => `${arg.name}: ${exampleLiteral(arg.type, arg.name)}`).join(', ')})` : '';
+  const narrowing = root === 'Mutation' ? field.args.filter((arg) => !isNonNullType(arg.type) && NARROWING_ARGUMENTS[arg.name]) : [];
+  const given = [
+    ...required.map((arg) => `${arg.name}: ${exampleLiteral(arg.type, arg.name)}`),
+    ...narrowing.map((arg) => `${arg.name}: ${NARROWING_ARGUMENTS[arg.name]}`),
+  ];
+  const args = given.length > 0 ? `(${given.join(', ')})` : '';
   const selection = exampleSelection(field.type, 0);
   return print(parse(`${operation} { ${field.name}${args} ${selection} }`));
 }
