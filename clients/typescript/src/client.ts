@@ -48,6 +48,7 @@ export type Fill = ops.FillFieldsFragment;
 export type Position = ops.PositionFieldsFragment;
 export type Event = ops.EventFieldsFragment;
 export type WebhookEndpoint = ops.WebhookEndpointFieldsFragment;
+export type WebhookDelivery = ops.WebhookDeliveryFieldsFragment;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -248,6 +249,12 @@ export class OtsClient {
     },
     list: async (): Promise<WebhookEndpoint[]> => (await this.query(ops.ListWebhookEndpointsDocument)).listWebhookEndpoints,
     get: async (id: string): Promise<WebhookEndpoint | null> => (await this.query(ops.GetWebhookEndpointDocument, { id })).webhookEndpoint,
+    /** The endpoint's delivery attempts, newest first (none for an endpoint that is not the account's). */
+    deliveries: (id: string, options: Omit<ListOptions<never>, 'filter'> = {}): Paginated<WebhookDelivery> =>
+      this.paginate(options, async (first, after) => {
+        const endpoint = (await this.query(ops.ListWebhookDeliveriesDocument, { id, first, after })).webhookEndpoint;
+        return endpoint?.deliveries ?? { edges: [], pageInfo: { hasNextPage: false, endCursor: after ?? null } };
+      }),
     redeliver: async (endpointId: string, eventId: string, options?: MutationOptions): Promise<Event> =>
       unwrap((await this.mutate(ops.RedeliverEventDocument, { endpointId, eventId }, options)).redeliverEvent).event!,
   };

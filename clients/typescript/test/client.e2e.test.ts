@@ -397,6 +397,8 @@ describe('a key without the scope a call needs', () => {
     const { accountId } = await newClient();
     const { apiKey } = await createKey(t.stack.operator, { accountId, scopes: ['read'] });
     const reader = new OtsClient({ apiKey, baseUrl: proxy.origin });
+    // A key can always learn what it may do, before a call is refused.
+    expect((await reader.viewer()).apiKey).toMatchObject({ scopes: ['READ'], allowedCidrs: [], revokedAt: null });
     const from = proxy.requests.length;
     const failure = await reader.orders.submit({ symbol: 'SCOPED', side: 'BUY', type: 'MARKET', quantity: '1' }).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(OtsPermissionError);
@@ -419,6 +421,28 @@ describe('verifyWebhook', () => {
       const event = verifyWebhook(signingSecret, delivery.body, delivery.headers);
       expect(event).toMatchObject({ type: 'strategy.created', data: { id: strategy.id } });
       expect(() => verifyWebhook(signingSecret, delivery.body.replace('Signed', 'Forged'), delivery.headers)).toThrow(OtsRequestError);
+    } finally {
+      await receiver.close();
+    }
+  });
+});
+
+describe('webhooks.deliveries', () => {
+  it("lists an endpoint's attempts newest first, paging by itself; another account's endpoint has none", async () => {
+    const { client } = await newClient();
+    const receiver = await new Receiver().start();
+    try {
+      const { webhookEndpoint } = await client.webhooks.create({ url: receiver.url, eventTypes: ['strategy.created'] });
+      const first = await client.strategies.create({ name: 'Delivered first' });
+      const second = await client.strategies.create({ name: 'Delivered second' });
+      await expect.poll(() => client.webhooks.deliveries(webhookEndpoint.id).toArray().then((all) => all.length), { timeout: 20_000 }).toBe(2);
+      const deliveries = await client.webhooks.deliveries(webhookEndpoint.id, { pageSize: 1 }).toArray();
+      expect(deliveries.map((delivery) => delivery.event?.data)).toEqual([expect.objectContaining({ id: second.id }), expect.objectContaining({ id: first.id })]);
+      expect(deliveries[0]).toMatchObject({ attempt: 1, statusCode: 200, failure: null, succeeded: true, event: { type: 'strategy.created' } });
+      expect(deliveries[0]!.eventId).toBe(deliveries[0]!.event!.id);
+
+      const { client: stranger } = await newClient();
+      expect(await stranger.webhooks.deliveries(webhookEndpoint.id).toArray()).toEqual([]);
     } finally {
       await receiver.close();
     }

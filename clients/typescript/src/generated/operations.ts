@@ -304,6 +304,8 @@ export type EventFieldsFragment = { id: string, type: string, occurredAt: string
 
 export type WebhookEndpointFieldsFragment = { id: string, url: string, eventTypes: Array<string>, description: string | null, status: WebhookEndpointStatus, disabledReason: string | null, createdAt: string };
 
+export type WebhookDeliveryFieldsFragment = { id: string, eventId: string, attempt: number, attemptedAt: string, statusCode: number | null, failure: string | null, succeeded: boolean, durationMs: number, event: { id: string, type: string, occurredAt: string, data: Record<string, unknown> } | null };
+
 export type PageInfoFieldsFragment = { hasNextPage: boolean, endCursor: string | null };
 
 export type SubmitOrderMutationVariables = Exact<{
@@ -414,7 +416,7 @@ export type ListStrategiesQuery = { listStrategies: { edges: Array<{ cursor: str
 export type ViewerQueryVariables = Exact<{ [key: string]: never; }>;
 
 
-export type ViewerQuery = { viewer: { account: { id: string, name: string, createdAt: string }, apiKey: { id: string, name: string | null, displayPrefix: string, environment: ApiKeyEnvironment, createdAt: string, expiresAt: string | null, lastUsedAt: string | null } } };
+export type ViewerQuery = { viewer: { account: { id: string, name: string, createdAt: string }, apiKey: { id: string, name: string | null, displayPrefix: string, environment: ApiKeyEnvironment, createdAt: string, expiresAt: string | null, lastUsedAt: string | null, revokedAt: string | null, scopes: Array<ApiKeyScope>, allowedCidrs: Array<string> } } };
 
 export type CreateWebhookEndpointMutationVariables = Exact<{
   input: CreateWebhookEndpointInput;
@@ -479,6 +481,15 @@ export type GetWebhookEndpointQueryVariables = Exact<{
 
 
 export type GetWebhookEndpointQuery = { webhookEndpoint: { id: string, url: string, eventTypes: Array<string>, description: string | null, status: WebhookEndpointStatus, disabledReason: string | null, createdAt: string } | null };
+
+export type ListWebhookDeliveriesQueryVariables = Exact<{
+  id: Scalars['ID']['input'];
+  first?: InputMaybe<Scalars['Int']['input']>;
+  after?: InputMaybe<Scalars['String']['input']>;
+}>;
+
+
+export type ListWebhookDeliveriesQuery = { webhookEndpoint: { deliveries: { edges: Array<{ cursor: string, node: { id: string, eventId: string, attempt: number, attemptedAt: string, statusCode: number | null, failure: string | null, succeeded: boolean, durationMs: number, event: { id: string, type: string, occurredAt: string, data: Record<string, unknown> } | null } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } } | null };
 
 export class TypedDocumentString<TResult, TVariables>
   extends String
@@ -564,14 +575,6 @@ export const PositionFieldsFragmentDoc = new TypedDocumentString(`
   realizedPnl
 }
     `, {"fragmentName":"PositionFields"}) as unknown as TypedDocumentString<PositionFieldsFragment, unknown>;
-export const EventFieldsFragmentDoc = new TypedDocumentString(`
-    fragment EventFields on Event {
-  id
-  type
-  occurredAt
-  data
-}
-    `, {"fragmentName":"EventFields"}) as unknown as TypedDocumentString<EventFieldsFragment, unknown>;
 export const WebhookEndpointFieldsFragmentDoc = new TypedDocumentString(`
     fragment WebhookEndpointFields on WebhookEndpoint {
   id
@@ -583,6 +586,34 @@ export const WebhookEndpointFieldsFragmentDoc = new TypedDocumentString(`
   createdAt
 }
     `, {"fragmentName":"WebhookEndpointFields"}) as unknown as TypedDocumentString<WebhookEndpointFieldsFragment, unknown>;
+export const EventFieldsFragmentDoc = new TypedDocumentString(`
+    fragment EventFields on Event {
+  id
+  type
+  occurredAt
+  data
+}
+    `, {"fragmentName":"EventFields"}) as unknown as TypedDocumentString<EventFieldsFragment, unknown>;
+export const WebhookDeliveryFieldsFragmentDoc = new TypedDocumentString(`
+    fragment WebhookDeliveryFields on WebhookDelivery {
+  id
+  eventId
+  event {
+    ...EventFields
+  }
+  attempt
+  attemptedAt
+  statusCode
+  failure
+  succeeded
+  durationMs
+}
+    fragment EventFields on Event {
+  id
+  type
+  occurredAt
+  data
+}`, {"fragmentName":"WebhookDeliveryFields"}) as unknown as TypedDocumentString<WebhookDeliveryFieldsFragment, unknown>;
 export const PageInfoFieldsFragmentDoc = new TypedDocumentString(`
     fragment PageInfoFields on PageInfo {
   hasNextPage
@@ -1179,6 +1210,9 @@ export const ViewerDocument = new TypedDocumentString(`
       createdAt
       expiresAt
       lastUsedAt
+      revokedAt
+      scopes
+      allowedCidrs
     }
   }
 }
@@ -1387,3 +1421,42 @@ export const GetWebhookEndpointDocument = new TypedDocumentString(`
   disabledReason
   createdAt
 }`) as unknown as TypedDocumentString<GetWebhookEndpointQuery, GetWebhookEndpointQueryVariables>;
+export const ListWebhookDeliveriesDocument = new TypedDocumentString(`
+    query ListWebhookDeliveries($id: ID!, $first: Int, $after: String) {
+  webhookEndpoint(id: $id) {
+    deliveries(first: $first, after: $after) {
+      edges {
+        cursor
+        node {
+          ...WebhookDeliveryFields
+        }
+      }
+      pageInfo {
+        ...PageInfoFields
+      }
+    }
+  }
+}
+    fragment EventFields on Event {
+  id
+  type
+  occurredAt
+  data
+}
+fragment WebhookDeliveryFields on WebhookDelivery {
+  id
+  eventId
+  event {
+    ...EventFields
+  }
+  attempt
+  attemptedAt
+  statusCode
+  failure
+  succeeded
+  durationMs
+}
+fragment PageInfoFields on PageInfo {
+  hasNextPage
+  endCursor
+}`) as unknown as TypedDocumentString<ListWebhookDeliveriesQuery, ListWebhookDeliveriesQueryVariables>;
