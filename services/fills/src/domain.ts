@@ -2,6 +2,7 @@ import { Decimal, formatDecimal } from '@ots/shared/decimal';
 import { parseUuid, type ReceivedId, type Uuid } from '@ots/shared/ids';
 import { fail, ok, payloadError, type PayloadError, type Result } from '@ots/shared/errors';
 import { cursorTag } from '@ots/shared/pagination';
+import { storedSymbolOf } from '@ots/shared/symbols';
 import {
   characterCount,
   idempotencyKeyReused,
@@ -195,7 +196,11 @@ export function normaliseFilter(input: FillFilterInput | null | undefined): Fill
     if (!strategyId) return undefined;
     filter.strategyId = strategyId;
   }
-  if (input.symbol !== null && input.symbol !== undefined) filter.symbol = input.symbol.toUpperCase();
+  if (input.symbol !== null && input.symbol !== undefined) {
+    const symbol = storedSymbolOf(input.symbol);
+    if (symbol === undefined) return undefined;
+    filter.symbol = symbol;
+  }
   if (input.executedAfter !== null && input.executedAfter !== undefined) filter.executedAfter = input.executedAfter;
   if (input.executedBefore !== null && input.executedBefore !== undefined) filter.executedBefore = input.executedBefore;
   return filter;

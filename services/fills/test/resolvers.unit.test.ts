@@ -31,8 +31,10 @@ describe('normaliseFilter', () => {
     }
   });
 
-  it('keeps an empty symbol as a condition, which no stored symbol meets', () => {
-    expect(normaliseFilter({ symbol: '' })).toEqual({ symbol: '' });
+  it('matches nothing for a symbol no fill can have, even one that upper-casing spells as a stored one', () => {
+    for (const symbol of ['', 'ß', 'ﬁ', 'ıBM', 'ſPY', 'A'.repeat(17), 'AA PL']) {
+      expect(normaliseFilter({ symbol }), JSON.stringify(symbol)).toBeUndefined();
+    }
   });
 });
 

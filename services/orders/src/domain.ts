@@ -12,6 +12,7 @@ import {
   wrongState,
 } from '@ots/shared/messages';
 import { cursorTag, keysetPosition, type KeysetPosition } from '@ots/shared/pagination';
+import { storedSymbolOf, SYMBOL_CHARACTERS, SYMBOL_MAX_LENGTH } from '@ots/shared/symbols';
 import type { OrderSide, OrderStatus, OrderSubmissionOrder, OrderType, TimeInForce } from './generated/enums.ts';
 
 /**
@@ -25,9 +26,6 @@ const DEFAULT_TIME_IN_FORCE: TimeInForce = 'DAY';
 
 const CLIENT_ORDER_ID = /^[A-Za-z0-9._:-]+$/;
 const CLIENT_ORDER_ID_MAX_LENGTH = 64;
-/** Checked before upper-casing: toUpperCase maps some non-ASCII letters (ß, ı) into A–Z. */
-const SYMBOL_CHARACTERS = /^[A-Za-z0-9./-]+$/;
-const SYMBOL_MAX_LENGTH = 16;
 
 const TYPES_WITH_LIMIT_PRICE: ReadonlySet<OrderType> = new Set(['LIMIT', 'STOP_LIMIT']);
 const TYPES_WITH_STOP_PRICE: ReadonlySet<OrderType> = new Set(['STOP', 'STOP_LIMIT']);
@@ -386,7 +384,8 @@ export interface OrderFilter {
 
 /**
  * Normalises a filter the way submissions are stored (symbol upper-cased). Returns undefined when
- * no order can match: an empty status list, or a strategyId that is not a UUID.
+ * no order can match: an empty status list, a symbol no order can have, or a strategyId that is not
+ * a UUID.
  */
 export function normaliseFilter(input: OrderSubmissionFilterInput | null | undefined): OrderFilter | undefined {
   const filter: OrderFilter = {};
@@ -395,7 +394,11 @@ export function normaliseFilter(input: OrderSubmissionFilterInput | null | undef
     if (input.status.length === 0) return undefined;
     filter.statuses = [...new Set(input.status)];
   }
-  if (input.symbol !== null && input.symbol !== undefined) filter.symbol = input.symbol.toUpperCase();
+  if (input.symbol !== null && input.symbol !== undefined) {
+    const symbol = storedSymbolOf(input.symbol);
+    if (symbol === undefined) return undefined;
+    filter.symbol = symbol;
+  }
   if (input.side) filter.side = input.side;
   if (input.strategyId !== null && input.strategyId !== undefined) {
     if (input.strategyId.uuid === undefined) return undefined;

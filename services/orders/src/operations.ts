@@ -353,7 +353,7 @@ export interface CancelAllResult {
  * took it out of the open statuses. `hasMore`: open matching orders beyond this call's 500 remain.
  */
 export async function cancelOrderSubmissions({ db, accountId }: OrdersScope, input: CancelOrdersFilterInput | null | undefined): Promise<CancelAllResult> {
-  // Undefined: no order can match (a strategyId that is not a UUID).
+  // Undefined: no order can match (a symbol no order can have, a strategyId that is not a UUID).
   const filter = normaliseFilter(input);
   if (!filter) return { cancelled: [], hasMore: false };
   const cancelled: OrderRow[] = [];

@@ -89,6 +89,16 @@ describe('cancelOrderSubmissions', () => {
     expect(bobsOrder.orderSubmission.status).toBe('SUBMITTED');
   });
 
+  it('a symbol that upper-casing would spell as another (ﬁ as FI, ıBM as IBM) cancels nothing', async () => {
+    const erin = await t.newAccount('Erin');
+    const fi = await erin.submittedOrder({ symbol: 'FI' });
+    const ibm = await erin.submittedOrder({ symbol: 'IBM' });
+    for (const symbol of ['ﬁ', 'ıBM']) expect(await erin.cancelOrders({ symbol }), symbol).toMatchObject({ cancelledCount: 0, orderSubmissions: [], hasMore: false });
+    const listed = await erin.data('{ listOrderSubmissions(filter: {symbol: "ﬁ"}) { nodes { id } } }');
+    expect(listed.listOrderSubmissions.nodes).toEqual([]);
+    for (const order of [fi, ibm]) expect((await erin.data('query ($id: ID!) { orderSubmission(id: $id) { status } }', { id: order.id })).orderSubmission.status).toBe('SUBMITTED');
+  });
+
   it("another account's strategy id matches none of the caller's orders", async () => {
     const dave = await t.newAccount('Dave');
     await dave.submittedOrder();

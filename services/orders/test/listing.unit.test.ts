@@ -142,5 +142,7 @@ describe('normaliseFilter', () => {
   it('recognises filters no order can match, so that no malformed value reaches Postgres', () => {
     expect(normaliseFilter({ status: [] })).toBeUndefined();
     expect(normaliseFilter({ strategyId: receiveId('strategy-1') })).toBeUndefined();
+    // Upper-casing would spell these as stored symbols (SS, FI, IBM): a filter on them matches nothing.
+    for (const symbol of ['', 'ß', 'ﬁ', 'ıBM', 'A'.repeat(17)]) expect(normaliseFilter({ symbol }), JSON.stringify(symbol)).toBeUndefined();
   });
 });
