@@ -97,7 +97,11 @@ function pageArgument(field: FieldNode, definition: GraphQLField<unknown, unknow
   if (!declared) return undefined;
   const given = field.arguments?.find((arg) => arg.name.value === 'first');
   if (!given) return typeof declared.defaultValue === 'number' ? declared.defaultValue : MAX_PAGE;
-  return given.value.kind === Kind.INT ? Math.min(Number(given.value.value), MAX_PAGE) : MAX_PAGE;
+  // A size outside 1–200 is refused when the field resolves, which is after this estimate: counted
+  // as it is written, a negative one would take its cost off its siblings', and pages of pages
+  // beside it would pass.
+  const size = given.value.kind === Kind.INT ? Number(given.value.value) : MAX_PAGE;
+  return size >= 1 && size <= MAX_PAGE ? size : MAX_PAGE;
 }
 
 function fieldDefinition(owner: GraphQLNamedType, name: string): GraphQLField<unknown, unknown> | undefined {

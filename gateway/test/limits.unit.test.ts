@@ -144,6 +144,14 @@ describe('costLimit', () => {
     expect(errors[0]!.message).toMatch(/cost/i);
   });
 
+  it('a page size out of range counts as the largest page: a negative first beside pages of pages does not bring them under the limit', () => {
+    const pagesOfPages = 'y: listOrderSubmissions(first: 200) { nodes { strategy { orderSubmissions(first: 200) { nodes { id } } } } }';
+    for (const size of ['-99999999', '0', '100000']) {
+      expect(errorsOf(`{ x: listOrderSubmissions(first: ${size}) { nodes { id } } ${pagesOfPages} }`, costLimit(limits.cost)), size).toHaveLength(1);
+    }
+    expect(errorsOf('{ listOrderSubmissions(first: -5) { nodes { id } } }', costLimit(limits.cost))).toEqual([]);
+  });
+
   it('a page of 200 pages of 200 is refused', () => {
     const pagesOfPages = '{ listOrderSubmissions(first: 200) { nodes { strategy { orderSubmissions(first: 200) { nodes { id } } } } } }';
     expect(errorsOf(pagesOfPages, costLimit(limits.cost))).toHaveLength(1);
