@@ -122,13 +122,12 @@ export function createAuthentication(config: GatewaySettings, keyStore: ApiKeySt
     if (config.production && !config.tls && client.protocol !== 'https') {
       return { kind: 'refused', status: 400, headers: {}, body: { detail: 'API keys are accepted over HTTPS only' } };
     }
-    const refuse = (status: 401 | 403): KeyAuthorisation => {
+    const refuseInvalid = (): KeyAuthorisation => {
       const limited = failedAuthLimiter.take(failedAuthClientOf(client.address));
       if (!limited.allowed) return tooManyRequests(limited.retryAfterSeconds);
-      if (status === 403) return { kind: 'refused', status, headers: {}, body: ACCESS_DISABLED };
-      return { kind: 'refused', status, headers: { 'WWW-Authenticate': 'ApiKey header="X-API-Key"' }, body: INVALID_KEY };
+      return { kind: 'refused', status: 401, headers: { 'WWW-Authenticate': 'ApiKey header="X-API-Key"' }, body: INVALID_KEY };
     };
-    if (!isWellFormedApiKey(apiKey)) return refuse(401);
+    if (!isWellFormedApiKey(apiKey)) return refuseInvalid();
 
     // Every well-formed key is looked up, whatever its address did before (failed-auth.ts says why).
     const keyHash = hashApiKey(config.apiKeyHmacSecret, apiKey);
@@ -139,14 +138,16 @@ export function createAuthentication(config: GatewaySettings, keyStore: ApiKeySt
     if (decision.kind === 'address-refused') {
       void keyStore.recordAddressRefusal(decision.apiKeyId, client.address, client.userAgent);
       // Answered exactly as an invalid key: a prober learns nothing of the key or its account.
-      return refuse(401);
+      return refuseInvalid();
     }
-    if (decision.kind === 'invalid') return refuse(401);
-    if (decision.kind === 'access-disabled') return refuse(403);
+    if (decision.kind === 'invalid') return refuseInvalid();
 
+    // A valid key, of an enabled account or not, is bounded by its own rate limit, never by what
+    // other requests from its address did: its owner learns that access is off, not to retry.
     const rate = await keyLimiter.take(decision.apiKeyId);
     const headers = keyLimiter.headers(rate);
     if (!rate.allowed) return tooManyRequests(rate.retryAfterSeconds, headers);
+    if (decision.kind === 'access-disabled') return { kind: 'refused', status: 403, headers: {}, body: ACCESS_DISABLED };
 
     keyStore.recordUse(decision.apiKeyId);
     const caller = { accountId: decision.accountId, apiKeyId: decision.apiKeyId, scopes: decision.scopes };

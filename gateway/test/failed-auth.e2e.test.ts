@@ -5,7 +5,7 @@ import { createLogger } from '@ots/shared/logger';
 import { createRedis } from '@ots/shared/redis';
 import type { RunningServer } from '@ots/shared/subgraph-server';
 import { useStack } from '../../testing/fixture.ts';
-import { ACCOUNTS_SCHEMA as SCHEMA, generateApiKey, createKey, ApiKeyStore, type AccountsDatabase } from '@ots/accounts';
+import { ACCOUNTS_SCHEMA as SCHEMA, generateApiKey, createKey, setApiAccess, ApiKeyStore, type AccountsDatabase } from '@ots/accounts';
 import { startGateway } from '../src/server.ts';
 
 /**
@@ -111,6 +111,14 @@ describe('failed authentications never lock out a valid key', () => {
     // The guesser is still refused: of 5 more guesses, at most the one a second of refill is told 401.
     const more = tally(await flood(Array.from({ length: 5 }, () => generateApiKey()), 1));
     expect(more[429]).toBeGreaterThanOrEqual(4);
+  });
+
+  it("a valid key of an account with API access off is told 403 from an address whose failures are spent, not 429", async () => {
+    const { accountId, apiKey } = await t.stack.createAccountWithKey('Access off, behind the same proxy');
+    await setApiAccess(t.stack.operator, { accountId, enabled: false });
+    const guesses = tally(await flood(Array.from({ length: 60 }, () => generateApiKey()), 10));
+    expect(guesses[429]).toBeGreaterThan(0);
+    expect(await viewer(apiKey)).toBe(403);
   });
 
   it('Postgres look-ups stay bounded: at most one per distinct guess, a bounded number at once, none for a repeated guess', async () => {

@@ -113,7 +113,7 @@ export type KeyDecision =
   | { kind: 'invalid' }
   /** A live key used from outside its allowed addresses: answered as an invalid key, logged as a refusal. */
   | { kind: 'address-refused'; accountId: string; apiKeyId: string }
-  | { kind: 'access-disabled' };
+  | { kind: 'access-disabled'; apiKeyId: string };
 
 /**
  * Contract section 5: unknown, revoked and expired keys are invalid (401), as is a key used from
@@ -128,7 +128,7 @@ export function decideKey(record: KeyRecord | null, now: number, clientAddress?:
   if (record.allowedCidrs.length > 0 && (clientAddress === undefined || !addressAllowed(record.allowedCidrs, clientAddress))) {
     return { kind: 'address-refused', accountId: record.accountId, apiKeyId: record.keyId };
   }
-  if (!record.apiAccessEnabled) return { kind: 'access-disabled' };
+  if (!record.apiAccessEnabled) return { kind: 'access-disabled', apiKeyId: record.keyId };
   return { kind: 'authenticated', accountId: record.accountId, apiKeyId: record.keyId, scopes: record.scopes };
 }
 

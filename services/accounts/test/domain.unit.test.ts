@@ -199,7 +199,7 @@ describe('decideKey', () => {
     ['a key expiring exactly now', { ...live, expiresAt: now }, { kind: 'invalid' }],
     ['a revoked key of a disabled account', { ...live, revokedAt: now - 1, apiAccessEnabled: false }, { kind: 'invalid' }],
     ['an expired key of a disabled account', { ...live, expiresAt: now - 1, apiAccessEnabled: false }, { kind: 'invalid' }],
-    ['a valid key of a disabled account', { ...live, apiAccessEnabled: false }, { kind: 'access-disabled' }],
+    ['a valid key of a disabled account', { ...live, apiAccessEnabled: false }, { kind: 'access-disabled', apiKeyId: live.keyId }],
     ['a valid key', live, { kind: 'authenticated', accountId: 'account-1', apiKeyId: 'key-1', scopes: ['read'] }],
     ['a key expiring in 1 ms', { ...live, expiresAt: now + 1 }, { kind: 'authenticated', accountId: 'account-1', apiKeyId: 'key-1', scopes: ['read'] }],
   ])('%s', (_what, record, decision) => {
