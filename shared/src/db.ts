@@ -102,13 +102,32 @@ export async function isDatabaseReachable(db: Kysely<unknown>): Promise<boolean>
 }
 
 /**
+ * An index built after the migrations with CREATE INDEX CONCURRENTLY, which lets writes to its table
+ * go on: a plain CREATE INDEX in a migration holds the table against inserts for the whole build (on
+ * `events`, every service's new events and the ingest behind them), and Kysely runs all pending
+ * migrations in one transaction, so whatever an earlier one locked stays locked until it ends too.
+ */
+export interface OnlineIndex {
+  name: string;
+  table: string;
+  columns: readonly string[];
+}
+
+/** A service's schema: its migrations, then the indexes built beside live traffic. */
+export interface SchemaMigrations {
+  schema: string;
+  migrations: Record<string, Migration>;
+  onlineIndexes?: readonly OnlineIndex[];
+}
+
+/**
  * Creates the service's schema if needed and applies its migrations; the migration table lives in that
  * schema too. Without the requests' 5 s statement limit: DDL on a table that holds data (a rewrite,
  * an index, a constraint's check) may take longer, and so may the wait for Kysely's migration lock
  * while another runner (a replica's, another service's on the same server) holds it; a 5 s limit
  * failed such a migration on every retry of its Job. The Job's own deadline is what bounds it.
  */
-export async function migrateSchema(url: string, schema: string, migrations: Record<string, Migration>): Promise<void> {
+export async function migrateSchema(url: string, { schema, migrations, onlineIndexes = [] }: SchemaMigrations): Promise<void> {
   const db = createDatabase<unknown>({ url, schema, applicationName: `${schema}-migrate`, maxConnections: 1, statementTimeoutMs: 0 });
   try {
     try {
@@ -127,7 +146,34 @@ export async function migrateSchema(url: string, schema: string, migrations: Rec
     if (error || failed) {
       throw new Error(`migration of schema ${schema} failed${failed ? ` at ${failed.migrationName}` : ''}: ${String(error)}`);
     }
+    if (onlineIndexes.length > 0) await buildOnlineIndexes(db, schema, onlineIndexes);
   } finally {
     await db.destroy();
   }
+}
+
+/**
+ * Builds each index that is missing or invalid, one runner at a time (a session lock: CONCURRENTLY
+ * cannot run in a transaction, so Kysely's migration lock cannot hold it). A build cut short (a Job
+ * killed mid-way) leaves an invalid index that `if not exists` would keep as it is: it is dropped and
+ * built again.
+ */
+async function buildOnlineIndexes(db: Kysely<unknown>, schema: string, indexes: readonly OnlineIndex[]): Promise<void> {
+  await db.connection().execute(async (session) => {
+    const lockKey = `${schema}.online-indexes`;
+    await sql`select pg_advisory_lock(hashtext(${lockKey}))`.execute(session);
+    try {
+      for (const index of indexes) {
+        const { rows } = await sql<{ valid: boolean }>`
+          select i.indisvalid as valid from pg_index i
+          join pg_class c on c.oid = i.indexrelid join pg_namespace n on n.oid = c.relnamespace
+          where n.nspname = ${schema} and c.relname = ${index.name}`.execute(session);
+        if (rows[0]?.valid) continue;
+        if (rows[0]) await sql`drop index concurrently ${sql.id(schema, index.name)}`.execute(session);
+        await sql`create index concurrently ${sql.id(index.name)} on ${sql.id(schema, index.table)} (${sql.join(index.columns.map((column) => sql.id(column)))})`.execute(session);
+      }
+    } finally {
+      await sql`select pg_advisory_unlock(hashtext(${lockKey}))`.execute(session);
+    }
+  });
 }

@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import type { FastifyInstance } from 'fastify';
 import type { DocumentNode } from 'graphql';
 import { databaseUrlOf, databaseVariablesOf, serviceSettings, type ServiceName, type ServiceSettings, type SubgraphProcessConfig } from './config.ts';
-import { createDatabase, isDatabaseReachable, migrateSchema } from './db.ts';
+import { createDatabase, isDatabaseReachable, migrateSchema, type OnlineIndex, type SchemaMigrations } from './db.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { startSubgraphServer, type BaseContext, type CallerRoute, type RunningServer, type SubgraphResolvers } from './subgraph-server.ts';
 import { startProcessTelemetry, type ProcessTelemetry } from './telemetry.ts';
@@ -22,6 +22,7 @@ export interface ServiceDefinition<DB, Context extends BaseContext, Name extends
   name: Name;
   schema: string;
   migrations: Record<string, Migration>;
+  onlineIndexes?: readonly OnlineIndex[];
   typeDefs: DocumentNode;
   /** The service's map, typed by the `Resolvers` generated from its schema.graphql. */
   resolvers: SubgraphResolvers;
@@ -41,8 +42,8 @@ export interface RunOptions {
   logger?: Logger;
 }
 
-export async function migrateService(definition: { schema: string; migrations: Record<string, Migration> }, databaseUrl: string) {
-  await migrateSchema(databaseUrl, definition.schema, definition.migrations);
+export async function migrateService(definition: SchemaMigrations, databaseUrl: string) {
+  await migrateSchema(databaseUrl, definition);
 }
 
 /** Starts a subgraph on its own pool and port. Migrations are run beforehand, by `migrateService`. */

@@ -28,7 +28,7 @@ describe('migrateSchema', () => {
     await other.connect();
     try {
       await other.query('select pg_advisory_lock(3853314791062309107)');
-      const migrating = migrateSchema(database.url, 'migrate_schema_test', migrations);
+      const migrating = migrateSchema(database.url, { schema: 'migrate_schema_test', migrations });
       await new Promise((resolve) => setTimeout(resolve, 5_500));
       expect(seen).toEqual([]);
       await other.query('select pg_advisory_unlock(3853314791062309107)');
@@ -38,4 +38,65 @@ describe('migrateSchema', () => {
     }
     expect(seen).toEqual(['0']);
   }, 20_000);
+});
+
+describe('online indexes', () => {
+  const schema = 'online_index_test';
+  const migrations = {
+    '001_table': { up: async (db: Kysely<unknown>) => void (await sql`create table ${sql.id(schema, 'fills')} (id serial primary key, symbol text not null)`.execute(db)) },
+  };
+  const onlineIndexes = [{ name: 'fills_symbol', table: 'fills', columns: ['symbol'] }];
+
+  async function client(): Promise<pg.Client> {
+    const connected = new pg.Client({ connectionString: database.url });
+    await connected.connect();
+    return connected;
+  }
+
+  async function indexState(session: pg.Client): Promise<{ valid: boolean; unique: boolean } | undefined> {
+    const { rows } = await session.query(
+      `select i.indisvalid as valid, i.indisunique as unique from pg_index i join pg_class c on c.oid = i.indexrelid
+       join pg_namespace n on n.oid = c.relnamespace where n.nspname = $1 and c.relname = 'fills_symbol'`,
+      [schema],
+    );
+    return rows[0];
+  }
+
+  it('are built while writes to the table go on, even behind a transaction that holds it open', { timeout: 30_000 }, async () => {
+    await migrateSchema(database.url, { schema, migrations });
+    const [open, writer] = [await client(), await client()];
+    try {
+      // A plain CREATE INDEX would wait for this transaction, and every insert would queue behind it.
+      await open.query('begin');
+      await open.query(`insert into ${schema}.fills (symbol) values ('OPEN')`);
+      const building = migrateSchema(database.url, { schema, migrations, onlineIndexes });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await writer.query("set statement_timeout = '2s'");
+      await writer.query(`insert into ${schema}.fills (symbol) values ('DURING')`);
+      await open.query('commit');
+      await building;
+      expect(await indexState(writer)).toEqual({ valid: true, unique: false });
+    } finally {
+      await open.end();
+      await writer.end();
+    }
+  });
+
+  it('are built again when a build cut short left one invalid', { timeout: 30_000 }, async () => {
+    const session = await client();
+    try {
+      await session.query(`drop index if exists ${schema}.fills_symbol`);
+      // A failed concurrent build leaves its index behind, invalid: here, unique over duplicates.
+      await session.query(`insert into ${schema}.fills (symbol) values ('TWICE'), ('TWICE')`);
+      await expect(session.query(`create unique index concurrently fills_symbol on ${schema}.fills (symbol)`)).rejects.toThrow();
+      expect(await indexState(session)).toEqual({ valid: false, unique: true });
+      await migrateSchema(database.url, { schema, migrations, onlineIndexes });
+      expect(await indexState(session)).toEqual({ valid: true, unique: false });
+      // Built and valid: a further run leaves it as it is.
+      await migrateSchema(database.url, { schema, migrations, onlineIndexes });
+      expect(await indexState(session)).toEqual({ valid: true, unique: false });
+    } finally {
+      await session.end();
+    }
+  });
 });

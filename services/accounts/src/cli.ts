@@ -449,7 +449,7 @@ try {
     ]);
     devDatabase = await ensureDevDatabase(log);
     // The embedded database is npm start's, which may not have run yet: its schema is made as npm start makes it.
-    await migrateSchema(devDatabase.url, SCHEMA, migrations);
+    await migrateSchema(devDatabase.url, { schema: SCHEMA, migrations });
   }
 } catch (error) {
   await devDatabase?.stop();

@@ -3,7 +3,7 @@ import type { Config } from '@ots/shared/config';
 import { requireIngestSecret } from '@ots/shared/outbox';
 import type { ServiceDefinition, ServiceRuntime } from '@ots/shared/service';
 import { loadTypeDefs } from '@ots/shared/subgraph-server';
-import { migrations, SCHEMA } from '../migrations/index.ts';
+import { migrations, onlineIndexes, SCHEMA } from '../migrations/index.ts';
 import { startDispatcher, startRetentionCleanup, systemClock, type Clock } from './dispatcher.ts';
 import { registerIngestRoute } from './ingest.ts';
 import type { EventsDatabase } from './repository.ts';
@@ -36,6 +36,7 @@ function createEventsService(options: EventsServiceOptions = {}): ServiceDefinit
     name: 'events',
     schema: SCHEMA,
     migrations,
+    onlineIndexes,
     typeDefs: loadTypeDefs(new URL('../schema.graphql', import.meta.url)),
     resolvers,
     callerRoutes: [callerRoute<EventsContext, typeof eventFeedRoute>(eventFeedRoute, streamFeed)],

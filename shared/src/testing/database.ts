@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import type { Kysely, Migration } from 'kysely';
+import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { afterAll, inject } from 'vitest';
-import { createDatabase, migrateSchema } from '../db.ts';
+import { createDatabase, migrateSchema, type SchemaMigrations } from '../db.ts';
 
 /**
  * The one way a test gets a database: a fresh one on the test server (the vitest global set-up's
@@ -16,17 +16,12 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A Postgres schema and its migrations, in order: a service definition is one. */
-export interface MigratedSchema {
-  schema: string;
-  migrations: Record<string, Migration>;
-}
 
 export interface TestDatabaseOptions {
   /** `'C'`: a database whose collation and character classes are C, where lower() folds ASCII only. */
   locale?: 'C';
   /** Migrates this schema before the database is handed over. */
-  migrate?: MigratedSchema;
+  migrate?: SchemaMigrations;
 }
 
 /** A fresh database on the test server: empty, or with `options.migrate`'s schema migrated. */
@@ -50,7 +45,7 @@ export async function createTestDatabase(options: TestDatabaseOptions = {}): Pro
       await client.end();
     },
   };
-  if (options.migrate) await migrateSchema(database.url, options.migrate.schema, options.migrate.migrations);
+  if (options.migrate) await migrateSchema(database.url, options.migrate);
   return database;
 }
 
@@ -68,7 +63,7 @@ export interface PoolOptions {
 }
 
 /** A fresh database with `target`'s schema migrated, and a pool on it bound to that schema. */
-export async function openSchemaDatabase<DB>(target: MigratedSchema, pool: PoolOptions): Promise<SchemaTestDatabase<DB>> {
+export async function openSchemaDatabase<DB>(target: SchemaMigrations, pool: PoolOptions): Promise<SchemaTestDatabase<DB>> {
   const database = await createTestDatabase({ migrate: target });
   const db = createDatabase<DB>({ url: database.url, schema: target.schema, ...pool });
   return {
@@ -85,7 +80,7 @@ export async function openSchemaDatabase<DB>(target: MigratedSchema, pool: PoolO
  * The calling test file's own `openSchemaDatabase`, open while its tests are collected and closed
  * after the last of them. Await it at the top level of the file.
  */
-export async function useSchemaDatabase<DB>(target: MigratedSchema, pool: PoolOptions): Promise<SchemaTestDatabase<DB>> {
+export async function useSchemaDatabase<DB>(target: SchemaMigrations, pool: PoolOptions): Promise<SchemaTestDatabase<DB>> {
   const database = await openSchemaDatabase<DB>(target, pool);
   afterAll(() => database.close());
   return database;

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { newId } from '@ots/shared/ids';
 import { useSchemaDatabase, type SchemaTestDatabase } from '@ots/shared/testing/database';
-import { migrations, SCHEMA } from '../../migrations/index.ts';
+import { migrations, onlineIndexes, SCHEMA } from '../../migrations/index.ts';
 import type { Clock } from '../../src/dispatcher.ts';
 import { ingestEvents, type EventsDatabase, type EventsDb, type IncomingEvent } from '../../src/repository.ts';
 
 /** The calling test file's own events database, migrated, closed after its last test (useSchemaDatabase). */
 export function useEventsDatabase(): Promise<SchemaTestDatabase<EventsDatabase>> {
-  return useSchemaDatabase<EventsDatabase>({ schema: SCHEMA, migrations }, { applicationName: 'events-test', maxConnections: 20 });
+  return useSchemaDatabase<EventsDatabase>({ schema: SCHEMA, migrations, onlineIndexes }, { applicationName: 'events-test', maxConnections: 20 });
 }
 
 /** A clock the test moves forward by hand. */
