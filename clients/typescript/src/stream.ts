@@ -1,4 +1,6 @@
-import { createClient, NetworkError, type Client, type ExecutionResult, type RequestParams } from 'graphql-sse';
+import { createClient as createSseClient, NetworkError, type ExecutionResult, type RequestParams, type Sink } from 'graphql-sse';
+// The client's own entry: the package's main one brings graphql-ws's server, and with it graphql.
+import { createClient as createWebSocketClient } from 'graphql-ws/client';
 import { OtsApiError, OtsAuthenticationError, OtsError, OtsPermissionError, OtsRateLimitError, OtsRequestError } from './errors.js';
 import {
   EventFeedEndDocument,
@@ -11,14 +13,29 @@ import {
 } from './generated/operations.js';
 import { backoffMs, errorOf, retryAfterSeconds, type GraphqlError, type Transport } from './transport.js';
 
+/** What the WebSocket transport needs of a WebSocket class: the browsers' and Node 22's, or the `ws` package's. */
+type WebSocketConstructor = (new (url: string, protocol: string) => { readonly readyState: number; close(): void }) & { readonly CONNECTING: number };
+
 export interface EventStreamOptions {
   filter?: EventFilter;
+  /**
+   * GraphQL over SSE (`{baseUrl}/graphql/stream`, the default) or over WebSocket (`{baseUrl}/graphql/ws`,
+   * the `graphql-transport-ws` subprotocol, with the key in `connection_init`). Both keep every
+   * guarantee below.
+   */
+  transport?: 'sse' | 'websocket';
+  /**
+   * The WebSocket class of the `websocket` transport: `globalThis.WebSocket` by default (browsers,
+   * Node 22); on Node 20, which has none, pass the `ws` package's `WebSocket`.
+   */
+  webSocketImpl?: WebSocketConstructor;
   /** Resume after this cursor (an `EventStream.cursor` or a `listEvents` cursor kept from before); absent: from the feed's end when the stream starts. */
   after?: string;
   /**
    * How long a connection may stay silent before it is taken for dead and replaced (default 25 s).
-   * The gateway sends a heartbeat at least every 10 s, so only a connection that is gone (a half-open
-   * TCP connection, a proxy that stopped passing bytes) is silent that long.
+   * Over SSE the gateway sends a heartbeat at least every 10 s; over WebSocket the client pings every
+   * half of it and the gateway answers. So only a connection that is gone (a half-open TCP
+   * connection, a proxy that stopped passing bytes) is silent that long.
    */
   idleTimeoutMs?: number;
   /**
@@ -121,27 +138,47 @@ function failingWhenSilent(fetchFn: typeof fetch, idleTimeoutMs: number): typeof
   };
 }
 
+type EventsResult = ExecutionResult<EventsSubscription, unknown>;
+
+/**
+ * Opens one connection's subscription, whose results go to `sink`; the function it returns ends it.
+ * graphql-sse's and graphql-ws's clients each have one.
+ */
+type Subscribe = (request: RequestParams, sink: Sink<EventsResult>) => () => void;
+
+/** One transport of the stream: its connections, and what their failures mean. */
+interface Connections {
+  subscribe: Subscribe;
+  /**
+   * The `OtsError` a connection's failure stands for when it ends the stream or says how long to
+   * wait; any other failure as it is, to reconnect after back-off.
+   */
+  failureOf(failure: unknown): unknown;
+  /** Ends every subscription open (each completes) and any to come. */
+  close(): void;
+}
+
 /**
  * One connection's results, in order, holding at most `bound` that the consumer has not taken.
- * graphql-sse reads a response as fast as it comes, whatever the consumer does (its own `iterate`
- * queues without limit), and offers no way to pull: so a result that finds `bound` held is dropped
- * with the connection, and the results end once the consumer has taken those held, `fellBehind`
- * set. The caller resumes after the last of them, as after the gateway's SLOW_CONSUMER.
+ * Both clients read a connection as fast as it comes, whatever the consumer does (their own
+ * `iterate` queues without limit), and offer no way to pull: so a result that finds `bound` held is
+ * dropped with the connection, and the results end once the consumer has taken those held,
+ * `fellBehind` set. The caller resumes after the last of them, as after the gateway's SLOW_CONSUMER.
  */
-class BoundedResults<Data> implements AsyncIterable<ExecutionResult<Data, unknown>> {
+class BoundedResults implements AsyncIterable<EventsResult> {
   fellBehind = false;
 
   constructor(
-    private readonly client: Client,
+    private readonly subscribe: Subscribe,
     private readonly request: RequestParams,
     private readonly bound: number,
   ) {}
 
-  async *[Symbol.asyncIterator](): AsyncIterator<ExecutionResult<Data, unknown>> {
-    const held: ExecutionResult<Data, unknown>[] = [];
+  async *[Symbol.asyncIterator](): AsyncIterator<EventsResult> {
+    const held: EventsResult[] = [];
     let end: { failure?: unknown } | undefined;
     let wake: (() => void) | undefined;
-    const unsubscribe = this.client.subscribe<Data>(this.request, {
+    const unsubscribe = this.subscribe(this.request, {
       next: (result) => {
         // What the parser read along with the result that found no room still comes after the close.
         if (end) return;
@@ -177,6 +214,134 @@ class BoundedResults<Data> implements AsyncIterable<ExecutionResult<Data, unknow
   }
 }
 
+/** GraphQL over SSE, one graphql-sse client for all the stream's connections. */
+function sseConnections(transport: Transport, idleTimeoutMs: number): Connections {
+  const client = createSseClient({
+    url: transport.streamUrl,
+    headers: { 'x-api-key': transport.apiKey },
+    // Reconnection is done by EventStream, so that each one asks from the latest cursor.
+    retryAttempts: 0,
+    fetchFn: failingWhenSilent(transport.fetch, idleTimeoutMs),
+  });
+  return {
+    subscribe: (request, sink) => client.subscribe<EventsSubscription>(request, sink),
+    failureOf: (failure) => {
+      if (!(failure instanceof NetworkError)) return failure;
+      const response = failure.response as Response | undefined;
+      const status = response?.status;
+      if (status === 401) return new OtsAuthenticationError('Invalid or expired API key', { status });
+      if (status === 403) return new OtsPermissionError('API access is not enabled for this account', { status });
+      if (status === 400 || status === 415 || status === 422) return new OtsRequestError(`The stream was refused (HTTP ${status})`, { status });
+      if (status === 429 && response?.headers) return new OtsRateLimitError('Too many requests', { status, retryAfterSeconds: retryAfterSeconds(response) });
+      return failure;
+    },
+    // graphql-sse's subscribe takes no signal: disposing of the client aborts its connection, and the subscription completes.
+    close: () => client.dispose(),
+  };
+}
+
+function isCloseEvent(value: unknown): value is { code: number; reason: string } {
+  return typeof value === 'object' && value !== null && typeof (value as { code?: unknown }).code === 'number' && 'reason' in value;
+}
+
+/**
+ * GraphQL over WebSocket, one graphql-ws client, and so one socket, per connection: a socket that
+ * closes ends its subscription, and EventStream opens the next from the latest cursor. The key goes
+ * in `connection_init`, which browsers can send where they cannot set a header.
+ */
+function webSocketConnections(transport: Transport, WebSocketImpl: WebSocketConstructor, idleTimeoutMs: number): Connections {
+  const open = new Set<() => void>();
+  let stopped = false;
+  return {
+    subscribe: (request, sink) => {
+      if (stopped) {
+        sink.complete();
+        return () => undefined;
+      }
+      let socket: InstanceType<WebSocketConstructor> | undefined;
+      let silence: ReturnType<typeof setTimeout> | undefined;
+      let ended = false;
+      // graphql-ws's terminate() closes an open socket at once, where close() would wait for a
+      // handshake a dead connection never completes; it cannot reach a socket still connecting,
+      // whose close() fails it at once.
+      const drop = () => (socket?.readyState === WebSocketImpl.CONNECTING ? socket.close() : client.terminate());
+      const listen = () => {
+        clearTimeout(silence);
+        silence = setTimeout(drop, idleTimeoutMs);
+      };
+      const end = (report: () => void) => {
+        if (ended) return;
+        ended = true;
+        clearTimeout(silence);
+        open.delete(complete);
+        report();
+        unsubscribe();
+        // Unsubscribed, graphql-ws closes an open socket; one still connecting it would wait for.
+        if (socket?.readyState === WebSocketImpl.CONNECTING) socket.close();
+      };
+      const complete = () => end(() => sink.complete());
+      const keep = (made: InstanceType<WebSocketConstructor>) => (socket = made);
+      const client = createWebSocketClient({
+        url: transport.webSocketUrl,
+        // Each socket made is kept, so that one still connecting can be closed.
+        webSocketImpl: class extends WebSocketImpl {
+          constructor(url: string, protocol: string) {
+            super(url, protocol);
+            keep(this);
+          }
+        },
+        connectionParams: { 'X-API-Key': transport.apiKey },
+        // Reconnection is done by EventStream, so that each one asks from the latest cursor.
+        retryAttempts: 0,
+        // The gateway's own pings are WebSocket ping frames, which no WebSocket API shows: the
+        // client's pings, and the gateway's pongs, are what tell a quiet connection from a dead one.
+        keepAlive: idleTimeoutMs / 2,
+        on: {
+          message: () => listen(),
+          // Every close ends the subscription, even a normal one (1000), after which graphql-ws would
+          // subscribe again on a new socket from the cursor the subscription started at.
+          closed: (event) => end(() => sink.error(event)),
+        },
+      });
+      open.add(complete);
+      listen();
+      const unsubscribe = client.subscribe<EventsSubscription>(request, {
+        next: (result) => sink.next(result as EventsResult),
+        error: (failure) => end(() => sink.error(failure)),
+        complete,
+      });
+      return () => end(() => undefined);
+    },
+    failureOf: (failure) => {
+      // A subscribe the gateway refused: its GraphQL errors.
+      if (Array.isArray(failure)) {
+        const first = failure[0] as GraphqlError | undefined;
+        if (!first) return failure;
+        const retryAfter = first.extensions?.retryAfterSeconds;
+        if (first.extensions?.code === 'TOO_MANY_REQUESTS' && typeof retryAfter === 'number') {
+          return new OtsRateLimitError(first.message, { code: 'TOO_MANY_REQUESTS', retryAfterSeconds: retryAfter });
+        }
+        return errorOf(first);
+      }
+      if (!isCloseEvent(failure)) return failure;
+      const reason = `${failure.reason || 'The connection closed'} (WebSocket close ${failure.code})`;
+      if (failure.code === 4401) return new OtsAuthenticationError(reason);
+      if (failure.code === 4403) return new OtsPermissionError(reason);
+      // An API key over plain HTTP in production, or a message graphql-ws's server could not read.
+      if (failure.code === 4400) return new OtsRequestError(reason);
+      // The gateway's close for a socket that took nothing more after SLOW_CONSUMER.
+      if (failure.code === 4001) return new OtsApiError(reason, { code: 'SLOW_CONSUMER' });
+      // 4429 (over the rate limit, or too many sockets), 1013 (the key store out), 1001 (a restart),
+      // a dropped or silent socket: back off and reconnect.
+      return failure;
+    },
+    close: () => {
+      stopped = true;
+      for (const complete of [...open]) complete();
+    },
+  };
+}
+
 /** The most back-off between reconnections: a stream that keeps failing still tries every few seconds. */
 const MAX_RECONNECT_ATTEMPT = 4;
 
@@ -186,7 +351,7 @@ function endsForGood(failure: OtsError): boolean {
 }
 
 /**
- * The account's events, live, over GraphQL over SSE. A dropped connection, one silent for
+ * The account's events, live, over GraphQL over SSE or WebSocket. A dropped connection, one silent for
  * `idleTimeoutMs`, a server restart, an outage of the events service (TEMPORARILY_UNAVAILABLE,
  * SERVICE_UNAVAILABLE) or a SLOW_CONSUMER ending is followed by a reconnection from the last cursor
  * handed out, so a consumer sees each event once and in order. A loop that falls `maxBufferedEvents`
@@ -203,6 +368,9 @@ export class EventStream implements AsyncIterable<EventFieldsFragment> {
     private readonly transport: Transport,
     private readonly options: EventStreamOptions,
   ) {
+    if (options.transport !== undefined && options.transport !== 'sse' && options.transport !== 'websocket') {
+      throw new TypeError(`transport must be 'sse' or 'websocket' (got ${String(options.transport)})`);
+    }
     const bound = options.maxBufferedEvents;
     if (bound !== undefined && !(Number.isInteger(bound) && bound >= 1)) throw new TypeError('maxBufferedEvents must be a whole number, at least 1');
     this.position = options.after;
@@ -218,17 +386,9 @@ export class EventStream implements AsyncIterable<EventFieldsFragment> {
 
   async *[Symbol.asyncIterator](): AsyncIterator<EventFieldsFragment> {
     const { signal } = this.options;
-    const client = createClient({
-      url: this.transport.streamUrl,
-      headers: { 'x-api-key': this.transport.apiKey },
-      // Reconnection is done here, so that each one asks from the latest cursor.
-      retryAttempts: 0,
-      fetchFn: failingWhenSilent(this.transport.fetch, this.options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS),
-    });
-    // graphql-sse's subscribe takes no signal: disposing of the client aborts its connection, and the
-    // subscription completes.
-    const dispose = () => client.dispose();
-    signal?.addEventListener('abort', dispose, { once: true });
+    const connections = this.connections();
+    const close = () => connections.close();
+    signal?.addEventListener('abort', close, { once: true });
     let failures = 0;
     try {
       for (;;) {
@@ -240,8 +400,8 @@ export class EventStream implements AsyncIterable<EventFieldsFragment> {
           this.position ??= await untilAborted(this.feedEnd(), signal);
           if (signal?.aborted) return;
           const variables: EventsSubscriptionVariables = { filter: this.options.filter, after: this.position };
-          const results = new BoundedResults<EventsSubscription>(
-            client,
+          const results = new BoundedResults(
+            connections.subscribe,
             { query: EventsDocument.toString(), variables },
             this.options.maxBufferedEvents ?? DEFAULT_MAX_BUFFERED_EVENTS,
           );
@@ -274,23 +434,31 @@ export class EventStream implements AsyncIterable<EventFieldsFragment> {
             delayMs = backoffMs(0);
           }
         } catch (error) {
-          if (error instanceof OtsError && endsForGood(error)) throw error;
-          const status = error instanceof NetworkError ? error.response?.status : undefined;
-          if (status === 401) throw new OtsAuthenticationError('Invalid or expired API key', { status });
-          if (status === 403) throw new OtsPermissionError('API access is not enabled for this account', { status });
-          if (status === 400 || status === 415 || status === 422) throw new OtsRequestError(`The stream was refused (HTTP ${status})`, { status });
-          const response = error instanceof NetworkError ? (error.response as Response | undefined) : undefined;
-          if (error instanceof OtsRateLimitError) delayMs = error.retryAfterSeconds * 1000;
-          else if (status === 429 && response?.headers) delayMs = retryAfterSeconds(response) * 1000;
-          else delayMs = backoffMs(Math.min(failures, MAX_RECONNECT_ATTEMPT));
-          failures += 1;
+          const failure = error instanceof OtsError ? error : connections.failureOf(error);
+          if (failure instanceof OtsError && endsForGood(failure)) throw failure;
+          if (failure instanceof OtsError && failure.code === 'SLOW_CONSUMER') {
+            delayMs = backoffMs(0);
+          } else {
+            delayMs = failure instanceof OtsRateLimitError ? failure.retryAfterSeconds * 1000 : backoffMs(Math.min(failures, MAX_RECONNECT_ATTEMPT));
+            failures += 1;
+          }
         }
         await sleep(delayMs, signal);
       }
     } finally {
-      signal?.removeEventListener('abort', dispose);
-      client.dispose();
+      signal?.removeEventListener('abort', close);
+      connections.close();
     }
+  }
+
+  private connections(): Connections {
+    const idleTimeoutMs = this.options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+    if (this.options.transport !== 'websocket') return sseConnections(this.transport, idleTimeoutMs);
+    const WebSocketImpl = this.options.webSocketImpl ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
+    if (!WebSocketImpl) {
+      throw new TypeError("The 'websocket' transport needs a WebSocket class, and this runtime has none (Node 20): pass webSocketImpl, e.g. the ws package's WebSocket");
+    }
+    return webSocketConnections(this.transport, WebSocketImpl, idleTimeoutMs);
   }
 
   /** The feed's current end, read without reading any event (its transport call retries as any other). */

@@ -22,7 +22,7 @@ export interface TransportOptions {
 export interface GraphqlError {
   message: string;
   path?: (string | number)[];
-  extensions?: { code?: string; requiredScope?: string };
+  extensions?: { code?: string; requiredScope?: string; retryAfterSeconds?: number };
 }
 
 interface GraphqlResponse {
@@ -125,6 +125,13 @@ export class Transport {
   /** The GraphQL-over-SSE endpoint of the event stream. */
   get streamUrl(): string {
     return endpointUrl(this.options.baseUrl, '/graphql/stream');
+  }
+
+  /** The GraphQL-over-WebSocket endpoint of the event stream, ws: or wss: as the base URL is http: or https:. */
+  get webSocketUrl(): string {
+    const url = new URL(endpointUrl(this.options.baseUrl, '/graphql/ws'));
+    url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+    return url.toString();
   }
 
   get apiKey(): string {
