@@ -147,7 +147,7 @@ export function createAuthentication(config: GatewaySettings, keyStore: ApiKeySt
     const rate = await keyLimiter.take(decision.apiKeyId);
     const headers = keyLimiter.headers(rate);
     if (!rate.allowed) return tooManyRequests(rate.retryAfterSeconds, headers);
-    if (decision.kind === 'access-disabled') return { kind: 'refused', status: 403, headers: {}, body: ACCESS_DISABLED };
+    if (decision.kind === 'access-disabled') return { kind: 'refused', status: 403, headers, body: ACCESS_DISABLED };
 
     keyStore.recordUse(decision.apiKeyId);
     const caller = { accountId: decision.accountId, apiKeyId: decision.apiKeyId, scopes: decision.scopes };

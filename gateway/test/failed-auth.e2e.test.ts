@@ -118,7 +118,10 @@ describe('failed authentications never lock out a valid key', () => {
     await setApiAccess(t.stack.operator, { accountId, enabled: false });
     const guesses = tally(await flood(Array.from({ length: 60 }, () => generateApiKey()), 10));
     expect(guesses[429]).toBeGreaterThan(0);
-    expect(await viewer(apiKey)).toBe(403);
+    const refused = await t.stack.post(JSON.stringify({ query: VIEWER }), { 'content-type': 'application/json', 'x-api-key': apiKey }, gateway.url);
+    expect(refused.status).toBe(403);
+    // The request took a token of the key's own rate limit, and says so.
+    expect(refused.headers.get('ratelimit')).toMatch(/^"api-key";r=\d{1,3};t=\d+$/);
   });
 
   it('Postgres look-ups stay bounded: at most one per distinct guess, a bounded number at once, none for a repeated guess', async () => {

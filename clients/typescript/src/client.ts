@@ -28,6 +28,9 @@ export interface MutationOptions {
   /**
    * The `Idempotency-Key` to send, instead of a new one: an earlier call's (`OtsError.idempotencyKey`),
    * with the same arguments, to carry it on after it failed; the answer of what ran under it comes back.
+   * Never a key of your own reused for new work: `orders.submit` without a `clientOrderId` derives one
+   * from the key, and the order keeps it for good, so the same key a day later (when the service has
+   * forgotten the key) gets the old order back, or DUPLICATE_CLIENT_ORDER_ID, and submits nothing.
    */
   idempotencyKey?: string;
 }
