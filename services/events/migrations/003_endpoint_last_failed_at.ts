@@ -13,6 +13,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     set last_failed_at = (
       select max(a.attempted_at) from events.webhook_attempts a
       where a.account_id = e.account_id and a.endpoint_id = e.id and not a.succeeded
+        -- An attempt cut short by the service's own stop is no failure of the endpoint (dispatcher.ts).
+        and a.failure is distinct from 'interrupted: the events service stopped during the attempt'
     )
     where e.failing_since is not null`.execute(db);
 }

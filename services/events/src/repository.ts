@@ -544,7 +544,7 @@ export async function insertAttempt(trx: EventsDb, message: ClaimedMessage, outc
 
 /**
  * Records an attempt that delivered, in one statement: the attempt, its message delivered (if this
- * claimer still holds it) and the endpoint's failure streak ended. The endpoint is locked as
+ * claimer still holds it, or it was marked failed meanwhile) and the endpoint's failure streak ended. The endpoint is locked as
  * `lockEndpoint` locks it, so that attempts of one endpoint record one after another, but only for
  * the statement and its commit: a transaction of four statements held it across four round trips,
  * and with eight attempts of one endpoint in flight those records, one at a time, were what bounded
@@ -561,8 +561,11 @@ export async function recordDelivered(db: EventsDb, message: ClaimedMessage, out
       ${insertAttemptWhileMessageExists(message, outcome, sql`exists (select from endpoint)`)}
       returning id
     ), settled as (
+      -- Or marked failed, unclaimed, by a claim that took this slow claimer for dead at the end of the
+      -- message's 3 days (claimDueMessages): the receiver's 2xx says it was delivered all the same.
       update events.webhook_messages set state = 'DELIVERED', claim_token = null
-      where account_id = ${message.account_id} and id = ${message.id} and claim_token = ${message.claim_token}
+      where account_id = ${message.account_id} and id = ${message.id}
+        and (claim_token = ${message.claim_token} or (state = 'FAILED' and claim_token is null))
     ), streak_ended as (
       update events.webhook_endpoints e set failing_since = null, updated_at = ${outcome.attemptedAt}
       from endpoint

@@ -8,7 +8,7 @@ import { testScope } from '@ots/shared/testing/scope';
 import { DELIVERY_WINDOW_MS, MAX_ENDPOINTS_PER_ACCOUNT, RETENTION_MS, RETRY_DELAYS_MS } from '../src/domain.ts';
 import { CLAIM_LEASE_MS, deleteExpiredEvents, dispatchDueMessages, ENDPOINT_CONCURRENCY, startDispatcher, type DispatcherDeps } from '../src/dispatcher.ts';
 import { createEndpoint, disableEndpoint, enableEndpoint, removeEndpoint, type EventsScope } from '../src/operations.ts';
-import { claimDueMessages } from '../src/repository.ts';
+import { claimDueMessages, recordDelivered } from '../src/repository.ts';
 import { ingest, ManualClock, strategyEvent, secretKey, useEventsDatabase } from './support/fixtures.ts';
 import { Receiver } from '../../../testing/webhook-receiver.ts';
 
@@ -392,6 +392,24 @@ describe('attempts that end without an answer of the receiver', () => {
     expect(await messageOf(event.id)).toMatchObject({ state: 'FAILED', claim_token: null, attempts: 1 });
     expect(await dispatchDueMessages(deps)).toBe(0);
     expect(receiver.received).toEqual([]);
+  });
+
+  it('a claimer alive but slower than its lease, at the end of the 3 days, records its delivery: the message is delivered, not left failed', async () => {
+    const clock = new ManualClock();
+    const { accountId } = await setUp(clock);
+    const start = clock.now();
+    const event = strategyEvent(accountId, start);
+    await ingest(db, [event], start);
+    const claim = () => claimDueMessages(db, clock.now(), CLAIM_LEASE_MS, { limit: 10, perEndpoint: 10, perFailingEndpoint: 10, inFlight: new Map() }, randomUUID());
+    clock.set(new Date(start.getTime() + DELIVERY_WINDOW_MS - CLAIM_LEASE_MS / 2));
+    const [slow] = await claim();
+    // Its lease lapses past the window while it still waits for the receiver: the next claim takes it for dead.
+    clock.advance(CLAIM_LEASE_MS);
+    expect(await claim()).toEqual([]);
+    expect(await messageOf(event.id)).toMatchObject({ state: 'FAILED', claim_token: null });
+    // Then the receiver's 200 comes, and the slow claimer records it.
+    expect(await recordDelivered(db, slow!, { attemptedAt: clock.now(), statusCode: 200, failure: null, succeeded: true, durationMs: CLAIM_LEASE_MS })).toBe(true);
+    expect(await messageOf(event.id)).toMatchObject({ state: 'DELIVERED', claim_token: null });
   });
 });
 
