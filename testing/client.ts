@@ -273,7 +273,7 @@ export class ApiClient implements Client {
   }
 
   /** Pages listEvents until `count` events have arrived (the relay forwards them asynchronously). */
-  async waitForEvents(count: number, timeoutMs = 10_000): Promise<EventFieldsFragment[]> {
+  async waitForEvents(count: number, timeoutMs = 20_000): Promise<EventFieldsFragment[]> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const page = await this.listEvents({ first: 200 });

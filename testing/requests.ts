@@ -47,3 +47,28 @@ export function postWithRawHeaders(url: string, body: string, headers: Record<st
     socket.write(Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), Buffer.from(body)]));
   });
 }
+
+/**
+ * How long after `since` a change took effect on every one of `urls` (gateways), by the send time of
+ * the first probe each answered as `check` expects; Infinity when one has not within `limitMs`.
+ * Probes go out every 50 ms without waiting for the one before: on a loaded machine a slow answer
+ * would otherwise hold back the next probe, and the measure would be the probes' queue, not the
+ * system's time.
+ */
+export async function msUntilEvery(urls: string[], check: (url: string) => Promise<boolean>, since: number, limitMs = 3_000): Promise<number> {
+  const seenAt = new Map<string, number>();
+  const probes: Promise<void>[] = [];
+  while (seenAt.size < urls.length && Date.now() - since < limitMs) {
+    for (const url of urls.filter((candidate) => !seenAt.has(candidate))) {
+      const sentAt = Date.now() - since;
+      probes.push(
+        check(url).then((seen) => {
+          if (seen) seenAt.set(url, Math.min(seenAt.get(url) ?? sentAt, sentAt));
+        }),
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  await Promise.all(probes);
+  return seenAt.size < urls.length ? Number.POSITIVE_INFINITY : Math.max(...seenAt.values());
+}

@@ -82,7 +82,7 @@ export class Receiver {
   }
 
   /** Resolves once `count` requests have arrived in all, or fails after `timeoutMs`. */
-  async waitFor(count: number, timeoutMs = 10_000): Promise<ReceivedWebhook[]> {
+  async waitFor(count: number, timeoutMs = 20_000): Promise<ReceivedWebhook[]> {
     const deadline = Date.now() + timeoutMs;
     while (this.received.length < count) {
       const left = deadline - Date.now();

@@ -412,7 +412,7 @@ describe('Idempotency-Key', () => {
       expect(timedOut.status).toBe(504);
       const meanwhile = await send(t.alice, key, CREATE_STRATEGY, variables, gateway.url);
       expect(meanwhile.status).toBe(409);
-      await expect.poll(async () => (await send(t.alice, key, CREATE_STRATEGY, variables)).status, { timeout: 5_000, interval: 200 }).toBe(200);
+      await expect.poll(async () => (await send(t.alice, key, CREATE_STRATEGY, variables)).status, { timeout: 20_000, interval: 200 }).toBe(200);
       const replayed = await send(t.alice, key, CREATE_STRATEGY, variables);
       expect(replayed.headers.get('idempotent-replayed')).toBe('true');
       expect(replayed.body.data.createStrategy).toMatchObject({ strategy: { id: expect.any(String) }, error: null });
@@ -469,7 +469,7 @@ describe('Idempotency-Key', () => {
       expect(retried.status).toBe(first.status);
       expect(retried.body).toEqual(first.body);
       // The subgraph commits after the gateway gave up; its retries still get the outage, and run nothing.
-      await expect.poll(() => strategiesNamed(t.alice, variables.name), { timeout: 5_000, interval: 200 }).toBe(1);
+      await expect.poll(() => strategiesNamed(t.alice, variables.name), { timeout: 20_000, interval: 200 }).toBe(1);
       expect((await send(t.alice, key, CREATE_STRATEGY, variables, gateway.url)).body).toEqual(first.body);
       await sleep(500);
       expect(await strategiesNamed(t.alice, variables.name)).toBe(1);
@@ -569,7 +569,7 @@ describe('Idempotency-Key', () => {
       const key = freshKey();
       expect((await send(t.alice, key, CREATE_STRATEGY, {}, app.url)).body).toEqual(createdStrategy);
       expect((await send(t.alice, key, CREATE_STRATEGY, {}, app.url)).status).toBe(409);
-      await expect.poll(async () => (await send(t.alice, key, CREATE_STRATEGY, {}, app.url)).status, { timeout: 5_000, interval: 100 }).toBe(200);
+      await expect.poll(async () => (await send(t.alice, key, CREATE_STRATEGY, {}, app.url)).status, { timeout: 20_000, interval: 100 }).toBe(200);
       const replayed = await send(t.alice, key, CREATE_STRATEGY, {}, app.url);
       expect(replayed.headers.get('idempotent-replayed')).toBe('true');
       expect(app.runs()).toBe(1);

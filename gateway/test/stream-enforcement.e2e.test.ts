@@ -163,7 +163,7 @@ describe("a stream's arguments", () => {
   /** The code the stream ends with, refused up front as listEvents refuses the same values (not an outage after the feed's timeout). */
   async function refusal(apiKey: string, variables: Record<string, unknown>): Promise<unknown> {
     const ws = await rawWsSubscription(apiKey, variables);
-    await expect.poll(() => ws.payloads.length, { timeout: 3_000, interval: 20 }).toBeGreaterThan(0);
+    await expect.poll(() => ws.payloads.length, { timeout: 15_000, interval: 20 }).toBeGreaterThan(0);
     return ws.payloads[0]!.errors?.[0]?.extensions?.code;
   }
 
@@ -195,7 +195,7 @@ describe('a subscription whose root field is conditional', () => {
     const client = await t.newAccount('Conditional root');
     for (const [query, variables] of [[SKIPPED, {}], [INCLUDED_IF, { on: false }]] as const) {
       const ws = await rawWsSubscription(client.apiKey, variables, query);
-      await expect.poll(() => ws.payloads.length, { timeout: 3_000, interval: 20 }).toBeGreaterThan(0);
+      await expect.poll(() => ws.payloads.length, { timeout: 15_000, interval: 20 }).toBeGreaterThan(0);
       expect(ws.payloads[0]!.errors?.[0]?.extensions?.code).toBe('BAD_REQUEST');
       const sse = new RawSseStream();
       cleanups.push(() => sse.close());

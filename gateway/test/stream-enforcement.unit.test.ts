@@ -41,7 +41,7 @@ describe('EventStream', () => {
     const first = await messages.next();
     events.written();
     expect(first.value).toMatchObject({ cursor: 'c1' });
-    await expect.poll(() => ends, { timeout: 5_000, interval: 50 }).toEqual(['slow-consumer']);
+    await expect.poll(() => ends, { timeout: 15_000, interval: 50 }).toEqual(['slow-consumer']);
 
     const last = await messages.next();
     expect(last.value).toMatchObject({ end: { extensions: { code: 'SLOW_CONSUMER', cursor: 'c1' } } });
@@ -76,6 +76,6 @@ describe('StreamRegistry', () => {
     registry.keysChanged();
     await registry.drained();
     expect(opened.endReason).toBeUndefined();
-    await expect.poll(() => opened.endReason, { timeout: 1_000, interval: 20 }).toBe('key-invalid');
+    await expect.poll(() => opened.endReason, { timeout: 5_000, interval: 20 }).toBe('key-invalid');
   });
 });

@@ -156,7 +156,7 @@ describe('held back', () => {
     const committedAt = Date.now();
     await stream.waitFor(() => stream.items.length >= 1, 10_000);
     expect(stream.items.map((item) => item.data!.events.event.id)).toEqual([id]);
-    expect(Date.now() - committedAt).toBeLessThan(1_000);
+    expect(Date.now() - committedAt).toBeLessThan(3_000);
   });
 });
 
@@ -344,7 +344,7 @@ describe('ending streams', () => {
     // Both registered, so that it is a live stream that ends: a key revoked before would be refused at the door alike.
     await expect.poll(() => openStreamPlaces(t.stack, client.apiKeyId)).toBe(2);
     await revokeKey(t.stack.operator, { keyId: client.apiKeyId });
-    await sse.waitFor(() => sse.items.length >= 1, 3_000);
+    await sse.waitFor(() => sse.items.length >= 1, 10_000);
     expect(sse.items[0]!.errors![0]!.extensions!.code).toBe('UNAUTHENTICATED');
     await sse.done;
     expect((await ws.closed).code).toBe(4401);
@@ -359,7 +359,7 @@ describe('ending streams', () => {
     // Both registered, so that it is a live stream that ends: an account disabled before would be refused at the door alike.
     await expect.poll(() => openStreamPlaces(t.stack, client.apiKeyId)).toBe(2);
     await setApiAccess(t.stack.operator, { accountId: client.accountId, enabled: false });
-    await sse.waitFor(() => sse.items.length >= 1, 3_000);
+    await sse.waitFor(() => sse.items.length >= 1, 10_000);
     expect(sse.items[0]!.errors![0]!.extensions!.code).toBe('FORBIDDEN');
     await sse.done;
     expect(await ws.closed).toMatchObject({ code: 4403, reason: 'API access is not enabled for this account' });
@@ -451,7 +451,7 @@ describe('a key that changes after its WebSocket was acknowledged', () => {
     const sse = await rawStream().open(urls().sse, client.apiKey, EVENTS_SUBSCRIPTION);
     expect(sse.status).toBe(200);
     const { previousExpiresAt } = await rollKey(t.stack.operator, { keyId: client.apiKeyId, graceMs: 2_000 });
-    await sse.waitFor(() => sse.items.length >= 1, 4_000);
+    await sse.waitFor(() => sse.items.length >= 1, 15_000);
     const endedAt = Date.now();
     expect(sse.items[0]!.errors![0]!.extensions!.code).toBe('UNAUTHENTICATED');
     // Not during the grace (a timer may fire a millisecond or so early by the wall clock).

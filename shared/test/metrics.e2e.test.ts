@@ -135,8 +135,8 @@ describe('metrics', () => {
     const filled = await stack.graphql(client.apiKey, `mutation { recordFill(input: { orderSubmissionId: "${orderId}", executionId: "metrics-1", quantity: "1", price: "10" }) { fill { id } error { code } } }`);
     expect(filled.body.data.recordFill.error).toBeNull();
     // The relay leaves each row for a second, since the request kept its fill (FILLS_RECOVERY_HOLD_MS).
-    await expect.poll(async () => (await scrape(metricsUrl)).value('ots_consumer_outbox_relayed_events_total', labels), { timeout: 5_000 }).toBe(before + 1);
-    await expect.poll(async () => (await scrape(metricsUrl)).value('ots_consumer_outbox_oldest_event_seconds', labels), { timeout: 5_000 }).toBe(0);
+    await expect.poll(async () => (await scrape(metricsUrl)).value('ots_consumer_outbox_relayed_events_total', labels), { timeout: 20_000 }).toBe(before + 1);
+    await expect.poll(async () => (await scrape(metricsUrl)).value('ots_consumer_outbox_oldest_event_seconds', labels), { timeout: 20_000 }).toBe(0);
   });
 
   it('keep label values bounded: operation names beyond the cap are "other", and no account, key id or key is a label', async () => {

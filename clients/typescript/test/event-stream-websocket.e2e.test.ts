@@ -115,7 +115,7 @@ describe('the event stream over WebSocket', () => {
     const client = new OtsClient({ apiKey, baseUrl: relay.origin });
     const direct = new OtsClient({ apiKey, baseUrl: gatewayOrigin() });
     // The client pings every half of it and the gateway answers: a short timeout holds a live socket.
-    const idleTimeoutMs = 1_000;
+    const idleTimeoutMs = 3_000;
     const seen: string[] = [];
     const stream = client.events.stream({ transport: 'websocket', webSocketImpl: sockets.WebSocket, filter: { types: ['strategy.created'] }, after: await feedEnd(apiKey), idleTimeoutMs });
     const consumed = take(stream, 3, seen);
@@ -123,12 +123,12 @@ describe('the event stream over WebSocket', () => {
       await direct.strategies.create({ name: 'Before the silence' });
       await expect.poll(() => seen).toEqual(['Before the silence']);
       // Quiet but alive: the pongs keep the socket.
-      await new Promise((resolve) => setTimeout(resolve, 3 * idleTimeoutMs));
+      await new Promise((resolve) => setTimeout(resolve, 2 * idleTimeoutMs));
       expect(sockets.opened).toBe(1);
       relay.stall();
       // Held by the stalled socket, which never passes it on.
       await direct.strategies.create({ name: 'During the silence' });
-      await expect.poll(() => sockets.opened, { timeout: 5_000 }).toBe(2);
+      await expect.poll(() => sockets.opened, { timeout: 20_000 }).toBe(2);
       await direct.strategies.create({ name: 'After the silence' });
       await consumed;
       expect(seen).toEqual(['Before the silence', 'During the silence', 'After the silence']);

@@ -20,7 +20,7 @@ export async function createStrategy(client: ApiClient, name: string): Promise<s
 }
 
 /** Polls until `check` passes or the time is up; convergence is asynchronous by design. */
-export async function eventually(check: () => Promise<void>, timeoutMs = 10_000): Promise<void> {
+export async function eventually(check: () => Promise<void>, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
