@@ -430,13 +430,21 @@ try {
   fail((error as Error).message, 2);
 }
 
-const [{ databaseUrlOf, loadConfigOrExit }, { createLogger }, { openKeyStore }, { operatorScope }] = await Promise.all([
+const [{ ConfigError, databaseUrlOf, loadConfig }, { createLogger }, { openKeyStore }, { operatorScope }] = await Promise.all([
   import('@ots/shared/config'),
   import('@ots/shared/logger'),
   import('./key-store.ts'),
   import('./operations.ts'),
 ]);
-const config = loadConfigOrExit();
+const config = (() => {
+  try {
+    return loadConfig();
+  } catch (error) {
+    // One problem a line, as the servers print them; the CLI's contract is one line in all.
+    if (error instanceof ConfigError) fail(error.message.split('\n').join('; '), 1);
+    throw error;
+  }
+})();
 // Only failures reach stderr: a missed cache notice is covered by the gateways' generation polling.
 const log = createLogger('admin', 'error', true);
 let devDatabase: DevDatabase | undefined;

@@ -102,7 +102,7 @@ export async function setApiAccess(scope: OperatorScope, { accountId, enabled }:
     return { hashes: keyHashes, generation: await repository.bumpKeyCacheGeneration(trx) };
   });
   await keyStore.invalidate(hashes, generation);
-  return { accountId: accountId.sent, apiAccessEnabled: enabled };
+  return { accountId: account.id, apiAccessEnabled: enabled };
 }
 
 /**
@@ -205,7 +205,7 @@ export async function updateKey(
     return { key: updated, keyHash: current.key_hash, generation: await repository.bumpKeyCacheGeneration(trx) };
   });
   await keyStore.invalidate([keyHash], generation);
-  return { keyId: sent, key };
+  return { keyId, key };
 }
 
 /** Every account, for the operator's `account list`. */
@@ -268,7 +268,7 @@ export async function revokeKey(scope: KeysScope, { keyId: sentKeyId }: { keyId:
     return { key: revoked, keyHash: hash, generation: await repository.bumpKeyCacheGeneration(trx), alreadyRevoked: false };
   });
   if (generation !== undefined) await keyStore.invalidate([keyHash], generation);
-  return { keyId: sent, revokedAt: key.revoked_at!, key, alreadyRevoked };
+  return { keyId, revokedAt: key.revoked_at!, key, alreadyRevoked };
 }
 
 /** A new key of the same account; the old one works until the grace ends (0 ends it at once). */
@@ -307,7 +307,7 @@ export async function rollKey(scope: KeysScope, { keyId: sentKeyId, graceMs, ...
   return {
     keyId: result.key.id,
     apiKey: result.apiKey,
-    previousKeyId: sent,
+    previousKeyId: keyId,
     previousExpiresAt: result.previousKey.expires_at!,
     key: result.key,
     previousKey: result.previousKey,

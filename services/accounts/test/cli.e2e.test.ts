@@ -210,7 +210,8 @@ describe('every command, with --json and without', () => {
   it('key revoke KEY_ID -> {keyId, revokedAt}; the gateway refuses the key within 1 s', async () => {
     const { key, apiKey } = await createKey(stack.operator, { accountId, name: 'to revoke' });
     expect((await viewer(apiKey)).status).toBe(200);
-    const watched = await watchWhile(apiKey, cli('key', 'revoke', key.id, '--json'), 401);
+    // Ids are taken in either case and answered as stored, so that a script can compare them across commands.
+    const watched = await watchWhile(apiKey, cli('key', 'revoke', key.id.toUpperCase(), '--json'), 401);
     const out = jsonOf(watched.result);
     expect(Object.keys(out).sort()).toEqual(['keyId', 'revokedAt']);
     expect(out.keyId).toBe(key.id);
@@ -257,7 +258,7 @@ describe('every command, with --json and without', () => {
 
   it('account disable-api ID -> {accountId, apiAccessEnabled: false}; the gateway answers 403 within 1 s', async () => {
     expect((await viewer(first.apiKey)).status).toBe(200);
-    const watched = await watchWhile(first.apiKey, cli('account', 'disable-api', accountId, '--json'), 403);
+    const watched = await watchWhile(first.apiKey, cli('account', 'disable-api', accountId.toUpperCase(), '--json'), 403);
     expect(jsonOf(watched.result)).toEqual({ accountId, apiAccessEnabled: false });
     // The change is committed before the command exits.
     expectEffectiveWithin1s(watched, 403, watched.exitedAt);
@@ -282,6 +283,13 @@ describe('the admin CLI refuses bad calls: non-zero exit, one line on stderr, no
     } finally {
       await empty.drop();
     }
+  });
+
+  it('with a configuration of several problems, says them all on one line', async () => {
+    const result = await cli('account', 'list', '--json', { LOG_LEVEL: 'verbose', GATEWAY_PORT: '99999' });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(/^GATEWAY_PORT must be a port number[^\n]*; LOG_LEVEL must be one of [^\n]*\n$/);
   });
 
   it('a bad command, missing or swallowed arguments, bad or out-of-range durations, an over-long label, unknown ids, and rolling a revoked key', async () => {
