@@ -145,7 +145,7 @@ export async function inviteOwner(scope: OperatorScope, { accountId: sentAccount
   return scope.db.transaction().execute(async (trx) => {
     const existing = await repository.findOwnerByEmail(trx, address);
     if (existing) {
-      throw new KeyManagementError(`${address} is already owner ${existing.id}; to send a new link use owner reset-password ${existing.id}`);
+      throw new KeyManagementError(`${address} is already owner ${existing.id}; owner reset-password ${existing.id} gives a new link, and clears the password they have`);
     }
     const owner = await repository.insertOwner(trx, { accountId, email: address, createdAt: scope.now() });
     return { ownerId: owner.id, setPasswordUrl: await issueSetPasswordLink(scope, trx, { accountId, ownerId: owner.id }) };
