@@ -152,6 +152,8 @@ export async function migrateSchema(url: string, { schema, migrations, onlineInd
   }
 }
 
+const ONLINE_INDEX_LOCK_RETRY_MS = 500;
+
 /**
  * Builds each index that is missing or invalid, one runner at a time (a session lock: CONCURRENTLY
  * cannot run in a transaction, so Kysely's migration lock cannot hold it). A build cut short (a Job
@@ -161,7 +163,12 @@ export async function migrateSchema(url: string, { schema, migrations, onlineInd
 async function buildOnlineIndexes(db: Kysely<unknown>, schema: string, indexes: readonly OnlineIndex[]): Promise<void> {
   await db.connection().execute(async (session) => {
     const lockKey = `${schema}.online-indexes`;
-    await sql`select pg_advisory_lock(hashtext(${lockKey}))`.execute(session);
+    // Quick tries, not a wait in pg_advisory_lock: a statement waiting for the lock holds a snapshot,
+    // and CREATE INDEX CONCURRENTLY waits for every older snapshot before it ends, so the build of the
+    // runner holding the lock would wait for this one, which waits for it (a deadlock that fails it).
+    while (!(await sql<{ locked: boolean }>`select pg_try_advisory_lock(hashtext(${lockKey})) as locked`.execute(session)).rows[0]!.locked) {
+      await new Promise((resolve) => setTimeout(resolve, ONLINE_INDEX_LOCK_RETRY_MS));
+    }
     try {
       for (const index of indexes) {
         const { rows } = await sql<{ valid: boolean }>`
@@ -173,7 +180,8 @@ async function buildOnlineIndexes(db: Kysely<unknown>, schema: string, indexes: 
         await sql`create index concurrently ${sql.id(index.name)} on ${sql.id(schema, index.table)} (${sql.join(index.columns.map((column) => sql.id(column)))})`.execute(session);
       }
     } finally {
-      await sql`select pg_advisory_unlock(hashtext(${lockKey}))`.execute(session);
+      // A lost connection releases the lock by itself, and its error is the one to report.
+      await sql`select pg_advisory_unlock(hashtext(${lockKey}))`.execute(session).catch(() => undefined);
     }
   });
 }

@@ -62,6 +62,13 @@ describe('online indexes', () => {
     return rows[0];
   }
 
+  /** Until the index build waits for the transaction `open` holds. */
+  async function untilBuildWaits(session: pg.Client): Promise<void> {
+    await expect
+      .poll(async () => (await session.query("select count(*)::int as n from pg_stat_activity where query ilike 'create index%' and wait_event_type = 'Lock'")).rows[0].n, { timeout: 20_000 })
+      .toBe(1);
+  }
+
   it('are built while writes to the table go on, even behind a transaction that holds it open', { timeout: 30_000 }, async () => {
     await migrateSchema(database.url, { schema, migrations });
     const [open, writer] = [await client(), await client()];
@@ -70,7 +77,7 @@ describe('online indexes', () => {
       await open.query('begin');
       await open.query(`insert into ${schema}.fills (symbol) values ('OPEN')`);
       const building = migrateSchema(database.url, { schema, migrations, onlineIndexes });
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await untilBuildWaits(writer);
       await writer.query("set statement_timeout = '2s'");
       await writer.query(`insert into ${schema}.fills (symbol) values ('DURING')`);
       await open.query('commit');
@@ -79,6 +86,26 @@ describe('online indexes', () => {
     } finally {
       await open.end();
       await writer.end();
+    }
+  });
+
+  it('are built by one of two runners at once, the other waiting for it without failing its build', { timeout: 30_000 }, async () => {
+    const [open, session] = [await client(), await client()];
+    try {
+      await session.query(`drop index if exists ${schema}.fills_symbol`);
+      // The first runner's build waits for this transaction; the second runner arrives meanwhile.
+      await open.query('begin');
+      await open.query(`insert into ${schema}.fills (symbol) values ('HELD')`);
+      const first = migrateSchema(database.url, { schema, migrations, onlineIndexes });
+      await untilBuildWaits(session);
+      const second = migrateSchema(database.url, { schema, migrations, onlineIndexes });
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      await open.query('commit');
+      await Promise.all([first, second]);
+      expect(await indexState(session)).toEqual({ valid: true, unique: false });
+    } finally {
+      await open.end();
+      await session.end();
     }
   });
 
