@@ -62,9 +62,13 @@ export async function msUntilEvery(urls: string[], check: (url: string) => Promi
     for (const url of urls.filter((candidate) => !seenAt.has(candidate))) {
       const sentAt = Date.now() - since;
       probes.push(
-        check(url).then((seen) => {
-          if (seen) seenAt.set(url, Math.min(seenAt.get(url) ?? sentAt, sentAt));
-        }),
+        check(url).then(
+          (seen) => {
+            if (seen) seenAt.set(url, Math.min(seenAt.get(url) ?? sentAt, sentAt));
+          },
+          // A probe that failed (a connection refused under load) saw nothing; the next one looks again.
+          () => undefined,
+        ),
       );
     }
     await new Promise((resolve) => setTimeout(resolve, 50));

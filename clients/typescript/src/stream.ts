@@ -297,7 +297,9 @@ function webSocketConnections(transport: Transport, WebSocketImpl: WebSocketCons
         // client's pings, and the gateway's pongs, are what tell a quiet connection from a dead one.
         keepAlive: idleTimeoutMs / 2,
         on: {
-          message: () => listen(),
+          message: () => {
+            if (!ended) listen();
+          },
           // Every close ends the subscription, even a normal one (1000), after which graphql-ws would
           // subscribe again on a new socket from the cursor the subscription started at.
           closed: (event) => end(() => sink.error(event)),
