@@ -67,9 +67,8 @@ export async function createAccountWithKey(operator: OperatorScope, name: string
   return { accountId: account.id, apiKeyId: key.id, apiKey };
 }
 
-async function untilKeyStoresListen(config: Config, count: number): Promise<void> {
+async function untilKeyStoresListen(config: Config, channel: string, count: number): Promise<void> {
   if (!config.redisUrl) throw new Error('this stack runs without Redis');
-  const channel = `${config.redisKeyPrefix}apikey:invalidate`;
   const redis = new Redis(config.redisUrl);
   try {
     const deadline = Date.now() + 30_000;
@@ -142,7 +141,7 @@ export async function startStack(options: StackOptions = {}): Promise<TestStack>
     operator,
     redisProxy,
     createAccountWithKey: (name = 'Test account') => createAccountWithKey(operator, name),
-    untilKeyStoresListen: (count) => untilKeyStoresListen(running.config, count),
+    untilKeyStoresListen: (count) => untilKeyStoresListen(running.config, running.keys.keyStore.channel, count),
     anotherGateway: (options = {}) =>
       startGateway({
         config: { ...running.config, ...options.config },

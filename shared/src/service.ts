@@ -1,9 +1,8 @@
-import type { Migration } from 'kysely';
 import type { Kysely } from 'kysely';
 import type { FastifyInstance } from 'fastify';
 import type { DocumentNode } from 'graphql';
 import { databaseUrlOf, databaseVariablesOf, serviceSettings, type ServiceName, type ServiceSettings, type SubgraphProcessConfig } from './config.ts';
-import { createDatabase, isDatabaseReachable, migrateSchema, type OnlineIndex, type SchemaMigrations } from './db.ts';
+import { createDatabase, isDatabaseReachable, migrateSchema, type SchemaMigrations } from './db.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { startSubgraphServer, type BaseContext, type CallerRoute, type RunningServer, type SubgraphResolvers } from './subgraph-server.ts';
 import { startProcessTelemetry, type ProcessTelemetry } from './telemetry.ts';
@@ -18,11 +17,8 @@ export interface ServiceRuntime<DB, Name extends ServiceName = ServiceName> {
 }
 
 /** What each subgraph declares; `runService` turns it into a running process part. */
-export interface ServiceDefinition<DB, Context extends BaseContext, Name extends ServiceName = ServiceName> {
+export interface ServiceDefinition<DB, Context extends BaseContext, Name extends ServiceName = ServiceName> extends SchemaMigrations {
   name: Name;
-  schema: string;
-  migrations: Record<string, Migration>;
-  onlineIndexes?: readonly OnlineIndex[];
   typeDefs: DocumentNode;
   /** The service's map, typed by the `Resolvers` generated from its schema.graphql. */
   resolvers: SubgraphResolvers;

@@ -3,8 +3,9 @@ import { WebSocket } from 'ws';
 import { createKey, setApiAccess } from '@ots/accounts';
 import { TcpProxy } from '@ots/shared/testing/tcp-proxy';
 import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
-import { OtsAuthenticationError, OtsClient, OtsPermissionError, type Event } from '../src/index.ts';
+import { OtsAuthenticationError, OtsClient, OtsPermissionError } from '../src/index.ts';
 import { StallingRelay } from './stalling-relay.ts';
+import { expectAbortEndsStream, take } from './stream-scenarios.ts';
 
 /**
  * `client.events.stream({ transport: 'websocket' })` against the real stack's GraphQL-over-WebSocket
@@ -31,14 +32,6 @@ function countingSockets() {
     },
   };
   return counter;
-}
-
-/** The names of the stream's first `count` events, pushed to `seen` as they come; then the stream is closed. */
-async function take(events: AsyncIterable<Event>, count: number, seen: string[]): Promise<void> {
-  for await (const event of events) {
-    seen.push(String(event.data.name));
-    if (seen.length === count) return;
-  }
 }
 
 async function startRelay(): Promise<TcpProxy> {
@@ -142,28 +135,8 @@ describe('the event stream over WebSocket', () => {
     const relay = await startRelay();
     const sockets = countingSockets();
     const client = new OtsClient({ apiKey, baseUrl: `http://127.0.0.1:${relay.port}` });
-    const read = async (signal: AbortSignal) => {
-      const events: Event[] = [];
-      for await (const event of client.events.stream({ transport: 'websocket', webSocketImpl: sockets.WebSocket, signal })) events.push(event);
-      return events;
-    };
     try {
-      const waiting = new AbortController();
-      const whileWaiting = read(waiting.signal);
-      await expect.poll(() => sockets.opened).toBe(1);
-      waiting.abort();
-      await expect(whileWaiting).resolves.toEqual([]);
-
-      const reconnecting = new AbortController();
-      const whileReconnecting = read(reconnecting.signal);
-      await expect.poll(() => sockets.opened).toBe(2);
-      // The gateway out of reach: the stream backs off between attempts to reconnect.
-      await relay.cut();
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
-      reconnecting.abort();
-      const abortedAt = Date.now();
-      await expect(whileReconnecting).resolves.toEqual([]);
-      expect(Date.now() - abortedAt).toBeLessThan(250);
+      await expectAbortEndsStream(relay, () => sockets.opened, (signal) => client.events.stream({ transport: 'websocket', webSocketImpl: sockets.WebSocket, signal }));
     } finally {
       await relay.cut();
     }

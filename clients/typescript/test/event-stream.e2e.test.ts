@@ -5,8 +5,9 @@ import { createKey, updateKey } from '@ots/accounts';
 import { TcpProxy } from '@ots/shared/testing/tcp-proxy';
 import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
 import { FaultProxy } from '../../../testing/fault-proxy.ts';
-import { OtsClient, OtsPermissionError, type Event } from '../src/index.ts';
+import { OtsClient, OtsPermissionError } from '../src/index.ts';
 import { StallingRelay } from './stalling-relay.ts';
+import { expectAbortEndsStream, take } from './stream-scenarios.ts';
 
 /**
  * `client.events.stream` against the real stack's GraphQL-over-SSE endpoint, through a relay that
@@ -63,14 +64,6 @@ function countingEvents() {
     }) as typeof fetch,
   };
   return counter;
-}
-
-/** The names of the stream's first `count` events, pushed to `seen` as they come; then the stream is closed. */
-async function take(events: AsyncIterable<Event>, count: number, seen: string[]): Promise<void> {
-  for await (const event of events) {
-    seen.push(String(event.data.name));
-    if (seen.length === count) return;
-  }
 }
 
 describe('the event stream', () => {
@@ -215,28 +208,8 @@ describe('the event stream', () => {
     await relay.start();
     const streams = countingStreams();
     const client = new OtsClient({ apiKey, baseUrl: `http://127.0.0.1:${relay.port}`, fetch: streams.fetch });
-    const read = async (signal: AbortSignal) => {
-      const events: Event[] = [];
-      for await (const event of client.events.stream({ signal })) events.push(event);
-      return events;
-    };
     try {
-      const waiting = new AbortController();
-      const whileWaiting = read(waiting.signal);
-      await expect.poll(() => streams.opened).toBe(1);
-      waiting.abort();
-      await expect(whileWaiting).resolves.toEqual([]);
-
-      const reconnecting = new AbortController();
-      const whileReconnecting = read(reconnecting.signal);
-      await expect.poll(() => streams.opened).toBe(2);
-      // The gateway out of reach: the stream backs off between attempts to reconnect.
-      await relay.cut();
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
-      reconnecting.abort();
-      const abortedAt = Date.now();
-      await expect(whileReconnecting).resolves.toEqual([]);
-      expect(Date.now() - abortedAt).toBeLessThan(250);
+      await expectAbortEndsStream(relay, () => streams.opened, (signal) => client.events.stream({ signal }));
     } finally {
       await relay.cut();
     }

@@ -86,7 +86,8 @@ export class ApiKeyStore {
     return this.options.db;
   }
 
-  private get channel(): string {
+  /** The Redis channel on which key changes are published to every gateway. */
+  get channel(): string {
     return `${this.options.redisKeyPrefix}apikey:invalidate`;
   }
 

@@ -544,12 +544,13 @@ export async function insertAttempt(trx: EventsDb, message: ClaimedMessage, outc
 
 /**
  * Records an attempt that delivered, in one statement: the attempt, its message delivered (if this
- * claimer still holds it, or it was marked failed meanwhile) and the endpoint's failure streak ended. The endpoint is locked as
- * `lockEndpoint` locks it, so that attempts of one endpoint record one after another, but only for
- * the statement and its commit: a transaction of four statements held it across four round trips,
- * and with eight attempts of one endpoint in flight those records, one at a time, were what bounded
- * its deliveries under a burst. The endpoint is locked before the message, in the order its removal
- * locks them. False when the endpoint or the message is gone: nothing is recorded.
+ * claimer still holds it, or it was marked failed meanwhile) and the endpoint's failure streak
+ * ended. The endpoint is locked as `lockEndpoint` locks it, so that attempts of one endpoint record
+ * one after another, but only for the statement and its commit: a transaction of four statements
+ * held it across four round trips, and with eight attempts of one endpoint in flight those records,
+ * one at a time, were what bounded its deliveries under a burst. The endpoint is locked before the
+ * message, in the order its removal locks them. False when the endpoint or the message is gone:
+ * nothing is recorded.
  */
 export async function recordDelivered(db: EventsDb, message: ClaimedMessage, outcome: AttemptOutcome): Promise<boolean> {
   const result = await sql<{ recorded: boolean }>`

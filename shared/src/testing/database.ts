@@ -16,7 +16,6 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-
 export interface TestDatabaseOptions {
   /** `'C'`: a database whose collation and character classes are C, where lower() folds ASCII only. */
   locale?: 'C';
