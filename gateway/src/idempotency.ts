@@ -139,6 +139,23 @@ function ranNothing(answer: string, claim: Claim, owners: ReadonlyMap<string, st
   });
 }
 
+const INTERRUPTED_MESSAGE =
+  'The request first sent with this Idempotency-Key was interrupted and may have run: check whether it did, and send it again under a new key if not';
+
+/**
+ * The answer kept for a claim whose gateway died while its request ran (its lease lapsed): the
+ * mutation may have run, so its repeats are told so, as when a subgraph got it and did not answer
+ * (`may-have-run`), and run nothing. The root fields' payloads are non-null, so `data` is null.
+ */
+function interruptedAnswer(rootFields: readonly RootField[]): StoredAnswer {
+  const errors = rootFields.length > 0 ? rootFields.map(({ key }) => ({ message: INTERRUPTED_MESSAGE, path: [key] })) : [{ message: INTERRUPTED_MESSAGE }];
+  return {
+    status: 200,
+    contentType: 'application/json; charset=utf-8',
+    body: JSON.stringify({ data: null, errors: errors.map((error) => ({ ...error, extensions: { code: 'SERVICE_UNAVAILABLE' } })) }),
+  };
+}
+
 function payloadText(payload: unknown): string | undefined {
   if (typeof payload === 'string') return payload;
   if (Buffer.isBuffer(payload)) return payload.toString('utf8');
@@ -161,8 +178,8 @@ function payloadText(payload: unknown): string | undefined {
  * (the route's handler is wrapped for it, since Fastify drops an answer that comes after the 504). Until
  * then a retry gets 409. The claim's lease is renewed while the request runs, so it lapses only when
  * the gateway that runs it has died, however long the mutation takes (or when there is no answer to
- * keep: the handler failed after the 504, or storing the answer failed for a minute); then a retry runs
- * the mutation again, whether or not it ran. An answer whose mutation may have run in a subgraph that
+ * keep: the handler failed after the 504, or storing the answer failed for a minute); then its retries
+ * are answered that it may have run (`interruptedAnswer`) and run nothing. An answer whose mutation may have run in a subgraph that
  * did not answer (`may-have-run`) is kept like any other: its retries are replayed that outage and run
  * nothing, and a caller who finds that the mutation did not run sends it again under a new key.
  */
@@ -179,7 +196,7 @@ export function registerIdempotency(
     const giveUpAt = Date.now() + KEEP_ANSWER_RETRY_MS;
     for (let delay = KEEP_ANSWER_FIRST_DELAY_MS; ; delay = Math.min(delay * 2, KEEP_ANSWER_MAX_DELAY_MS)) {
       if (Date.now() + delay > giveUpAt) {
-        // The claim lapses after its lease, and then a retry runs the mutation again.
+        // The claim lapses after its lease, and then a retry is answered that the mutation may have run.
         log.error({ requestId: String(request.id) }, 'keeping an idempotent answer failed for a minute; giving its claim up to its lease');
         return;
       }
@@ -237,7 +254,9 @@ export function registerIdempotency(
     }
     if (refusedRootFields(rules.required, mutation.document, mutation.operation, scopeSet(context.caller.scopes)).length > 0) return;
     const { accountId } = context.caller;
-    const claim = await store.claim(accountId, key, requestHash(body as Record<string, unknown>), new Date());
+    // `__typename` runs nothing and is never null: it says nothing of whether the mutation ran.
+    const rootFields = rootFieldsOf(mutation.document, mutation.operation).filter(({ name }) => !name.startsWith('__'));
+    const claim = await store.claim(accountId, key, requestHash(body as Record<string, unknown>), new Date(), interruptedAnswer(rootFields));
     // The 504 went out while claiming: the handler will not run, so neither must the claim stay.
     if (gatewayTimedOut(request) || reply.sent) {
       if (claim.kind === 'claimed') {
@@ -254,8 +273,7 @@ export function registerIdempotency(
         const running: Claim = {
           accountId,
           key,
-          // `__typename` runs nothing and is never null: it says nothing of whether the mutation ran.
-          rootFields: rootFieldsOf(mutation.document, mutation.operation).filter(({ name }) => !name.startsWith('__')),
+          rootFields,
           context,
           settled: false,
           handler: 'waiting',

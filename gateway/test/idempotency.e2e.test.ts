@@ -158,6 +158,8 @@ async function harness(options: {
 }
 
 const createdStrategy = { data: { createStrategy: { strategy: { id: 'S1' }, error: null } } };
+/** What the store keeps for a claim abandoned past its lease, in the tests that call it directly. */
+const INTERRUPTED = { status: 200, contentType: 'application/json', body: '{"interrupted":true}' };
 
 describe('Idempotency-Key', () => {
   it('answers a repeat with the first answer and Idempotent-Replayed, running the mutation once', async () => {
@@ -428,29 +430,68 @@ describe('Idempotency-Key', () => {
     const hash = Buffer.alloc(32, 3);
     const now = new Date();
     const key = freshKey();
-    expect(await store.claim(t.alice.accountId, key, hash, now)).toEqual({ kind: 'claimed' });
+    expect(await store.claim(t.alice.accountId, key, hash, now, INTERRUPTED)).toEqual({ kind: 'claimed' });
     await store.renewLease(t.alice.accountId, key, new Date(now.getTime() + 800));
-    expect(await store.claim(t.alice.accountId, key, hash, new Date(now.getTime() + 1_500))).toEqual({ kind: 'in-progress' });
-    expect(await store.claim(t.alice.accountId, key, hash, new Date(now.getTime() + 2_000))).toEqual({ kind: 'claimed' });
+    expect(await store.claim(t.alice.accountId, key, hash, new Date(now.getTime() + 1_500), INTERRUPTED)).toEqual({ kind: 'in-progress' });
+    expect(await store.claim(t.alice.accountId, key, hash, new Date(now.getTime() + 2_000), INTERRUPTED)).toEqual({ kind: 'replay', answer: INTERRUPTED });
   });
 
-  it('forgets a key after 24 hours, and a claim abandoned past its lease can be taken over by the same request', async () => {
+  it('forgets a key after 24 hours, and gives a claim abandoned past its lease the interrupted answer, which it keeps', async () => {
     const store = new IdempotencyStore(t.stack.running.keys.db, t.stack.config.apiKeyHmacSecret, { leaseMs: 1_000 });
     const hash = Buffer.alloc(32, 1);
     const other = Buffer.alloc(32, 2);
     const now = new Date();
     const key = freshKey();
-    expect(await store.claim(t.alice.accountId, key, hash, now)).toEqual({ kind: 'claimed' });
-    expect(await store.claim(t.alice.accountId, key, hash, now)).toEqual({ kind: 'in-progress' });
+    expect(await store.claim(t.alice.accountId, key, hash, now, INTERRUPTED)).toEqual({ kind: 'claimed' });
+    expect(await store.claim(t.alice.accountId, key, hash, now, INTERRUPTED)).toEqual({ kind: 'in-progress' });
     const afterLease = new Date(now.getTime() + 2_000);
-    expect(await store.claim(t.alice.accountId, key, other, afterLease)).toEqual({ kind: 'different-request' });
-    expect(await store.claim(t.alice.accountId, key, hash, afterLease)).toEqual({ kind: 'claimed' });
+    expect(await store.claim(t.alice.accountId, key, other, afterLease, INTERRUPTED)).toEqual({ kind: 'different-request' });
+    expect(await store.claim(t.alice.accountId, key, hash, afterLease, INTERRUPTED)).toEqual({ kind: 'replay', answer: INTERRUPTED });
+    // The gateway that held the claim was only slow: its answer comes too late to replace the one kept.
     await store.complete(t.alice.accountId, key, { status: 200, contentType: 'application/json', body: '{}' });
-    expect(await store.claim(t.alice.accountId, key, other, afterLease)).toEqual({ kind: 'different-request' });
-    const nextDay = new Date(afterLease.getTime() + 24 * 60 * 60 * 1000 + 1);
-    expect(await store.claim(t.alice.accountId, key, other, nextDay)).toEqual({ kind: 'claimed' });
+    expect(await store.claim(t.alice.accountId, key, hash, afterLease, INTERRUPTED)).toEqual({ kind: 'replay', answer: INTERRUPTED });
+    expect(await store.claim(t.alice.accountId, key, other, afterLease, INTERRUPTED)).toEqual({ kind: 'different-request' });
+    const nextDay = new Date(now.getTime() + 24 * 60 * 60 * 1000 + 1);
+    expect(await store.claim(t.alice.accountId, key, other, nextDay, INTERRUPTED)).toEqual({ kind: 'claimed' });
     const later = new Date(nextDay.getTime() + 24 * 60 * 60 * 1000 + 1);
     expect(await store.purgeExpired(later)).toBeGreaterThanOrEqual(1);
+  });
+
+  it('answers the repeats of a request whose gateway died that it may have run, on another replica, and runs nothing', async () => {
+    // The gateway that takes the request dies while it runs: it neither renews its claim nor answers.
+    const dying = new IdempotencyStore(t.stack.running.keys.db, t.stack.config.apiKeyHmacSecret, { leaseMs: 600 });
+    dying.renewLease = async () => {};
+    let died = () => {};
+    const dead = new Promise<unknown>((resolve) => (died = () => resolve(createdStrategy)));
+    let reached = () => {};
+    const ran = new Promise<void>((resolve) => (reached = resolve));
+    const first = await harness({ store: dying, run: () => (reached(), dead) });
+    const second = await harness({
+      store: new IdempotencyStore(t.stack.running.keys.db, t.stack.config.apiKeyHmacSecret, { leaseMs: 600 }),
+      run: async () => createdStrategy,
+    });
+    const key = freshKey();
+    const lost = send(t.alice, key, CREATE_STRATEGY, {}, first.url);
+    try {
+      await ran;
+      expect((await send(t.alice, key, CREATE_STRATEGY, {}, second.url)).status).toBe(409);
+      await sleep(1_000);
+      for (let repeat = 0; repeat < 2; repeat += 1) {
+        const retried = await send(t.alice, key, CREATE_STRATEGY, {}, second.url);
+        expect(retried.status).toBe(200);
+        expect(retried.headers.get('idempotent-replayed')).toBe('true');
+        expect(retried.body).toEqual({
+          data: null,
+          errors: [{ message: expect.stringContaining('may have run'), path: ['createStrategy'], extensions: { code: 'SERVICE_UNAVAILABLE' } }],
+        });
+      }
+      expect(second.runs()).toBe(0);
+    } finally {
+      died();
+      await lost.catch(() => undefined);
+      await first.close();
+      await second.close();
+    }
   });
 
   it('keeps the answer of a subgraph that timed out after it got the mutation: retries are replayed it, and it runs once', async () => {
@@ -590,7 +631,7 @@ describe('Idempotency-Key', () => {
     const store = new IdempotencyStore(t.stack.running.keys.db, t.stack.config.apiKeyHmacSecret, { purgeBatch: 2 });
     const twoDaysAgo = new Date(Date.now() - 48 * 60 * 60 * 1000);
     const keys = Array.from({ length: 5 }, () => freshKey());
-    for (const key of keys) await store.claim(t.alice.accountId, key, Buffer.alloc(32, 4), twoDaysAgo);
+    for (const key of keys) await store.claim(t.alice.accountId, key, Buffer.alloc(32, 4), twoDaysAgo, INTERRUPTED);
     const db = t.stack.running.keys.db;
     let unlock = () => {};
     const held = new Promise<void>((resolve) => (unlock = resolve));
@@ -610,6 +651,6 @@ describe('Idempotency-Key', () => {
       await holder;
     }
     expect(await store.purgeExpired(new Date())).toBeGreaterThanOrEqual(1);
-    expect(await store.claim(t.alice.accountId, keys[0]!, Buffer.alloc(32, 5), new Date())).toEqual({ kind: 'claimed' });
+    expect(await store.claim(t.alice.accountId, keys[0]!, Buffer.alloc(32, 5), new Date(), INTERRUPTED)).toEqual({ kind: 'claimed' });
   });
 });

@@ -33,10 +33,9 @@ export interface IdempotencyStoreOptions {
   retentionMs?: number;
   /**
    * How long a claim without an answer counts as in progress unless renewed. The gateway that claimed
-   * the key renews it while the request still runs (`renewLease`), and keeps every answer of a request
-   * that may have run, so a claim past its lease is one whose gateway died (or had no answer to keep):
-   * the same request then runs again, though it may have run, the one case where a repeat within the
-   * 24 hours does.
+   * the key renews it while the request still runs (`renewLease`), so a claim past its lease is one
+   * whose gateway died or had no answer to keep: its request may have run, and `claim` keeps the
+   * caller's `interrupted` answer for it.
    */
   leaseMs?: number;
   /** How many expired keys one statement of the purge deletes. */
@@ -67,10 +66,12 @@ export class IdempotencyStore {
   }
 
   /**
-   * Claims the key for this request, or says how to answer instead. A key past its retention, or a
-   * claim of the same request abandoned past its lease, is taken over in the same statement.
+   * Claims the key for this request, or says how to answer instead. A key past its retention is taken
+   * over in the same statement. A claim of the same request abandoned past its lease is given the
+   * `interrupted` answer (which says that the request may have run) and replayed it, now and for the
+   * rest of the 24 hours: running it again could repeat what it did before its gateway died.
    */
-  async claim(accountId: string, key: string, requestHash: Buffer, now: Date): Promise<IdempotencyClaim> {
+  async claim(accountId: string, key: string, requestHash: Buffer, now: Date, interrupted: StoredAnswer): Promise<IdempotencyClaim> {
     const expiredBefore = new Date(now.getTime() - this.retentionMs);
     // A row deleted between the claim and the read (a released claim) is claimed on the next pass.
     for (;;) {
@@ -88,16 +89,7 @@ export class IdempotencyStore {
               response_content_type: null,
               response_body: null,
             }))
-            .where((eb) =>
-              eb.or([
-                eb('idempotency_keys.created_at', '<', expiredBefore),
-                eb.and([
-                  eb('idempotency_keys.response_status', 'is', null),
-                  eb('idempotency_keys.locked_until', '<', now),
-                  eb('idempotency_keys.request_hash', '=', requestHash),
-                ]),
-              ]),
-            ),
+            .where('idempotency_keys.created_at', '<', expiredBefore),
         )
         .returning('key')
         .executeTakeFirst();
@@ -105,13 +97,19 @@ export class IdempotencyStore {
 
       const row = await this.db
         .selectFrom('idempotency_keys')
-        .select(['request_hash', 'response_status', 'response_content_type', 'response_body'])
+        .select(['request_hash', 'locked_until', 'response_status', 'response_content_type', 'response_body'])
         .where('account_id', '=', accountId)
         .where('key', '=', key)
         .executeTakeFirst();
       if (!row) continue;
       if (!row.request_hash.equals(requestHash)) return { kind: 'different-request' };
-      if (row.response_status === null) return { kind: 'in-progress' };
+      if (row.response_status === null) {
+        if (row.locked_until >= now) return { kind: 'in-progress' };
+        // Its gateway renews a claim until it has kept the answer: this one's died. The next pass
+        // replays what is kept now, this answer or the one its gateway kept just before.
+        await this.keep(accountId, key, interrupted, now);
+        continue;
+      }
       const body = row.response_body ?? '';
       return {
         kind: 'replay',
@@ -127,13 +125,19 @@ export class IdempotencyStore {
 
   /** Keeps the answer of a claimed request, for its repeats. */
   async complete(accountId: string, key: string, answer: StoredAnswer): Promise<void> {
-    await this.db
+    await this.keep(accountId, key, answer);
+  }
+
+  /** Keeps `answer` unless one is kept already; with `lapsedBefore`, only for a claim whose lease ended before then. */
+  private async keep(accountId: string, key: string, answer: StoredAnswer, lapsedBefore?: Date): Promise<void> {
+    let update = this.db
       .updateTable('idempotency_keys')
       .set({ response_status: answer.status, response_content_type: answer.contentType, response_body: sealSecret(this.answerKey, answer.body, answerContext(accountId, key)) })
       .where('account_id', '=', accountId)
       .where('key', '=', key)
-      .where('response_status', 'is', null)
-      .execute();
+      .where('response_status', 'is', null);
+    if (lapsedBefore) update = update.where('locked_until', '<', lapsedBefore);
+    await update.execute();
   }
 
   /** Keeps a claim of a request that is still running in progress for another lease. */
