@@ -131,7 +131,6 @@ export function createAuthentication(config: GatewaySettings, keyStore: ApiKeySt
 
     // Every well-formed key is looked up, whatever its address did before (failed-auth.ts says why).
     const keyHash = hashApiKey(config.apiKeyHmacSecret, apiKey);
-    // Turns by exact address: a valid key from a neighbour of a flooding address in its /64 waits one round at most.
     const record = await keyLookups.lookup(keyHash, client.address, client.connection);
     if (record === undefined) return { kind: 'abandoned' };
     const decision = decideKey(record, Date.now(), client.address);

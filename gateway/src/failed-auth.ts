@@ -1,4 +1,4 @@
-import type { KeyRecord, ApiKeyStore } from '@ots/accounts';
+import { failedAuthClientOf, type KeyRecord, type ApiKeyStore } from '@ots/accounts';
 
 /**
  * Contract section 5: failed authentications are limited per client address, yet a valid, live key
@@ -8,14 +8,17 @@ import type { KeyRecord, ApiKeyStore } from '@ots/accounts';
  *
  * What a guesser costs stays bounded without refusing anyone: the checksum turns away made-up keys
  * before any look-up; the negative cache answers a repeated guess without Postgres; and the look-ups
- * that miss the caches wait for one of a fixed number of slots, handed out in turn between client
- * addresses. A flood from one address therefore holds at most that many Postgres connections, and
- * makes only its own address wait; a valid key from another address waits at most one round.
+ * that miss the caches wait for one of a fixed number of slots, handed out in turn between clients
+ * (an IPv4 address or an IPv6 /64, `failedAuthClientOf`, since one IPv6 client holds a whole /64),
+ * and within a /64 in turn between its addresses. A flood from one client, from however many of its
+ * addresses, therefore holds at most that many Postgres connections and makes only its own client
+ * wait; a valid key from another client waits at most one round, and one from a neighbour in the
+ * flooding /64 one round of that /64's addresses.
  */
 export class KeyLookupSlots {
   private busy = 0;
-  /** Waiters per client address; Map order is the round-robin order of addresses. */
-  private readonly waiting = new Map<string, (() => void)[]>();
+  /** Waiters per client, then per address; Map order is the round-robin order at both levels. */
+  private readonly waiting = new Map<string, Map<string, (() => void)[]>>();
 
   constructor(readonly capacity: number) {}
 
@@ -25,8 +28,10 @@ export class KeyLookupSlots {
       this.busy += 1;
       return Promise.resolve(true);
     }
+    const client = failedAuthClientOf(address);
     return new Promise((resolve) => {
-      const queue = this.waiting.get(address) ?? [];
+      const addresses = this.waiting.get(client) ?? new Map<string, (() => void)[]>();
+      const queue = addresses.get(address) ?? [];
       const grant = () => {
         abandoned.removeEventListener('abort', leave);
         resolve(true);
@@ -34,26 +39,31 @@ export class KeyLookupSlots {
       const leave = () => {
         const index = queue.indexOf(grant);
         if (index >= 0) queue.splice(index, 1);
-        if (queue.length === 0 && this.waiting.get(address) === queue) this.waiting.delete(address);
+        if (queue.length === 0 && addresses.get(address) === queue) addresses.delete(address);
+        if (addresses.size === 0 && this.waiting.get(client) === addresses) this.waiting.delete(client);
         resolve(false);
       };
       queue.push(grant);
-      this.waiting.set(address, queue);
+      addresses.set(address, queue);
+      this.waiting.set(client, addresses);
       abandoned.addEventListener('abort', leave, { once: true });
     });
   }
 
-  /** Hands the slot to the next address in turn, which goes to the back of the round. */
+  /** Hands the slot to the next client in turn, and within it the next address; both go to the back of their round. */
   release(): void {
     const next = this.waiting.entries().next();
     if (next.done) {
       this.busy -= 1;
       return;
     }
-    const [address, queue] = next.value;
+    const [client, addresses] = next.value;
+    const [address, queue] = addresses.entries().next().value!;
     const grant = queue.shift()!;
-    this.waiting.delete(address);
-    if (queue.length > 0) this.waiting.set(address, queue);
+    addresses.delete(address);
+    if (queue.length > 0) addresses.set(address, queue);
+    this.waiting.delete(client);
+    if (addresses.size > 0) this.waiting.set(client, addresses);
     grant();
   }
 }

@@ -30,6 +30,36 @@ describe('key look-up slots', () => {
     expect(order).toEqual(['guesser', 'client', 'guesser']);
   });
 
+  it('take an IPv6 client by its /64: a flood from many of its addresses delays another client by one round at most', async () => {
+    const slots = new KeyLookupSlots(1);
+    await slots.acquire('2001:db8:1:1::1', never());
+    const order: string[] = [];
+    for (let i = 0; i < 100; i += 1) void slots.acquire(`2001:db8:1:1::${(i + 2).toString(16)}`, never()).then(() => order.push('guesser'));
+    void slots.acquire('2001:db8:2:2::1', never()).then(() => order.push('client'));
+    for (let i = 0; i < 2; i += 1) {
+      slots.release();
+      await settle();
+    }
+    expect(order).toEqual(['guesser', 'client']);
+  });
+
+  it('take the addresses of one /64 in turn: a neighbour of a flooding address waits one round of them', async () => {
+    const slots = new KeyLookupSlots(1);
+    await slots.acquire('2001:db8:1:1::a', never());
+    const order: string[] = [];
+    for (let i = 0; i < 50; i += 1) {
+      void slots.acquire('2001:db8:1:1::a', never()).then(() => order.push('a'));
+      void slots.acquire('2001:db8:1:1::b', never()).then(() => order.push('b'));
+    }
+    void slots.acquire('2001:db8:2:2::1', never()).then(() => order.push('client'));
+    void slots.acquire('2001:db8:1:1:ffff::1', never()).then(() => order.push('neighbour'));
+    for (let i = 0; i < 5; i += 1) {
+      slots.release();
+      await settle();
+    }
+    expect(order).toEqual(['a', 'client', 'b', 'neighbour', 'a']);
+  });
+
   it('let a waiter that gave up leave the queue without taking a slot', async () => {
     const slots = new KeyLookupSlots(1);
     await slots.acquire('a', never());
