@@ -13,7 +13,7 @@ export interface ReceivedWebhook {
  * How the receiver answers one request: a status, 'hang' (never answer: the sender's deadline must
  * end it) or 'endless' (200, then a body that never ends).
  */
-export type Answer = number | 'hang' | 'endless';
+export type Answer = number | 'hang' | 'endless' | 'unfinished';
 
 /**
  * A webhook receiver as a client would write one: a real HTTP server that checks every request with
@@ -63,6 +63,12 @@ export class Receiver {
     for (const wake of this.waiters.splice(0)) wake();
     const answer = this.script.shift() ?? this.defaultAnswer;
     if (answer === 'hang') {
+      this.hanging.add(response);
+      return;
+    }
+    if (answer === 'unfinished') {
+      response.writeHead(200, { 'content-type': 'text/plain' });
+      response.write('ok');
       this.hanging.add(response);
       return;
     }
