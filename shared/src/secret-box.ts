@@ -24,11 +24,16 @@ export function sealSecret(key: Buffer, secret: string, context: string): string
   return [VERSION, iv, ciphertext, cipher.getAuthTag()].map((part) => (typeof part === 'string' ? part : part.toString('base64url'))).join('.');
 }
 
+const TAG_BYTES = 16;
+
 export function openSecret(key: Buffer, sealed: string, context: string): string {
   const [version, iv, ciphertext, tag] = sealed.split('.');
   if (version !== VERSION || !iv || !ciphertext || !tag) throw new Error('a sealed secret is malformed');
-  const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
+  const authTag = Buffer.from(tag, 'base64url');
+  // Node accepts a GCM tag cut as short as 4 bytes unless told its length: integrity would rest on 32 bits.
+  if (authTag.length !== TAG_BYTES) throw new Error('a sealed secret is malformed');
+  const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'), { authTagLength: TAG_BYTES });
   decipher.setAAD(Buffer.from(context, 'utf8'));
-  decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+  decipher.setAuthTag(authTag);
   return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString('utf8');
 }

@@ -116,5 +116,9 @@ describe('signing secrets at rest', () => {
     expect(openSecret(key, sealed, 'account-a')).toBe(secret);
     expect(() => openSecret(key, sealed, 'account-b')).toThrow();
     expect(() => openSecret(randomBytes(32), sealed, 'account-a')).toThrow();
+    // A tag cut short would leave a forger only 32 bits to guess.
+    const [version, iv, ciphertext, tag] = sealed.split('.');
+    const shortTag = Buffer.from(tag!, 'base64url').subarray(0, 4).toString('base64url');
+    expect(() => openSecret(key, [version, iv, ciphertext, shortTag].join('.'), 'account-a')).toThrow('malformed');
   });
 });
