@@ -4,11 +4,11 @@ import { parse, type DocumentNode, type OperationDefinitionNode } from 'graphql'
 import type { IdempotencyStore, StoredAnswer } from '@ots/accounts';
 import { startLoop, type BackgroundLoop } from '@ots/shared/background';
 import type { Logger } from '@ots/shared/logger';
-import { scopeSet, type ScopeRequirement } from '@ots/shared/scopes';
+import { scopeSet } from '@ots/shared/scopes';
 import type { GatewayContext } from './data-source.ts';
 import { graphqlBody, operationNameOf } from './graphql-body.ts';
 import { rootFieldsOf, selectedOperation, type RootField } from './root-fields.ts';
-import { refusedRootFields } from './scopes.ts';
+import { refusedFields, type ScopeRules } from './scopes.ts';
 import { gatewayTimedOut } from './timeouts.ts';
 
 const KEY_PATTERN = /^[\x20-\x7e]{1,255}$/;
@@ -20,10 +20,8 @@ const KEEP_ANSWER_RETRY_MS = 60_000;
 const KEEP_ANSWER_FIRST_DELAY_MS = 250;
 const KEEP_ANSWER_MAX_DELAY_MS = 10_000;
 
-/** What the gateway knows of the supergraph's root fields. */
-export interface RootFieldRules {
-  /** The scopes each root field needs (`Mutation.submitOrder` → `[["orders:write"]]`). */
-  required: ReadonlyMap<string, ScopeRequirement>;
+/** What the gateway knows of the supergraph's fields: the scopes they need, and who resolves each root field. */
+export interface RootFieldRules extends ScopeRules {
   /** The subgraph that resolves each root field (`Mutation.submitOrder` → `orders`). */
   owners: ReadonlyMap<string, string>;
 }
@@ -252,7 +250,7 @@ export function registerIdempotency(
     if (nestedDeeperThan(body?.variables, MAX_VARIABLES_DEPTH)) {
       return reply.code(400).send({ data: null, errors: [{ message: `The variables nest deeper than ${MAX_VARIABLES_DEPTH} levels`, extensions: { code: 'BAD_REQUEST' } }] });
     }
-    if (refusedRootFields(rules.required, mutation.document, mutation.operation, scopeSet(context.caller.scopes)).length > 0) return;
+    if (refusedFields(rules, mutation.document, mutation.operation, scopeSet(context.caller.scopes)).length > 0) return;
     const { accountId } = context.caller;
     // `__typename` runs nothing and is never null: it says nothing of whether the mutation ran.
     const rootFields = rootFieldsOf(mutation.document, mutation.operation).filter(({ name }) => !name.startsWith('__'));

@@ -1,18 +1,41 @@
 import { readFileSync } from 'node:fs';
 import { HeaderMap, type ApolloServerPlugin } from '@apollo/server';
-import type { DocumentNode, OperationDefinitionNode } from 'graphql';
-import { forbiddenError, missingScope, rootFieldScopes, satisfies, scopeSet, type ScopeRequirement } from '@ots/shared/scopes';
+import { Kind, type DocumentNode, type FragmentDefinitionNode, type OperationDefinitionNode, type SelectionSetNode } from 'graphql';
+import {
+  forbiddenError,
+  missingScope,
+  nestedFieldScopes,
+  rootFieldScopes,
+  satisfies,
+  scopeSet,
+  type NestedFieldScopes,
+  type ScopeRequirement,
+} from '@ots/shared/scopes';
 
 export { rootFieldScopes } from '@ots/shared/scopes';
 import type { GatewayContext } from './data-source.ts';
-import { rootFieldsOf } from './root-fields.ts';
+import { fieldsOf, fragmentsOf, rootFieldsOf } from './root-fields.ts';
 
 /**
  * Contract section 5, "Scopes and allowed addresses": each root field declares the scope it needs
  * with `@requiresScopes` in its subgraph's SDL, and the supergraph carries it. The gateway reads the
  * declarations once into a map (`Mutation.submitOrder` → `[["orders:write"]]`), so the check of a
- * request is a look-up per root field, not a walk of its document.
+ * request is a look-up per root field. A few fields below the root declare `read` too (a strategy's
+ * orders and positions, reachable from a mutation's payload); the document is walked for them only
+ * when the key lacks a scope one of them needs, which a key with every scope never does.
  */
+
+/** What the gateway checks a request's fields against, read from the supergraph once. */
+export interface ScopeRules {
+  /** Root fields: `Mutation.submitOrder` → `[["orders:write"]]`. */
+  required: ReadonlyMap<string, ScopeRequirement>;
+  /** Fields below the root that declare a requirement, and each field's type, to walk down to them. */
+  nested: NestedFieldScopes;
+}
+
+export function scopeRules(supergraphSdl: string): ScopeRules {
+  return { required: rootFieldScopes(supergraphSdl).required, nested: nestedFieldScopes(supergraphSdl) };
+}
 
 type RootType = 'Query' | 'Mutation' | 'Subscription';
 
@@ -37,19 +60,86 @@ function operationRequirements(required: ReadonlyMap<string, ScopeRequirement>, 
   return requirements;
 }
 
-/** The refusals of an operation, one per root field the key's scopes do not reach; empty when it may run. */
-export function refusedRootFields(
-  required: ReadonlyMap<string, ScopeRequirement>,
-  document: DocumentNode,
-  operation: OperationDefinitionNode,
-  scopes: ReadonlySet<string>,
-): ReturnType<typeof forbiddenError>[] {
-  const refusals: ReturnType<typeof forbiddenError>[] = [];
-  for (const { key, requirement } of operationRequirements(required, document, operation)) {
+type Refusal = ReturnType<typeof forbiddenError>;
+
+/**
+ * The refusals of an operation: one per root field the key's scopes do not reach, and one per root
+ * field it may select that selects below it a field of another scope (the first such, by its path of
+ * response keys); empty when it may run.
+ */
+export function refusedFields(rules: ScopeRules, document: DocumentNode, operation: OperationDefinitionNode, scopes: ReadonlySet<string>): Refusal[] {
+  const refusals: Refusal[] = [];
+  let allowed = false;
+  for (const { key, requirement } of operationRequirements(rules.required, document, operation)) {
     const missing = missingScope(scopes, requirement);
     if (missing !== undefined) refusals.push(forbiddenError(key, missing));
+    else allowed = true;
+  }
+  if (!allowed || [...rules.nested.required.values()].every((requirement) => satisfies(scopes, requirement))) return refusals;
+  const rootType = operation.operation === 'mutation' ? 'Mutation' : operation.operation === 'subscription' ? 'Subscription' : 'Query';
+  const below = new NestedWalk(rules.nested, fragmentsOf(document), scopes);
+  for (const field of fieldsOf(operation.selectionSet, fragmentsOf(document))) {
+    const key = field.alias?.value ?? field.name.value;
+    if (refusals.some((refusal) => refusal.path[0] === key) || !field.selectionSet) continue;
+    const returned = rules.nested.returns.get(`${rootType}.${field.name.value}`);
+    const found = returned && below.firstRefused(field.selectionSet, returned);
+    if (found && !refusals.some((refusal) => refusal.path[0] === key)) refusals.push(forbiddenError([key, ...found.path], found.scope));
   }
   return refusals;
+}
+
+interface NestedRefusal {
+  /** Response keys from the selection set walked down to the refused field. */
+  path: string[];
+  scope: string;
+}
+
+/**
+ * Finds, down the fields' types, the first field below the root whose requirement the key misses. A
+ * named fragment is walked once, however often it is spread (its type condition fixes its type, so
+ * what it refuses does not depend on where): a document whose fragments spread each other twice
+ * over, level upon level, costs one walk of each. A fragment spread inside itself (invalid, and
+ * refused by validation) refuses nothing the second time.
+ */
+class NestedWalk {
+  private readonly ofFragment = new Map<string, NestedRefusal | undefined>();
+
+  constructor(
+    private readonly nested: NestedFieldScopes,
+    private readonly fragments: Map<string, FragmentDefinitionNode>,
+    private readonly scopes: ReadonlySet<string>,
+  ) {}
+
+  firstRefused(selectionSet: SelectionSetNode, type: string): NestedRefusal | undefined {
+    for (const selection of selectionSet.selections) {
+      let found: NestedRefusal | undefined;
+      if (selection.kind === Kind.FIELD) {
+        const key = selection.alias?.value ?? selection.name.value;
+        const field = `${type}.${selection.name.value}`;
+        const requirement = this.nested.required.get(field);
+        const missing = requirement && missingScope(this.scopes, requirement);
+        const returned = this.nested.returns.get(field);
+        if (missing !== undefined) return { path: [key], scope: missing };
+        const below = selection.selectionSet && returned ? this.firstRefused(selection.selectionSet, returned) : undefined;
+        if (below) found = { path: [key, ...below.path], scope: below.scope };
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        found = this.firstRefused(selection.selectionSet, selection.typeCondition?.name.value ?? type);
+      } else {
+        found = this.ofSpread(selection.name.value);
+      }
+      if (found) return found;
+    }
+    return undefined;
+  }
+
+  private ofSpread(name: string): NestedRefusal | undefined {
+    if (!this.ofFragment.has(name)) {
+      this.ofFragment.set(name, undefined);
+      const fragment = this.fragments.get(name);
+      if (fragment) this.ofFragment.set(name, this.firstRefused(fragment.selectionSet, fragment.typeCondition.name.value));
+    }
+    return this.ofFragment.get(name);
+  }
 }
 
 const REQUIRES_SCOPES_LINK = '@link(url: "https://specs.apollo.dev/requiresScopes/v0.1", for: SECURITY)';
@@ -79,13 +169,13 @@ export function keyAllows(
 }
 
 /**
- * Refuses, before anything runs, an operation that selects a root field outside the key's scopes:
- * HTTP 200, `data: null`, one FORBIDDEN error per refused root field (contract section 5).
+ * Refuses, before anything runs, an operation that selects a field outside the key's scopes:
+ * HTTP 200, `data: null`, one FORBIDDEN error per refused field (contract section 5).
  */
-export function scopeCheckPlugin(required: ReadonlyMap<string, ScopeRequirement>): ApolloServerPlugin<GatewayContext> {
+export function scopeCheckPlugin(rules: ScopeRules): ApolloServerPlugin<GatewayContext> {
   const listener = {
     async responseForOperation({ document, operation, contextValue }: { document: DocumentNode; operation: OperationDefinitionNode; contextValue: GatewayContext }) {
-      const refusals = refusedRootFields(required, document, operation, scopeSet(contextValue.caller.scopes));
+      const refusals = refusedFields(rules, document, operation, scopeSet(contextValue.caller.scopes));
       if (refusals.length === 0) return null;
       return { http: { status: 200, headers: new HeaderMap() }, body: { kind: 'single' as const, singleResult: { data: null, errors: refusals } } };
     },

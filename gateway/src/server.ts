@@ -26,7 +26,7 @@ import { queryLimitRules } from './limits.ts';
 import { operationChecksPlugin } from './operation-checks.ts';
 import { keepOtherSubgraphsData } from './partial-data.ts';
 import { checkScalarInputs } from './scalar-check.ts';
-import { refusedRootFields, rootFieldScopes, scopeCheckPlugin, supergraphForExecution } from './scopes.ts';
+import { refusedFields, scopeCheckPlugin, scopeRules, supergraphForExecution } from './scopes.ts';
 import { addGatewayTimeout } from './timeouts.ts';
 import { registerStreams } from './streams/index.ts';
 import { rootFieldErrorsBody } from './unauthenticated.ts';
@@ -76,7 +76,7 @@ function createApollo(config: GatewaySettings, logger: Logger, app: FastifyInsta
       ApolloServerPluginLandingPageDisabled(),
       errorPathsPlugin(owners),
       operationChecksPlugin(),
-      scopeCheckPlugin(rules.required),
+      scopeCheckPlugin(rules),
       requestLogPlugin(),
       {
         async requestDidStart() {
@@ -84,7 +84,7 @@ function createApollo(config: GatewaySettings, logger: Logger, app: FastifyInsta
             // Apollo runs every didResolveOperation before scopeCheckPlugin's responseForOperation:
             // an operation the key's scopes refuse is answered FORBIDDEN whatever its values (section 5).
             async didResolveOperation({ schema, document, operation, request, contextValue }) {
-              if (!operation || refusedRootFields(rules.required, document, operation, scopeSet(contextValue.caller.scopes)).length > 0) return;
+              if (!operation || refusedFields(rules, document, operation, scopeSet(contextValue.caller.scopes)).length > 0) return;
               checkScalarInputs(schema, document, operation, request.variables);
             },
           };
@@ -128,7 +128,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
   app.removeContentTypeParser('text/plain');
   const authentication = createAuthentication(config, keyStore, options.redis);
   const supergraphSdl = readFileSync(SUPERGRAPH_PATH, 'utf8');
-  const rules: RootFieldRules = { required: rootFieldScopes(supergraphSdl).required, owners: rootFieldOwners(supergraphSdl) };
+  const rules: RootFieldRules = { ...scopeRules(supergraphSdl), owners: rootFieldOwners(supergraphSdl) };
   const apollo = createApollo(config, logger, app, supergraphSdl, rules);
   await apollo.start();
 

@@ -135,7 +135,7 @@ async function harness(options: {
   let purge: { stop: () => Promise<void> } | undefined;
   await app.register(async (routes) => {
     options.beforeIdempotency?.(routes);
-    const rules = { required: new Map(), owners: new Map([['Mutation.createStrategy', 'strategies']]) };
+    const rules = { required: new Map(), nested: { required: new Map(), returns: new Map() }, owners: new Map([['Mutation.createStrategy', 'strategies']]) };
     purge = registerIdempotency(routes, options.store, contextOf, rules, createLogger('harness', 'silent'));
     routes.post('/graphql', async (request, reply) => {
       runs += 1;

@@ -155,6 +155,52 @@ describe('an operation with a root field outside the key\'s scopes runs nothing'
   });
 });
 
+describe("a mutation's payload is no way round read", () => {
+  it("a key that only places orders lists no strategy's orders or positions through the payload, and the order is not placed", async () => {
+    const account = await t.newAccount('Write only');
+    const strategy = await account.graphql('mutation { createStrategy(input: { name: "Book" }) { strategy { id } } }');
+    const strategyId = strategy.body.data.createStrategy.strategy.id as string;
+    await account.submittedOrder({ strategyId });
+    const { apiKey } = await createKey(t.stack.operator, { accountId: account.accountId, scopes: ['orders:write'] });
+    const result = await t.stack.graphql(
+      apiKey,
+      `mutation { submitOrder(input: { strategyId: "${strategyId}", symbol: "MSFT", side: BUY, type: MARKET, quantity: "1" }) {
+        orderSubmission { id strategy { name book: orderSubmissions(first: 200) { nodes { id symbol } } } } } }`,
+    );
+    expect(result.status).toBe(200);
+    expect(result.body).toEqual({
+      data: null,
+      errors: [
+        {
+          message: 'This API key lacks the scope read',
+          path: ['submitOrder', 'orderSubmission', 'strategy', 'book'],
+          extensions: { code: 'FORBIDDEN', requiredScope: 'read' },
+        },
+      ],
+    });
+    const orders = await account.graphql('{ listOrderSubmissions { nodes { symbol } } }');
+    expect(orders.body.data.listOrderSubmissions.nodes).toEqual([{ symbol: expect.not.stringMatching('MSFT') }]);
+  });
+
+  it('orders and fills refuse the field to an assertion without read, as the gateway resolves it (an entity of a strategy)', async () => {
+    const account = await t.newAccount('Direct entity');
+    const strategy = await account.graphql('mutation { createStrategy(input: { name: "Book" }) { strategy { id } } }');
+    const strategyId = strategy.body.data.createStrategy.strategy.id as string;
+    const entities = (field: string) => ({
+      query: `query ($representations: [_Any!]!) { _entities(representations: $representations) { ... on Strategy { ${field} } } }`,
+      variables: { representations: [{ __typename: 'Strategy', id: strategyId }] },
+    });
+    const orders = entities('orderSubmissions { nodes { id } }');
+    const positions = entities('positions { symbol }');
+    for (const [url, body] of [[t.stack.urls.orders, orders], [t.stack.urls.fills, positions]] as const) {
+      const refused = await account.postToSubgraph(url, body, ['orders:write', 'fills:write']);
+      expect(refused.body.errors).toEqual([expect.objectContaining({ extensions: { code: 'FORBIDDEN', requiredScope: 'read' } })]);
+      const allowed = await account.postToSubgraph(url, body, ['read']);
+      expect(allowed.body.errors).toBeUndefined();
+    }
+  });
+});
+
 describe('subgraphs check the scopes again from the assertion', () => {
   it('an assertion of a read-only key sent straight to orders places no order', async () => {
     const account = await t.newAccount('Direct');

@@ -1,9 +1,11 @@
-import { Kind, parse, type ConstValueNode, type DocumentNode } from 'graphql';
+import { Kind, parse, type ConstValueNode, type DocumentNode, type FieldDefinitionNode, type TypeNode } from 'graphql';
 
 /**
  * What an API key may do (contract section 5, "Scopes and allowed addresses"): each root field of
  * the API needs one scope, declared with `@requiresScopes` in its subgraph's SDL; `viewer` needs
- * none. The gateway checks them before anything runs, and each subgraph again from the assertion.
+ * none. A field below the root that lists what the key did not write or ask for (a strategy's
+ * orders and positions) declares `read` the same way, so that a mutation's payload is no way round
+ * it. The gateway checks them before anything runs, and each subgraph again from the assertion.
  */
 export const API_KEY_SCOPES = ['read', 'orders:write', 'fills:write', 'strategies:write', 'webhooks:write'] as const;
 
@@ -53,11 +55,14 @@ export function scopeSet(scopes: readonly string[]): ReadonlySet<string> {
   return set;
 }
 
-/** The contract's answer to a root field outside the key's scopes; the message names what is missing and nothing else. */
-export function forbiddenError(responseKey: string, requiredScope: string) {
+/**
+ * The contract's answer to a field outside the key's scopes, at its path of response keys (a root
+ * field's is its own key); the message names what is missing and nothing else.
+ */
+export function forbiddenError(path: string | readonly string[], requiredScope: string) {
   return {
     message: `This API key lacks the scope ${requiredScope}`,
-    path: [responseKey],
+    path: typeof path === 'string' ? [path] : [...path],
     extensions: { code: 'FORBIDDEN', requiredScope },
   };
 }
@@ -81,6 +86,48 @@ export interface RootFieldScopes {
   undeclared: string[];
 }
 
+function requirementOf(field: FieldDefinitionNode): ScopeRequirement | undefined {
+  const directive = field.directives?.find((d) => d.name.value === 'requiresScopes');
+  const scopes = directive?.arguments?.find((argument) => argument.name.value === 'scopes')?.value;
+  return scopes && stringLists(scopes);
+}
+
+/** The type a field returns, without its lists and non-nulls. */
+function namedTypeOf(type: TypeNode): string {
+  return type.kind === Kind.NAMED_TYPE ? type.name.value : namedTypeOf(type.type);
+}
+
+export interface NestedFieldScopes {
+  /** `Type.field` → what it needs, for the fields below the root that declare `@requiresScopes`. */
+  required: Map<string, ScopeRequirement>;
+  /** `Type.field` → the name of the type it returns, for every field of every object and interface type: how a walk of a document goes down. */
+  returns: Map<string, string>;
+}
+
+/** Reads `@requiresScopes` of the fields of a supergraph (or a subgraph's SDL) below its root types. */
+export function nestedFieldScopes(sdl: string | DocumentNode): NestedFieldScopes {
+  const document = typeof sdl === 'string' ? parse(sdl) : sdl;
+  const required = new Map<string, ScopeRequirement>();
+  const returns = new Map<string, string>();
+  for (const definition of document.definitions) {
+    if (
+      definition.kind !== Kind.OBJECT_TYPE_DEFINITION &&
+      definition.kind !== Kind.OBJECT_TYPE_EXTENSION &&
+      definition.kind !== Kind.INTERFACE_TYPE_DEFINITION &&
+      definition.kind !== Kind.INTERFACE_TYPE_EXTENSION
+    ) {
+      continue;
+    }
+    for (const field of definition.fields ?? []) {
+      const name = `${definition.name.value}.${field.name.value}`;
+      returns.set(name, namedTypeOf(field.type));
+      const requirement = ROOT_TYPES.includes(definition.name.value) ? undefined : requirementOf(field);
+      if (requirement) required.set(name, requirement);
+    }
+  }
+  return { required, returns };
+}
+
 /** Reads `@requiresScopes` of every root field of a supergraph (or a subgraph's SDL). */
 export function rootFieldScopes(sdl: string | DocumentNode): RootFieldScopes {
   const document = typeof sdl === 'string' ? parse(sdl) : sdl;
@@ -93,9 +140,7 @@ export function rootFieldScopes(sdl: string | DocumentNode): RootFieldScopes {
       const name = `${definition.name.value}.${field.name.value}`;
       // Federation's own root fields (`_entities`, `_service`) are the gateway's plumbing, never a client's.
       if (field.name.value.startsWith('_')) continue;
-      const directive = field.directives?.find((d) => d.name.value === 'requiresScopes');
-      const scopes = directive?.arguments?.find((argument) => argument.name.value === 'scopes')?.value;
-      const lists = scopes && stringLists(scopes);
+      const lists = requirementOf(field);
       if (lists) required.set(name, lists);
       else undeclared.push(name);
     }

@@ -6,7 +6,7 @@ import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginInlineTraceDi
 import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastify';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { defaultFieldResolver, GraphQLError, parse, type DocumentNode, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
+import { defaultFieldResolver, GraphQLError, isObjectType, parse, type DocumentNode, type GraphQLField, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
 import type { z } from 'zod';
 import { ASSERTION_HEADER, AssertionVerifier, type CallerIdentity } from './assertion.ts';
 import type { Config, SubgraphProcessConfig } from './config.ts';
@@ -14,7 +14,7 @@ import { CLIENT_SAFE_CODES, isDependencyOutage, MASKED_MESSAGE, TEMPORARILY_UNAV
 import { discardRestOfBody, serverTimeouts } from './http-edge.ts';
 import type { Logger } from './logger.ts';
 import { answerOutagesInPayloads } from './outage-payloads.ts';
-import { missingScope, rootFieldScopes, scopeSet, type ScopeRequirement } from './scopes.ts';
+import { missingScope, nestedFieldScopes, rootFieldScopes, scopeSet, type ScopeRequirement } from './scopes.ts';
 import { refuseIllFormedStrings } from './string-inputs.ts';
 import type { SubgraphRouteContract } from './subgraph-route.ts';
 import { observeCaller, observeContext, observeRequests, requestLogPlugin } from './request-log.ts';
@@ -142,22 +142,29 @@ function ownValidationCode(error: unknown): string | undefined {
  * The subgraph's own check of scopes (contract section 5), behind the gateway's: each root field
  * declared with `@requiresScopes` refuses a caller whose assertion lacks the scope, so a copied
  * assertion of a read-only key places no order even sent straight to a subgraph. Federation's
- * `_entities` is left alone: the gateway resolves nested fields of a root field it allowed through it.
+ * `_entities` is left alone: the gateway resolves nested fields of a root field it allowed through
+ * it, and those of them that declare a scope of their own (a strategy's orders) check it here too.
  */
 function requireScopes(schema: GraphQLSchema, typeDefs: DocumentNode): GraphQLSchema {
   const { required } = rootFieldScopes(typeDefs);
   const undeclared: ScopeRequirement = [['read']];
+  const guard = (field: GraphQLField<unknown, BaseContext>, requirement: ScopeRequirement) => {
+    const resolve = field.resolve ?? defaultFieldResolver;
+    field.resolve = (source, args, context: BaseContext, info) => {
+      const missing = missingScope(scopeSet(context.caller.scopes), requirement);
+      if (missing !== undefined) throw new GraphQLError(`This API key lacks the scope ${missing}`, { extensions: { code: 'FORBIDDEN', requiredScope: missing } });
+      return resolve(source, args, context, info);
+    };
+  };
   for (const type of [schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()]) {
     for (const field of Object.values(type?.getFields() ?? {})) {
-      if (field.name.startsWith('_')) continue;
-      const requirement = required.get(`${type!.name}.${field.name}`) ?? undeclared;
-      const resolve = field.resolve ?? defaultFieldResolver;
-      field.resolve = (source, args, context: BaseContext, info) => {
-        const missing = missingScope(scopeSet(context.caller.scopes), requirement);
-        if (missing !== undefined) throw new GraphQLError(`This API key lacks the scope ${missing}`, { extensions: { code: 'FORBIDDEN', requiredScope: missing } });
-        return resolve(source, args, context, info);
-      };
+      if (!field.name.startsWith('_')) guard(field, required.get(`${type!.name}.${field.name}`) ?? undeclared);
     }
+  }
+  for (const [name, requirement] of nestedFieldScopes(typeDefs).required) {
+    const [typeName, fieldName] = name.split('.') as [string, string];
+    const type = schema.getType(typeName);
+    if (isObjectType(type)) guard(type.getFields()[fieldName]!, requirement);
   }
   return schema;
 }

@@ -247,7 +247,10 @@ export type RecordFillPayload = {
 export type Strategy = {
   __typename?: 'Strategy';
   id: Scalars['ID']['output'];
-  /** One position per symbol the strategy has fills in, flat ones included, by symbol. */
+  /**
+   * One position per symbol the strategy has fills in, flat ones included, by symbol. Needs the scope
+   * read, also below a mutation's payload: a key that only writes reads no positions through it.
+   */
   positions: Array<Position>;
 };
 

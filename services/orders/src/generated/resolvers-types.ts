@@ -380,7 +380,10 @@ export type ReplaceOrderSubmissionPayload = {
 export type Strategy = {
   __typename?: 'Strategy';
   id: Scalars['ID']['output'];
-  /** The caller's order submissions under this strategy, newest first by default. */
+  /**
+   * The caller's order submissions under this strategy, newest first by default. Needs the scope
+   * read, also below a mutation's payload: a key that only writes lists nothing through it.
+   */
   orderSubmissions: OrderSubmissionConnection;
 };
 
