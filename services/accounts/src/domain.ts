@@ -21,6 +21,12 @@ function randomBase62(length: number): string {
   return out;
 }
 
+/**
+ * Unkeyed, as GitHub's token checksums are: a secret scanner (or a leak checker in a client) can tell
+ * a real key's shape offline, without our secret. So it turns away typos and random strings, not a
+ * guesser who computes it; what such guesses cost is bounded by the negative cache and the look-up
+ * slots (gateway/src/failed-auth.ts), never by refusing valid keys.
+ */
 function checksumOf(prefixAndRandom: string): string {
   let value = createHash('sha256').update(prefixAndRandom).digest().readUIntBE(0, 5);
   let out = '';
