@@ -62,7 +62,21 @@ export function parseDateTime(value: unknown): Date {
   if (offsetFree.getUTCMonth() !== Number(mo) - 1 || offsetFree.getUTCDate() !== Number(d)) {
     refuse(`"${value}" is not a calendar date`);
   }
+  // A Date holds whole milliseconds: finer digits are cut off, which a "strictly before" bound must undo.
+  if (/[1-9]/.test(match[7]?.slice(3) ?? '')) Object.defineProperty(date, WITHIN_MILLISECOND, { value: true });
   return date;
+}
+
+const WITHIN_MILLISECOND = Symbol('named an instant within its millisecond');
+
+/**
+ * The bound of a "strictly before" filter on times stored to the millisecond: a DateTime of more than
+ * three fraction digits parses to the start of its millisecond, and `t < 07.1205` is `t < 07.121`, not
+ * `t < 07.120` (which would leave out a row at 07.120). "Strictly after" needs nothing: `t > 07.1205`
+ * is `t > 07.120` already.
+ */
+export function strictlyBeforeBound(date: Date): Date {
+  return WITHIN_MILLISECOND in date ? new Date(date.getTime() + 1) : date;
 }
 
 /** ISO-8601 UTC with milliseconds on output; any ISO-8601 instant with a zone on input. */

@@ -2,6 +2,7 @@ import { Decimal, formatDecimal } from '@ots/shared/decimal';
 import { parseUuid, type ReceivedId, type Uuid } from '@ots/shared/ids';
 import { fail, ok, payloadError, type PayloadError, type Result } from '@ots/shared/errors';
 import { cursorTag } from '@ots/shared/pagination';
+import { strictlyBeforeBound } from '@ots/shared/scalars';
 import { storedSymbolOf } from '@ots/shared/symbols';
 import {
   characterCount,
@@ -202,7 +203,7 @@ export function normaliseFilter(input: FillFilterInput | null | undefined): Fill
     filter.symbol = symbol;
   }
   if (input.executedAfter !== null && input.executedAfter !== undefined) filter.executedAfter = input.executedAfter;
-  if (input.executedBefore !== null && input.executedBefore !== undefined) filter.executedBefore = input.executedBefore;
+  if (input.executedBefore !== null && input.executedBefore !== undefined) filter.executedBefore = strictlyBeforeBound(input.executedBefore);
   return filter;
 }
 

@@ -103,6 +103,10 @@ describe('listFills', () => {
     expect((await idsOf({ strategyId })).sort()).toEqual((await idsOf({ orderSubmissionId: orderA.id })).sort());
     expect(await idsOf({ symbol: 'globex', executedAfter: at(1), executedBefore: at(4) })).toEqual([ids.b2]);
     expect(await idsOf({ executedAfter: at(3), executedBefore: at(5) })).toEqual(newestFirst().slice(1, 3));
+    // Bounds finer than a millisecond: a fill at at(4) is strictly before 0.5 ms past it, and not after it.
+    const halfPast = (time: string) => time.replace('Z', '500Z');
+    expect(await idsOf({ executedAfter: at(3), executedBefore: halfPast(at(4)) })).toEqual(await idsOf({ executedAfter: at(3), executedBefore: at(5) }));
+    expect(await idsOf({ executedAfter: halfPast(at(3)), executedBefore: at(5) })).toEqual(await idsOf({ executedAfter: at(3), executedBefore: at(5) }));
     expect(await idsOf({ orderSubmissionId: 'not-a-uuid' })).toEqual([]);
     expect(await idsOf({ strategyId: randomUUID() })).toEqual([]);
   });

@@ -1,4 +1,5 @@
 import { Decimal, roundDerived } from '@ots/shared/decimal';
+import { strictlyBeforeBound } from '@ots/shared/scalars';
 import type { FeedPosition } from '@ots/shared/commit-order';
 import type { AccountKeysetCursors } from '@ots/shared/sealed-cursors';
 import { fail, ok, payloadError, type PayloadError, type Result } from '@ots/shared/errors';
@@ -406,7 +407,7 @@ export function normaliseFilter(input: OrderSubmissionFilterInput | null | undef
   }
   if (input.clientOrderId !== null && input.clientOrderId !== undefined) filter.clientOrderId = input.clientOrderId;
   if (input.submittedAfter) filter.submittedAfter = input.submittedAfter;
-  if (input.submittedBefore) filter.submittedBefore = input.submittedBefore;
+  if (input.submittedBefore) filter.submittedBefore = strictlyBeforeBound(input.submittedBefore);
   if (input.updatedAfter) filter.updatedAfter = input.updatedAfter;
   return filter;
 }

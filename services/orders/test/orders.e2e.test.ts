@@ -274,6 +274,11 @@ describe('listOrderSubmissions', () => {
     expect(ids(await client.listOrders({ filter: { submittedAfter: o2.submittedAt } }))).toEqual(['l-4', 'l-3']);
     expect(ids(await client.listOrders({ filter: { submittedBefore: o2.submittedAt } }))).toEqual(['l-1', 'l-0']);
     expect(ids(await client.listOrders({ filter: { submittedAfter: o0.submittedAt, submittedBefore: o2.submittedAt } }))).toEqual(['l-1']);
+    // A bound finer than a millisecond (Python's isoformat writes microseconds): order 2 is strictly
+    // before 0.5 ms past its own time, and not strictly after it.
+    const halfPast = (at: string) => at.replace('Z', '500Z');
+    expect(ids(await client.listOrders({ filter: { submittedBefore: halfPast(o2.submittedAt) } }))).toEqual(['l-2', 'l-1', 'l-0']);
+    expect(ids(await client.listOrders({ filter: { submittedAfter: halfPast(o2.submittedAt) } }))).toEqual(['l-4', 'l-3']);
     // Orders 1, 2 and 3 changed after order 4 was submitted.
     const lastSubmitted = orders[4]!.submittedAt;
     expect(ids(await client.listOrders({ filter: { updatedAfter: lastSubmitted } })).sort()).toEqual(['l-1', 'l-2', 'l-3']);
