@@ -1,8 +1,5 @@
-import type { Kysely } from 'kysely';
 import { databaseUrlOf, databaseVariablesOf, gatewaySettings, type Config, type ServiceName } from '@ots/shared/config';
-import { isDatabaseReachable } from '@ots/shared/db';
 import { createLogger, type Logger } from '@ots/shared/logger';
-import { isRedisReachable } from '@ots/shared/redis';
 import { migrateService, runService } from '@ots/shared/service';
 import type { RunningServer } from '@ots/shared/subgraph-server';
 import { startGateway } from '@ots/gateway/server';
@@ -57,7 +54,6 @@ export async function launchStack(baseConfig: Config, options: { freePorts?: boo
     redis: keys.redis,
     logger: logger.child({ service: 'gateway' }),
     port: options.freePorts ? 0 : config.ports.gateway,
-    isReady: async () => (await isDatabaseReachable(keys.db as Kysely<unknown>)) && (await isRedisReachable(keys.redis)),
   });
 
   const stopped = new Set<ServiceName>();

@@ -1,10 +1,7 @@
-import { isDatabaseReachable } from '@ots/shared/db';
 import { gatewaySettings, loadConfigOrExit } from '@ots/shared/config';
 import { createLogger } from '@ots/shared/logger';
-import { isRedisReachable } from '@ots/shared/redis';
 import { stopOnSignals } from '@ots/shared/service';
 import { startProcessTelemetry } from '@ots/shared/telemetry';
-import type { Kysely } from 'kysely';
 import { openKeyStore } from '@ots/accounts';
 import { startGateway } from './server.ts';
 
@@ -21,7 +18,6 @@ const gateway = await startGateway({
   keyStore: keys.keyStore,
   redis: keys.redis,
   logger,
-  isReady: async () => (await isDatabaseReachable(keys.db as Kysely<unknown>)) && (await isRedisReachable(keys.redis)),
 });
 
 stopOnSignals(async () => {

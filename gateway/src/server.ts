@@ -6,7 +6,9 @@ import fastifyApollo, { fastifyApolloDrainPlugin } from '@as-integrations/fastif
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { GraphQLError } from 'graphql';
-import type { GatewaySettings, ServiceName } from '@ots/shared/config';
+import { databaseUrlOf, type GatewaySettings, type ServiceName } from '@ots/shared/config';
+import { databaseProbe } from '@ots/shared/db';
+import { isRedisReachable } from '@ots/shared/redis';
 import type { BackgroundLoop } from '@ots/shared/background';
 import { isDependencyOutage, TEMPORARILY_UNAVAILABLE_MESSAGE } from '@ots/shared/errors';
 import { createLogger, type Logger } from '@ots/shared/logger';
@@ -41,7 +43,8 @@ export interface GatewayOptions {
   keyStore: ApiKeyStore;
   /** Shares the per-key rate limit and stream count between gateway instances; absent when REDIS_URL is unset. */
   redis?: Redis;
-  isReady: () => Promise<boolean>;
+  /** `/readyz`; by default whether the accounts database (on a connection of its own) and Redis answer. */
+  isReady?: () => Promise<boolean>;
   logger?: Logger;
   port?: number;
   /** The console's clock (sessions, links, sign-in limits); tests move it. */
@@ -142,7 +145,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
     idempotencyPurge = registerIdempotency(routes, new IdempotencyStore(keyStore.db, config.apiKeyHmacSecret), authentication.identityOf, rules, logger);
   });
   await registerStreams(app, { config, authentication, keyStore, logger, redis: options.redis });
-  addHealthRoutes(app, options.isReady);
+  const accountsDatabase = options.isReady ? undefined : databaseProbe(databaseUrlOf(config, 'accounts')!, 'gateway');
+  addHealthRoutes(app, options.isReady ?? (async () => (await accountsDatabase!.reachable()) && (await isRedisReachable(options.redis))));
   registerDocs(app);
   await registerConsole(app, { config, keyStore, now: options.consoleClock });
 
@@ -159,6 +163,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningServ
       await app.close();
       await idempotencyPurge?.stop();
       await apollo.stop();
+      await accountsDatabase?.close();
     },
   };
 }

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { FastifyInstance } from 'fastify';
 import type { DocumentNode } from 'graphql';
 import { databaseUrlOf, databaseVariablesOf, serviceSettings, type ServiceName, type ServiceSettings, type SubgraphProcessConfig } from './config.ts';
-import { createDatabase, isDatabaseReachable, migrateSchema, type SchemaMigrations } from './db.ts';
+import { createDatabase, databaseProbe, migrateSchema, type SchemaMigrations } from './db.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { startSubgraphServer, type BaseContext, type CallerRoute, type RunningServer, type SubgraphResolvers } from './subgraph-server.ts';
 import { startProcessTelemetry, type ProcessTelemetry } from './telemetry.ts';
@@ -52,6 +52,7 @@ export async function runService<DB, Context extends BaseContext, Name extends S
   if (!databaseUrl) throw new Error(`${definition.name}: ${databaseVariablesOf(definition.name)} is required`);
   const log = options.logger ?? createLogger(definition.name, config.logLevel);
   const db = createDatabase<DB>({ url: databaseUrl, schema: definition.schema, applicationName: definition.name });
+  const probe = databaseProbe(databaseUrl, definition.name);
   const runtime: ServiceRuntime<DB, Name> = { service: definition.name, config: serviceSettings(config, definition.name), db, log };
   const stopBackground = definition.startBackground?.(runtime);
   const server = await startSubgraphServer<Context>({
@@ -64,7 +65,7 @@ export async function runService<DB, Context extends BaseContext, Name extends S
     createContext: (base) => definition.createContext(base, runtime),
     callerRoutes: definition.callerRoutes,
     registerRoutes: definition.registerRoutes && ((app) => definition.registerRoutes!(app, runtime)),
-    isReady: () => isDatabaseReachable(db as Kysely<unknown>),
+    isReady: () => probe.reachable(),
   });
   return {
     ...server,
@@ -72,6 +73,7 @@ export async function runService<DB, Context extends BaseContext, Name extends S
       await server.close();
       await stopBackground?.();
       await db.destroy();
+      await probe.close();
     },
   };
 }
