@@ -493,7 +493,7 @@ function readConfig(env: NodeJS.ProcessEnv, { hashesApiKeys }: { hashesApiKeys: 
     trustProxy: e.TRUST_PROXY,
     logLevel: e.LOG_LEVEL ?? (e.NODE_ENV === 'test' ? 'warn' : 'info'),
     consoleBaseUrl:
-      e.CONSOLE_BASE_URL ?? `${e.TLS_CERT_FILE ? 'https' : 'http'}://${['0.0.0.0', '::'].includes(e.HOST) ? '127.0.0.1' : e.HOST}:${ports.gateway}`,
+      e.CONSOLE_BASE_URL ?? `${e.TLS_CERT_FILE ? 'https' : 'http'}://${urlHostOf(e.HOST)}:${ports.gateway}`,
     corsOrigins: e.CORS_ORIGINS,
     metricsPort: e.METRICS_PORT,
     eventsIngestSecret,
@@ -504,6 +504,12 @@ function readConfig(env: NodeJS.ProcessEnv, { hashesApiKeys }: { hashesApiKeys: 
 }
 
 /** The database of `service` (its schema and migrations): its own server's URL, else DATABASE_URL's. */
+/** HOST as a URL's host: a wildcard address is reached on the loopback, an IPv6 address in brackets. */
+function urlHostOf(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
+}
+
 export function databaseUrlOf(config: Pick<Config, 'databaseUrl' | 'serviceDatabaseUrls'>, service: ServiceName): string | undefined {
   return config.serviceDatabaseUrls[service] ?? config.databaseUrl;
 }

@@ -185,8 +185,14 @@ export interface HttpAppOptions {
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 
-/** How long a stopping server waits for requests in flight before it drops the remaining connections. */
-const DRAIN_DEADLINE_MS = 11_000;
+/**
+ * How long a stopping server waits for requests in flight before it drops the remaining connections:
+ * a second past the longest a request may run (the gateway's timeout, or a subgraph's), so that every
+ * request that can still be answered is.
+ */
+function drainDeadlineMs(limits: Pick<Config['limits'], 'gatewayTimeoutMs' | 'subgraphTimeoutMs'>): number {
+  return Math.max(limits.gatewayTimeoutMs, limits.subgraphTimeoutMs) + 1_000;
+}
 
 export function createHttpApp(config: Pick<Config, 'limits' | 'trustProxy'>, logger: Logger, options: HttpAppOptions): FastifyInstance {
   const timeouts = serverTimeouts(config.limits);
@@ -246,7 +252,7 @@ export function createHttpApp(config: Pick<Config, 'limits' | 'trustProxy'>, log
   app.addHook('preClose', async () => {
     closing = true;
     app.server.closeIdleConnections();
-    setTimeout(() => app.server.closeAllConnections(), DRAIN_DEADLINE_MS).unref();
+    setTimeout(() => app.server.closeAllConnections(), drainDeadlineMs(config.limits)).unref();
   });
   app.addHook('onSend', async (_request, reply) => {
     if (closing) reply.header('connection', 'close');

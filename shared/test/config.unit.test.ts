@@ -50,6 +50,15 @@ describe('configuration', () => {
     expect(config.webhookSecretKey?.length).toBe(32);
   });
 
+  it("builds the console's default address from HOST: a wildcard on the loopback, an IPv6 address in brackets", () => {
+    const consoleOf = (HOST: string) => loadConfig({ HOST }).consoleBaseUrl;
+    expect(consoleOf('0.0.0.0')).toBe('http://127.0.0.1:4000');
+    expect(consoleOf('::')).toBe('http://127.0.0.1:4000');
+    expect(consoleOf('::1')).toBe('http://[::1]:4000');
+    expect(new URL(consoleOf('fd00::5')).hostname).toBe('[fd00::5]');
+    expect(consoleOf('api.example.com')).toBe('http://api.example.com:4000');
+  });
+
   it('an empty variable counts as unset', () => {
     expect(loadConfig({ GATEWAY_PORT: '', LOG_LEVEL: '', HOST: '' }).ports.gateway).toBe(4000);
   });
