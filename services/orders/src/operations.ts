@@ -404,25 +404,40 @@ function pageOf(request: ListRequest, sync: SyncStart | undefined): OrderPage | 
   return { ...fetched, orderBy: 'UPDATED_AT_ASC', after: sync!.after, settled: sync!.settled };
 }
 
+/** How a sync page whose rows are all of one millisecond reads the rest of it, and whether anything settled follows it. */
+interface RestOfMillisecond {
+  read(after: OrderRow): Promise<OrderRow[]>;
+  anyAfter(row: OrderRow): Promise<boolean>;
+}
+
+function restOfMillisecond(db: OrdersDb, accountId: string, filter: OrderFilter, settled: Date): RestOfMillisecond {
+  return {
+    read: (after) => repository.listRestOfMillisecond(db, accountId, filter, settled, after),
+    anyAfter: (row) => repository.anySyncChangeAfter(db, accountId, filter, settled, row),
+  };
+}
+
 /**
  * A page from the `size + 1` rows its query fetched; a sync page in whole milliseconds
- * (`inWholeMilliseconds`), reading the rest of one that the fetched rows do not hold with `readRest`.
+ * (`inWholeMilliseconds`), reading the rest of one that the fetched rows do not hold with `rest`
+ * (and then asking whether a change follows that millisecond: the fetched rows do not say).
  */
 async function connectionOf(
   fetched: readonly OrderRow[],
   request: ListRequest,
   sync: SyncStart | undefined,
-  readRest: (after: OrderRow) => Promise<OrderRow[]>,
+  rest: () => RestOfMillisecond,
 ): Promise<Connection<OrderRow>> {
   const cursorOfRow = (row: OrderRow) => cursorOf(request.position.orderBy, row, request.cursors);
   if (!sync) return toConnection(fetched, request.size, cursorOfRow);
   const whole = inWholeMilliseconds(fetched, request.size);
-  const rows = whole.restOf ? [...whole.rows, ...(await readRest(whole.restOf))] : whole.rows;
+  const rows = whole.restOf ? [...whole.rows, ...(await rest().read(whole.restOf))] : whole.rows;
+  const hasNextPage = whole.restOf ? await rest().anyAfter(rows.at(-1)!) : fetched.length > request.size;
   const connection = toConnection(rows, rows.length, cursorOfRow);
   return {
     ...connection,
     pageInfo: {
-      hasNextPage: fetched.length > request.size,
+      hasNextPage,
       // The sync keeps its place (contract section 4): an empty page answers the position it was asked
       // from; asked from nowhere, the position just after the settled stamp, behind which nothing can
       // still appear.
@@ -437,7 +452,7 @@ export async function listOrderSubmissions({ db, accountId }: OrdersScope, reque
   const { position } = request;
   const sync = position.orderBy === 'UPDATED_AT_ASC' ? await syncStart(db, accountId, position.after) : undefined;
   const page = pageOf(request, sync);
-  const rest = (after: OrderRow) => repository.listRestOfMillisecond(db, accountId, request.filter!, sync!.settled, after);
+  const rest = () => restOfMillisecond(db, accountId, request.filter!, sync!.settled);
   return connectionOf(page ? await repository.listOrders(db, accountId, page) : [], request, sync, rest);
 }
 
@@ -467,7 +482,7 @@ export function strategyOrdersLoaders({ db, accountId }: OrdersScope) {
     }
     const fetched = strategyId === undefined ? [] : await loader.load(strategyId);
     const sync = await loader.sync;
-    const rest = (after: OrderRow) => repository.listRestOfMillisecond(db, accountId, { ...request.filter!, strategyId }, sync!.settled, after);
+    const rest = () => restOfMillisecond(db, accountId, { ...request.filter!, strategyId }, sync!.settled);
     return connectionOf(fetched, request, sync, rest);
   };
 }

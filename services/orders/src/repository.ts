@@ -649,6 +649,12 @@ export async function listRestOfMillisecond(db: OrdersDb, accountId: string, fil
   return filtered(db.selectFrom('order_submissions').selectAll(), accountId, rest).where('updated_at', '=', after.updated_at).execute();
 }
 
+/** Whether the sync, bounded by its settled stamp, holds a change after `row`. */
+export async function anySyncChangeAfter(db: OrdersDb, accountId: string, filter: OrderFilter, settled: Date, row: OrderRow): Promise<boolean> {
+  const next: OrderPage = { orderBy: 'UPDATED_AT_ASC', filter, settled, after: keysetPosition(row.updated_at, row.id), limit: 1 };
+  return (await filtered(db.selectFrom('order_submissions').selectAll(), accountId, next).execute()).length > 0;
+}
+
 /** One keyset page of the account's orders: page N costs what page 1 costs. */
 export async function listOrders(db: OrdersDb, accountId: string, page: OrderPage): Promise<OrderRow[]> {
   return filtered(db.selectFrom('order_submissions').selectAll(), accountId, page).execute();

@@ -764,6 +764,22 @@ describe('the incremental sync (UPDATED_AT_ASC, paged by change stamp up to the 
     await expect.poll(async () => (await client.poll(), stateOf(client.latest.values()))).toEqual(stateOf(await storedOrders(accountId)));
   });
 
+  it('says of a page that is one whole millisecond that a next page holds changes only when one does', async () => {
+    const accountId = someAccount();
+    const orders = await Promise.all(Array.from({ length: 5 }, () => submitted(accountId)));
+    // The fifth keeps its submission's stamp, before the millisecond the other four then share.
+    await changedInMilliseconds([orders.slice(0, 4).map((order) => order.id)]);
+    const list = listSync(accountId, 2);
+    const first = await list(null);
+    expect(first.nodes.map((row) => row.id)).toEqual([orders[4]!.id]);
+    expect(first.pageInfo.hasNextPage).toBe(true);
+    let whole = await list(first.pageInfo.endCursor);
+    await expect.poll(async () => (whole = await list(first.pageInfo.endCursor)).nodes.length).toBe(4);
+    expect(whole.pageInfo.hasNextPage).toBe(false);
+    await changedInMilliseconds([[orders[4]!.id]]);
+    await expect.poll(async () => (await list(first.pageInfo.endCursor)).pageInfo.hasNextPage).toBe(true);
+  });
+
   it('gives two clients, one keeping the highest updatedAt and one the cursor, 2 at a time, every final state during concurrent writes held open and stamped alike', async () => {
     const accountId = someAccount();
     const scope = testScope(withRandomDelays(8), accountId);
