@@ -75,7 +75,7 @@ export function refusedFields(rules: ScopeRules, document: DocumentNode, operati
     if (missing !== undefined) refusals.push(forbiddenError(key, missing));
     else allowed = true;
   }
-  if (!allowed || [...rules.nested.required.values()].every((requirement) => satisfies(scopes, requirement))) return refusals;
+  if (!allowed || !lacksNestedScope(rules.nested, scopes)) return refusals;
   const rootType = operation.operation === 'mutation' ? 'Mutation' : operation.operation === 'subscription' ? 'Subscription' : 'Query';
   const below = new NestedWalk(rules.nested, fragmentsOf(document), scopes);
   for (const field of fieldsOf(operation.selectionSet, fragmentsOf(document))) {
@@ -86,6 +86,12 @@ export function refusedFields(rules: ScopeRules, document: DocumentNode, operati
     if (found && !refusals.some((refusal) => refusal.path[0] === key)) refusals.push(forbiddenError([key, ...found.path], found.scope));
   }
   return refusals;
+}
+
+/** Whether the key lacks a scope that a field below the root needs: only then is the document walked. */
+function lacksNestedScope(nested: NestedFieldScopes, scopes: ReadonlySet<string>): boolean {
+  for (const requirement of nested.required.values()) if (!satisfies(scopes, requirement)) return true;
+  return false;
 }
 
 interface NestedRefusal {
