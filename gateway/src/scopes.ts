@@ -77,13 +77,15 @@ export function refusedFields(rules: ScopeRules, document: DocumentNode, operati
   }
   if (!allowed || !lacksNestedScope(rules.nested, scopes)) return refusals;
   const rootType = operation.operation === 'mutation' ? 'Mutation' : operation.operation === 'subscription' ? 'Subscription' : 'Query';
-  const below = new NestedWalk(rules.nested, fragmentsOf(document), scopes);
-  for (const field of fieldsOf(operation.selectionSet, fragmentsOf(document))) {
+  const fragments = fragmentsOf(document);
+  const below = new NestedWalk(rules.nested, fragments, scopes);
+  for (const field of fieldsOf(operation.selectionSet, fragments)) {
     const key = field.alias?.value ?? field.name.value;
+    // A root field refused already (its own scope, or one below an earlier selection of the same key).
     if (refusals.some((refusal) => refusal.path[0] === key) || !field.selectionSet) continue;
     const returned = rules.nested.returns.get(`${rootType}.${field.name.value}`);
     const found = returned && below.firstRefused(field.selectionSet, returned);
-    if (found && !refusals.some((refusal) => refusal.path[0] === key)) refusals.push(forbiddenError([key, ...found.path], found.scope));
+    if (found) refusals.push(forbiddenError([key, ...found.path], found.scope));
   }
   return refusals;
 }
