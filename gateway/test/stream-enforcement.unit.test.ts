@@ -48,6 +48,48 @@ describe('EventStream', () => {
     expect((await messages.next()).done).toBe(true);
   });
 
+  it.each([
+    ['replays a backlog longer than a count reaches (60,000) read faster than it grows, without being ended', 0, undefined],
+    ['ends a consumer over that backlog that takes fewer events than are written meanwhile', 10_000, 'slow-consumer'],
+  ] as const)('%s', async (_case, writtenPerSecond, ending) => {
+    const backlog = 60_000;
+    const started = performance.now();
+    const head = () => backlog + Math.floor(((performance.now() - started) / 1000) * writtenPerSecond);
+    const positionOf = (cursor: string) => Number(cursor.slice(1));
+    const feed = async (input: EventFeedInput): Promise<EventFeedAnswer> => {
+      const end = head();
+      if (input.after === null) return { items: [], endCursor: `c${end}`, hasMore: false, heldBack: false, beyond: null };
+      const from = positionOf(input.after!);
+      if (input.limit === 0) return { items: [], endCursor: input.after!, hasMore: end > from, heldBack: false, beyond: Math.min(end - from, input.countUpTo ?? 0) };
+      const count = Math.min(input.limit, end - from);
+      const items = Array.from({ length: count }, (_, index) => ({
+        cursor: `c${from + index + 1}`,
+        event: { id: `e${from + index + 1}`, type: 'strategy.created', occurredAt: new Date().toISOString(), data: {} },
+      }));
+      return { items, endCursor: `c${from + count}`, hasMore: from + count < end, heldBack: false, beyond: null };
+    };
+    let room = false;
+    const ends: string[] = [];
+    const events = stream(feed, { after: 'c0', hasRoom: () => room, onEnd: (reason) => ends.push(reason) });
+    const messages = events.messages();
+    // 40 events every 10 ms (about 4,000 a second), the socket full in between.
+    let taken = 0;
+    while (performance.now() - started < 4_500 && ends.length === 0) {
+      room = true;
+      for (let index = 0; index < 40; index += 1) {
+        const message = await messages.next();
+        events.written();
+        if (message.done || 'end' in message.value) break;
+        taken += 1;
+      }
+      room = false;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(ends).toEqual(ending ? [ending] : []);
+    expect(taken).toBeGreaterThan(1_000);
+    await messages.return?.();
+  }, 15_000);
+
   it('sends a revocation at once, without waiting for a feed read in flight', async () => {
     const events = stream(never);
     const next = events.messages().next();

@@ -77,6 +77,16 @@ function slowConsumer(cursor: string | null): GraphQLError {
   });
 }
 
+/** One count of how far a consumer is behind. */
+interface BacklogCount {
+  /** Events beyond what it was sent, up to MAX_BACKLOG_COUNT. */
+  backlog: number;
+  /** `writtenEvents` then. */
+  written: number;
+  /** With a count at its cap: the feed's end then. */
+  feedEnd: string | undefined;
+}
+
 export class EventStream {
   /** Cursors of messages handed to the transport and not yet written, oldest first (null for an end). */
   private readonly pending: (string | null)[] = [];
@@ -88,8 +98,10 @@ export class EventStream {
   private awaitingPull = false;
   private behindWatch: NodeJS.Timeout | undefined;
   private countingBehind = false;
-  /** Events beyond what the consumer was sent, at the last count while it held the stream back. */
-  private lastBacklog: number | undefined;
+  /** The last count while the consumer held the stream back (`countBehind`). */
+  private lastCount: BacklogCount | undefined;
+  /** Events the transport has written: how far the consumer moved between two counts. */
+  private writtenEvents = 0;
   private closed = false;
   private done = false;
   private wakeWaiter: (() => void) | undefined;
@@ -109,7 +121,10 @@ export class EventStream {
   /** The transport wrote the next message: returns its cursor (null for an end), for the SSE id. */
   written(): string | null {
     const cursor = this.pending.shift() ?? null;
-    if (cursor !== null) this.delivered = cursor;
+    if (cursor !== null) {
+      this.delivered = cursor;
+      this.writtenEvents += 1;
+    }
     this.roomMaybe();
     return cursor;
   }
@@ -211,23 +226,43 @@ export class EventStream {
    * timer, not when the stream next runs: a transport that sends one message at a time and waits for
    * the socket to take it (graphql-ws) never asks again while the client's window is full. A consumer
    * that replays a long backlog as fast as it reads is catching up, not falling behind.
+   *
+   * A count stops at MAX_BACKLOG_COUNT, and two counts at the cap say nothing of whether the backlog
+   * shrank: then the events written to the feed since the first (counted beyond the feed's end as it
+   * was then) are weighed against those the consumer took meanwhile. A replay of 60,000 events read
+   * faster than they come is never ended for being long.
    */
   private async countBehind(): Promise<void> {
     if (this.countingBehind || this.ended) return;
     if (!this.awaitingPull && this.options.hasRoom()) {
-      this.lastBacklog = undefined;
+      this.lastCount = undefined;
       return;
     }
     this.countingBehind = true;
     try {
       const counted = await this.read({ after: this.delivered, limit: 0, countUpTo: MAX_BACKLOG_COUNT });
       if (!counted || 'error' in counted || counted.beyond === null) return;
-      const previous = this.lastBacklog;
-      this.lastBacklog = counted.beyond;
-      if (counted.beyond > this.options.limits.maxBehind && previous !== undefined && counted.beyond >= previous) this.end('slow-consumer');
+      const capped = counted.beyond >= MAX_BACKLOG_COUNT;
+      const previous = this.lastCount;
+      const count: BacklogCount = { backlog: counted.beyond, written: this.writtenEvents, feedEnd: capped ? await this.feedEnd() : undefined };
+      this.lastCount = count;
+      if (counted.beyond <= this.options.limits.maxBehind || previous === undefined) return;
+      if (!capped || previous.feedEnd === undefined) {
+        if (counted.beyond >= previous.backlog) this.end('slow-consumer');
+        return;
+      }
+      const arrived = await this.read({ after: previous.feedEnd, limit: 0, countUpTo: MAX_BACKLOG_COUNT });
+      if (!arrived || 'error' in arrived || arrived.beyond === null) return;
+      if (arrived.beyond >= count.written - previous.written) this.end('slow-consumer');
     } finally {
       this.countingBehind = false;
     }
+  }
+
+  /** The feed's end now (a read from now names it), from which the events written after it are counted. */
+  private async feedEnd(): Promise<string | undefined> {
+    const now = await this.read({ after: null, limit: 1, countUpTo: 0 });
+    return now && !('error' in now) ? now.endCursor : undefined;
   }
 
   /**
