@@ -333,7 +333,7 @@ function webSocketConnections(transport: Transport, WebSocketImpl: WebSocketCons
       if (failure.code === 4400) return new OtsRequestError(reason);
       // The gateway's close for a socket that took nothing more after SLOW_CONSUMER.
       if (failure.code === 4001) return new OtsApiError(reason, { code: 'SLOW_CONSUMER' });
-      // 4429 (over the rate limit, or too many sockets), 1013 (the key store out), 1001 (a restart),
+      // 1013 (over the rate limit, too many sockets, or the key store out), 1001 (a restart),
       // a dropped or silent socket: back off and reconnect.
       return failure;
     },

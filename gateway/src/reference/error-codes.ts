@@ -146,8 +146,11 @@ export const OTHER_ERROR_CODES: Record<string, ErrorCodeDoc> = {
   '4400': { where: 'stream', when: 'WebSocket close code: an API key over plain HTTP in production.', todo: 'Connect with wss://.' },
   '4401': { where: 'stream', when: 'WebSocket close code: the key is invalid, revoked or expired (checked at connect and at every subscribe).', todo: 'Create or roll a key; connect again.' },
   '4403': { where: 'stream', when: "WebSocket close code: the account's API access is disabled.", todo: 'An owner enables API access for the account.' },
-  '1013': { where: 'stream', when: 'WebSocket close code (Try Again Later): the key could not be checked at connect because the key store did not answer.', todo: "Reconnect after a short back-off; graphql-ws's client does this for you." },
-  '4429': { where: 'stream', when: 'WebSocket close code: over the rate limit at connect, or more than 20 WebSocket connections of one key on a gateway.', todo: 'Back off; share one connection among subscriptions.' },
+  '1013': {
+    where: 'stream',
+    when: 'WebSocket close code (Try Again Later): over the rate limit at connect, more than 20 WebSocket connections of one key on a gateway (the reason says which), or the key could not be checked at connect because the key store did not answer.',
+    todo: "Reconnect after a back-off (graphql-ws's client does this for you); share one connection among subscriptions.",
+  },
   INTERNAL_SERVER_ERROR: {
     where: 'top-level',
     when: 'A fault of ours. The message is masked; the response header x-request-id identifies the request in our logs.',

@@ -29,7 +29,9 @@ const SLOW_CONSUMER_CLOSE_MS = 2_000;
 const CLOSE = {
   invalidKey: [4401, 'Invalid or expired API key'],
   accessDisabled: [4403, 'API access is not enabled for this account'],
-  tooManyRequests: [4429, 'Too many requests'],
+  // 1013 (Try Again Later), not 4429: graphql-ws's own client takes 4429 as fatal and never
+  // reconnects, though a rate limit or a full socket allowance clears by itself.
+  tooManyRequests: [1013, 'Too many requests'],
   httpsOnly: [4400, 'API keys are accepted over HTTPS only'],
   shutdown: [1001, 'The server is restarting: reconnect'],
   // Try Again Later: graphql-ws's client reconnects after it, where it takes 4500 as fatal.
@@ -56,7 +58,7 @@ type StreamArgs = ExecutionArgs & { contextValue: StreamContext & { stream?: Eve
  * 4401 or 4403. Each subscribe looks at the key again, as /graphql does for each request, and runs
  * with its scopes as they are then. A revoked key's or disabled account's connection, streams or
  * not, is closed the same way within the second; the server's pings are the heartbeat. A key holds
- * at most `socketsPerKey` sockets on this gateway (4429 beyond), and one without a subscription is
+ * at most `socketsPerKey` sockets on this gateway (1013 beyond), and one without a subscription is
  * idle to the connection cap, which may close it to make room. Each subscribe takes a token of the
  * key's rate limit, as each request does; over it, the subscribe is refused TOO_MANY_REQUESTS with
  * `retryAfterSeconds`, and the socket stays open. A key store that does not answer
