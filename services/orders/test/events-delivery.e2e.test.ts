@@ -66,6 +66,26 @@ describe('order and fill events (transactional outbox)', () => {
     expect(fillEvents[1]!.data.orderSubmission).toEqual(asEventData(filled));
   });
 
+  it('reports a late fill that completes a replaced order as filled, the order still REPLACED', async () => {
+    const client = await t.newAccount('Late fill after replace');
+    const order = await client.submittedOrder({ quantity: '5' });
+    expect((await client.replaceOrder(order.id, { quantity: '3' })).error).toBeNull();
+    const beforeReplace = new Date(Date.parse(order.submittedAt) + 1).toISOString();
+    expect((await client.recordFill({ orderSubmissionId: order.id, executionId: 'late-1', quantity: '2', executedAt: beforeReplace, ...FILL })).error).toBeNull();
+    expect((await client.recordFill({ orderSubmissionId: order.id, executionId: 'late-2', quantity: '3', executedAt: beforeReplace, ...FILL })).error).toBeNull();
+    expect(await orderNow(client, order.id)).toMatchObject({ status: 'REPLACED', filledQuantity: '5' });
+
+    // submitted and replaced for the old order, submitted for the new one, then the two late fills.
+    const events = await exactlyEvents(client, 7);
+    const ofOld = events.filter((event) => event.type !== 'fill.recorded' && event.data.id === order.id);
+    expect(ofOld.map((event) => [event.type, event.data.status, event.data.filledQuantity])).toEqual([
+      ['order_submission.submitted', 'SUBMITTED', '0'],
+      ['order_submission.replaced', 'REPLACED', '0'],
+      ['order_submission.partially_filled', 'REPLACED', '2'],
+      ['order_submission.filled', 'REPLACED', '5'],
+    ]);
+  });
+
   it('keeps an order event committed while events is down, across a restart of orders, and relays it once', async () => {
     const client = await t.newAccount('Order events outage');
     await t.stack.stopService('events');
