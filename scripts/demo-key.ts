@@ -26,7 +26,9 @@ const curl = (endpoint: string, keyHeader: string) =>
 
 /** Replaces the file with a new one that only its owner can read, whatever the old one's mode was. */
 function keep(file: string, apiKey: string): void {
-  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  // The folder keeps its default mode: the embedded Postgres's data, in it too, belongs to the `postgres`
+  // user when this runs as root, which must be able to enter it. The key file alone is the owner's.
+  mkdirSync(dirname(file), { recursive: true });
   const fresh = `${file}.${process.pid}`;
   writeFileSync(fresh, `${apiKey}\n`, { mode: 0o600, flag: 'wx' });
   renameSync(fresh, file);

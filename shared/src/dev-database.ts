@@ -1,5 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, realpathSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { userInfo } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -48,6 +49,16 @@ async function importWithoutSignalHooks() {
   return EmbeddedPostgres;
 }
 
+async function createDevDatabase(): Promise<void> {
+  const admin = new pg.Client({ host: '127.0.0.1', port: PORT, user: USER, password: PASSWORD, database: 'postgres' });
+  await admin.connect();
+  try {
+    await admin.query(`create database ${DATABASE}`);
+  } finally {
+    await admin.end();
+  }
+}
+
 export interface DevDatabase {
   url: string;
   /** Stops the server if this process started it; a server another process runs is left alone. */
@@ -91,10 +102,36 @@ async function startServer(log: Logger): Promise<ChildProcess> {
   return server;
 }
 
+/**
+ * Which data folder the server on PORT runs: another checkout's `npm start` (or a bench) may hold the
+ * port, and its database is not this one's.
+ */
+async function servedDataDir(): Promise<string> {
+  const client = new pg.Client({ host: '127.0.0.1', port: PORT, user: USER, password: PASSWORD, database: 'postgres', connectionTimeoutMillis: 1_000 });
+  await client.connect();
+  try {
+    return (await client.query<{ data_directory: string }>('show data_directory')).rows[0]!.data_directory;
+  } finally {
+    await client.end();
+  }
+}
+
 export async function ensureDevDatabase(log: Logger): Promise<DevDatabase> {
-  if (await canConnect(DATABASE)) return { url: DEV_DATABASE_URL, stop: async () => undefined };
+  if (await canConnect('postgres')) {
+    const served = await servedDataDir();
+    if (realpathSync(served) !== (existsSync(DATA_DIR) ? realpathSync(DATA_DIR) : DATA_DIR)) {
+      throw new Error(
+        `port ${PORT} serves the embedded Postgres of another folder (${served}), not ${DATA_DIR}: stop that one, or set EMBEDDED_POSTGRES_PORT to another port`,
+      );
+    }
+    log.info({ port: PORT, dataDir: DATA_DIR }, 'using the embedded Postgres already running (left running on exit)');
+    if (!(await canConnect(DATABASE))) await createDevDatabase();
+    return { url: DEV_DATABASE_URL, stop: async () => undefined };
+  }
 
   mkdirSync(DATA_DIR, { recursive: true });
+  // As root the server runs as `postgres`, which must be able to enter `.data` (a folder made 0700 before would stop initdb).
+  if (userInfo().uid === 0) chmodSync(dirname(DATA_DIR), 0o755);
   if (!existsSync(`${DATA_DIR}/PG_VERSION`)) {
     log.info({ dataDir: DATA_DIR }, 'initialising the embedded Postgres data folder');
     const EmbeddedPostgres = await importWithoutSignalHooks();
@@ -111,12 +148,7 @@ export async function ensureDevDatabase(log: Logger): Promise<DevDatabase> {
     }).initialise();
   }
   const server = await startServer(log);
-  if (!(await canConnect(DATABASE))) {
-    const admin = new pg.Client({ host: '127.0.0.1', port: PORT, user: USER, password: PASSWORD, database: 'postgres' });
-    await admin.connect();
-    await admin.query(`create database ${DATABASE}`);
-    await admin.end();
-  }
+  if (!(await canConnect(DATABASE))) await createDevDatabase();
   return {
     url: DEV_DATABASE_URL,
     stop: async () => {
