@@ -99,5 +99,5 @@ if (isMainModule(import.meta.url)) {
     handledFile: process.env.HANDLED_FILE ?? '.webhook-receiver-handled',
     onEvent: (event) => console.log(event.occurredAt, event.type, JSON.stringify(event.data)),
   });
-  console.log(`listening on ${receiver.url}`);
+  console.log(`listening on ${receiver.url} (any path on this port)`);
 }

@@ -89,6 +89,7 @@ describe('with the default limits', () => {
       for (const contentType of ['application/xml', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) {
         const result = await t.stack.post(body, { 'content-type': contentType, 'x-api-key': t.limits.apiKey });
         expect(result.status, contentType).toBe(415);
+        expect(result.body).toEqual({ detail: 'Unsupported Media Type: send a JSON body with the header Content-Type: application/json' });
       }
       // text/plain is what a cross-site form can send: it must not run either.
       for (const headers of [{ 'content-type': 'text/plain' }, {}] as Record<string, string>[]) {

@@ -224,6 +224,7 @@ export function createHttpApp(config: Pick<Config, 'limits' | 'trustProxy'>, log
     const status = error.statusCode ?? 500;
     // A body refused before it was read (413, 415) is discarded first, so the client sees the status.
     await discardRestOfBody(request.raw);
+    if (status === 415) return reply.code(415).send({ detail: 'Unsupported Media Type: send a JSON body with the header Content-Type: application/json' });
     if (status < 500) return reply.code(status).send({ detail: error.message });
     request.log.error({ err: error }, 'request failed');
     return isDependencyOutage(error)

@@ -189,7 +189,8 @@ export class Transport {
       }
     } catch (error) {
       const timedOut = error instanceof DOMException && error.name === 'TimeoutError';
-      throw new AttemptFailure(new OtsConnectionError(timedOut ? `No answer within ${this.options.timeoutMs} ms` : 'The service could not be reached', { cause: error }), true);
+      const message = timedOut ? `No answer from ${this.graphqlUrl} within ${this.options.timeoutMs} ms` : `${this.graphqlUrl} could not be reached`;
+      throw new AttemptFailure(new OtsConnectionError(message, { cause: error }), true);
     }
     const requestId = response.headers.get('x-request-id') ?? undefined;
     const status = response.status;

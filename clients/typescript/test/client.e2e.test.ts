@@ -145,6 +145,11 @@ describe('a call whose answer is lost', () => {
     proxy.dropNextResponses(2, mutation('createStrategy'));
     await expect(client.strategies.create({ name: 'Never answered' })).rejects.toMatchObject({ name: 'OtsConnectionError' });
   });
+
+  it('names the address it could not reach', async () => {
+    const client = new OtsClient({ apiKey: 'svc_live_unused', baseUrl: 'http://127.0.0.1:1', maxNetworkRetries: 0 });
+    await expect(client.viewer()).rejects.toMatchObject({ name: 'OtsConnectionError', message: 'http://127.0.0.1:1/graphql could not be reached' });
+  });
 });
 
 describe('a call whose first attempt is still running', () => {

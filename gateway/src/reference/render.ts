@@ -146,7 +146,7 @@ export function exampleOperation(root: string, field: GraphQLField<unknown, unkn
 function curlOf(root: string, document: string): string {
   const body = JSON.stringify({ query: document.replace(/\s+/g, ' ') }).replace(/'/g, `'\\''`);
   if (root === 'Subscription') {
-    return `curl -N http://127.0.0.1:4000/graphql/stream -H 'content-type: application/json' -H 'accept: text/event-stream' -H "X-API-Key: $KEY" -d '${body}'`;
+    return `curl -sN http://127.0.0.1:4000/graphql/stream -H 'content-type: application/json' -H 'accept: text/event-stream' -H "X-API-Key: $KEY" -d '${body}'`;
   }
   const idempotency = root === 'Mutation' ? ` -H "Idempotency-Key: $(node -p 'crypto.randomUUID()')"` : '';
   return `curl -s http://127.0.0.1:4000/graphql -H 'content-type: application/json' -H "X-API-Key: $KEY"${idempotency} -d '${body}'`;
@@ -242,7 +242,7 @@ export function renderDocs(publishedSdl: string, supergraphSdl: string): DocsPag
     'index.html': page('Guide', GUIDE),
     'reference.html': page(
       'API reference',
-      `<h1>API reference</h1><p>Every operation of <code>POST /graphql</code>, generated from the published schema. Examples use <code>$KEY</code>: <code>KEY=$(cat .data/demo-api-key)</code> after <code>npm start</code>.</p>${toc.join('')}${operations.join('\n')}<h2 id="types">Types</h2>${types.map(typeSection).join('\n')}`,
+      `<h1>API reference</h1><p>Every operation of <code>POST /graphql</code>, generated from the published schema. Examples use <code>$KEY</code>: <code>KEY=$(cat .data/demo-api-key)</code> after <code>npm start</code>; put one of your own ids where an example says <code>&lt;id&gt;</code>. A mutation example does what it says to your account's data as written: <code>cancelOrderSubmissions</code> cancels your open AAPL orders, <code>createWebhookEndpoint</code> makes an endpoint that is sent every event, and <code>recordFill</code>'s <code>executionId</code> must be new for each fill.</p>${toc.join('')}${operations.join('\n')}<h2 id="types">Types</h2>${types.map(typeSection).join('\n')}`,
     ),
     'errors.html': page(
       'Error codes',
