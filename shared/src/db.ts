@@ -116,7 +116,10 @@ export function databaseProbe(url: string, applicationName: string): DatabasePro
         return false;
       }
     },
-    close: () => pool.end(),
+    // Once: a server closed twice (a test's stop, then its clean-up) closes its probe once.
+    close: async () => {
+      if (!pool.ended) await pool.end();
+    },
   };
 }
 
