@@ -116,10 +116,19 @@ async function servedDataDir(): Promise<string> {
   }
 }
 
+/** The path with its links resolved, as the server reports its own; as given when it cannot be resolved (not there, or not ours to look into). */
+function canonicalPath(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
 export async function ensureDevDatabase(log: Logger): Promise<DevDatabase> {
   if (await canConnect('postgres')) {
     const served = await servedDataDir();
-    if (realpathSync(served) !== (existsSync(DATA_DIR) ? realpathSync(DATA_DIR) : DATA_DIR)) {
+    if (canonicalPath(served) !== canonicalPath(DATA_DIR)) {
       throw new Error(
         `port ${PORT} serves the embedded Postgres of another folder (${served}), not ${DATA_DIR}: stop that one, or set EMBEDDED_POSTGRES_PORT to another port`,
       );
