@@ -4,6 +4,7 @@ import { GraphQLError } from 'graphql';
 import { ASSERTION_HEADER, type CallerIdentity } from '@ots/shared/assertion';
 import { HttpCallError, postJson, type HttpAnswer } from '@ots/shared/http-client';
 import { timedSubgraphFetch } from '@ots/shared/metrics';
+import { OUTCOME_UNKNOWN_EXTENSION } from '@ots/shared/outage-payloads';
 import { REQUEST_ID_HEADER } from '@ots/shared/subgraph-server';
 
 export interface GatewayContext {
@@ -15,7 +16,9 @@ export interface GatewayContext {
   /**
    * Those of them that may have acted on the request though they did not answer: it was sent (a
    * timeout, a reset, a 5xx), and a subgraph runs on after the gateway gives up. The others were
-   * never reached (connection refused, a name that does not resolve), so nothing of theirs ran.
+   * never reached (connection refused, a name that does not resolve), so nothing of theirs ran. Also
+   * a subgraph that answered an outage payload whose write may have committed (its database
+   * connection broke mid-statement: OUTCOME_UNKNOWN_EXTENSION).
    */
   servicesThatMayHaveRun: Set<string>;
 }
@@ -92,6 +95,12 @@ export class AuthenticatedDataSource extends RemoteGraphQLDataSource<GatewayCont
 
   override async errorFromResponse(response: FetcherResponse) {
     return response.status >= 500 ? new SubgraphUnavailable(this.serviceName, true) : super.errorFromResponse(response);
+  }
+
+  /** A subgraph's outage payload that may hide a committed write (OUTCOME_UNKNOWN_EXTENSION) counts as one that may have run. */
+  override didReceiveResponse({ response, context }: Parameters<NonNullable<RemoteGraphQLDataSource<GatewayContext>['didReceiveResponse']>>[0]) {
+    if (response.extensions?.[OUTCOME_UNKNOWN_EXTENSION] === true) context.servicesThatMayHaveRun.add(this.serviceName);
+    return response;
   }
 
   override didEncounterError(error: Error, _request: unknown, _response?: unknown, context?: GatewayContext) {

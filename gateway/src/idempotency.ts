@@ -131,8 +131,10 @@ function ranNothing(answer: string, claim: Claim, owners: ReadonlyMap<string, st
   const data = isRecord(parsed.data) ? parsed.data : {};
   const errors: unknown[] = Array.isArray(parsed.errors) ? parsed.errors : [];
   return claim.rootFields.every(({ key, name }) => {
-    if (data[key] !== null && data[key] !== undefined) return isOutagePayload(data[key]);
-    const outages = errors.map((error) => outageOfRootField(error, key, owners.get(`Mutation.${name}`), claim.context));
+    const owner = owners.get(`Mutation.${name}`);
+    // An outage payload says nothing ran, unless its subgraph's database connection broke mid-statement.
+    if (data[key] !== null && data[key] !== undefined) return isOutagePayload(data[key]) && !(owner !== undefined && claim.context.servicesThatMayHaveRun.has(owner));
+    const outages = errors.map((error) => outageOfRootField(error, key, owner, claim.context));
     return outages.includes('nothing-ran') && !outages.includes('may-have-run');
   });
 }

@@ -2,7 +2,11 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
 import { createLogger } from '@ots/shared/logger';
+import { runService } from '@ots/shared/service';
+import { TcpProxy } from '@ots/shared/testing/tcp-proxy';
+import { strategiesService } from '@ots/strategies/service';
 import type { RunningServer } from '@ots/shared/subgraph-server';
 import { createKey, IdempotencyStore, openKeyStore, type OpenedKeyStore } from '@ots/accounts';
 import { useStack, type ApiClient } from '../../testing/fixture.ts';
@@ -541,6 +545,48 @@ describe('Idempotency-Key', () => {
       expect(app.runs()).toBe(1);
     } finally {
       await app.close();
+    }
+  });
+
+  it("keeps the outage payload of a write whose database connection broke while it committed: the retry is replayed it and runs nothing", async () => {
+    const database = new URL(t.stack.databaseUrl);
+    const admin = new pg.Client({ connectionString: t.stack.databaseUrl });
+    await admin.connect();
+    // A commit that takes a second (a deferred trigger), during which the connection is cut: Postgres
+    // commits all the same, and the service's driver only sees the connection end.
+    await admin.query(`create function strategies.slow_commit() returns trigger language plpgsql as $$ begin perform pg_sleep(1); return null; end $$`);
+    await admin.query(`create constraint trigger slow_commit after insert on strategies.strategies deferrable initially deferred
+      for each row when (new.name like 'Cut while committing%') execute function strategies.slow_commit()`);
+    const proxy = new TcpProxy(database.hostname, Number(database.port || 5432));
+    await proxy.start();
+    const proxied = Object.assign(new URL(t.stack.databaseUrl), { hostname: '127.0.0.1', port: String(proxy.port) });
+    const logger = createLogger('cut-commit', 'silent');
+    const strategies = await runService(strategiesService, { config: { ...t.stack.config, databaseUrl: proxied.toString() }, port: 0, logger });
+    let gateway: RunningServer | undefined;
+    try {
+      gateway = await t.stack.anotherGateway({ config: { subgraphUrls: { ...t.stack.config.subgraphUrls, strategies: strategies.url } }, logger });
+      const key = freshKey();
+      const name = `Cut while committing ${key}`;
+      const first = send(t.alice, key, CREATE_STRATEGY, { name }, gateway.url);
+      const sleeping = async () => Number((await admin.query(`select count(*) from pg_stat_activity where wait_event = 'PgSleep' and datname = current_database()`)).rows[0].count);
+      await expect.poll(sleeping, { timeout: 10_000, interval: 20 }).toBe(1);
+      await proxy.cut();
+      const answered = await first;
+      expect(answered.body).toEqual({ data: { createStrategy: { strategy: null, error: { code: 'TEMPORARILY_UNAVAILABLE' } } } });
+      await proxy.restore();
+      // The commit went through: the strategy exists, once.
+      await expect.poll(() => strategiesNamed(t.alice, name), { timeout: 10_000 }).toBe(1);
+      const retried = await send(t.alice, key, CREATE_STRATEGY, { name }, gateway.url);
+      expect(retried.headers.get('idempotent-replayed')).toBe('true');
+      expect(retried.body).toEqual(answered.body);
+      expect(await strategiesNamed(t.alice, name)).toBe(1);
+    } finally {
+      await gateway?.close();
+      await strategies.close();
+      await proxy.cut();
+      await admin.query('drop trigger slow_commit on strategies.strategies');
+      await admin.query('drop function strategies.slow_commit()');
+      await admin.end();
     }
   });
 

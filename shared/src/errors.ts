@@ -54,6 +54,30 @@ const OUTAGE_SQLSTATES = /^(08...|57P0[123]|53300)$/;
 const OUTAGE_MESSAGES = /timeout|Connection terminated|not queryable|Connection is closed/i;
 
 /**
+ * What pg and Node say when a connection broke while a statement was on it, sent and not answered.
+ * "Not queryable" is what a transaction's ROLLBACK gets after its COMMIT lost the connection that way,
+ * and the error the transaction then throws; it also comes of a connection that broke between two
+ * statements of a request, when nothing of the next one was sent, and then errs on the safe side.
+ */
+const MID_STATEMENT_ERRNOS = new Set(['ECONNRESET', 'EPIPE']);
+const MID_STATEMENT_MESSAGES = /Connection terminated|Query read timeout|not queryable/i;
+
+/**
+ * An outage after which a write may have committed all the same: the connection broke while a
+ * statement was on it, and Postgres commits what it was sent whether or not its answer arrives. A
+ * refused or unresolvable connection, a full pool, or an error Postgres itself reported (it rolled
+ * the statement back) ran nothing.
+ */
+export function mayHaveCommitted(error: unknown, depth = 0): boolean {
+  if (!(error instanceof Error) || depth > 5) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && MID_STATEMENT_ERRNOS.has(code)) return true;
+  if (MID_STATEMENT_MESSAGES.test(error.message)) return true;
+  const inner = [error.cause, ...(error instanceof AggregateError ? error.errors : [])];
+  return inner.some((cause) => mayHaveCommitted(cause, depth + 1));
+}
+
+/**
  * A database, cache or network dependency that did not answer (not our own bug): clients are told
  * TEMPORARILY_UNAVAILABLE so that they retry (contract section 7). Looks through `cause` and the
  * errors of an AggregateError (a connection tried on both IPv4 and IPv6).

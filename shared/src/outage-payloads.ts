@@ -1,6 +1,29 @@
+import type { ApolloServerPlugin } from '@apollo/server';
 import { defaultFieldResolver, getNamedType, isNonNullType, isObjectType, type GraphQLSchema } from 'graphql';
-import { isDependencyOutage, payloadError, TEMPORARILY_UNAVAILABLE_MESSAGE } from './errors.ts';
+import { isDependencyOutage, mayHaveCommitted, payloadError, TEMPORARILY_UNAVAILABLE_MESSAGE } from './errors.ts';
 import type { Logger } from './logger.ts';
+
+/**
+ * The extension of a subgraph's answer whose outage payload may hide a committed write (`mayHaveCommitted`):
+ * the gateway then keeps that answer for an Idempotency-Key instead of letting a retry run the
+ * mutation again. The gateway does not pass a subgraph's extensions on to clients.
+ */
+export const OUTCOME_UNKNOWN_EXTENSION = 'outcomeUnknown';
+
+/** The requests (by context) whose outage payload may hide a committed write. */
+const outcomeUnknown = new WeakSet<object>();
+
+/** Marks such an answer with OUTCOME_UNKNOWN_EXTENSION. */
+export function outcomeUnknownPlugin(): ApolloServerPlugin {
+  return {
+    requestDidStart: async () => ({
+      willSendResponse: async ({ contextValue, response }) => {
+        if (!outcomeUnknown.has(contextValue) || response.body.kind !== 'single') return;
+        response.body.singleResult.extensions = { ...response.body.singleResult.extensions, [OUTCOME_UNKNOWN_EXTENSION]: true };
+      },
+    }),
+  };
+}
 
 /**
  * Contract section 7: a database or other dependency that does not answer during a mutation is its
@@ -21,6 +44,7 @@ export function answerOutagesInPayloads(schema: GraphQLSchema): GraphQLSchema {
       } catch (error) {
         if (!isDependencyOutage(error)) throw error;
         context.log?.warn({ err: error, path: [info.fieldName] }, 'a dependency did not answer');
+        if (mayHaveCommitted(error)) outcomeUnknown.add(context);
         return { error: payloadError('TEMPORARILY_UNAVAILABLE', TEMPORARILY_UNAVAILABLE_MESSAGE) };
       }
     };

@@ -13,7 +13,7 @@ import type { Config, SubgraphProcessConfig } from './config.ts';
 import { CLIENT_SAFE_CODES, isDependencyOutage, MASKED_MESSAGE, TEMPORARILY_UNAVAILABLE_MESSAGE } from './errors.ts';
 import { discardRestOfBody, serverTimeouts } from './http-edge.ts';
 import type { Logger } from './logger.ts';
-import { answerOutagesInPayloads } from './outage-payloads.ts';
+import { answerOutagesInPayloads, outcomeUnknownPlugin } from './outage-payloads.ts';
 import { missingScope, nestedFieldScopes, rootFieldScopes, scopeSet, type ScopeRequirement } from './scopes.ts';
 import { refuseIllFormedStrings } from './string-inputs.ts';
 import type { SubgraphRouteContract } from './subgraph-route.ts';
@@ -297,7 +297,7 @@ export async function startSubgraphServer<Context extends BaseContext>(options: 
     // Inline traces would hand per-field timings to whoever calls the subgraph. No field has a
     // cache hint and no answer is cached (every request is an authenticated POST), so the cache
     // control plugin Apollo installs by default would only wrap every field's resolver.
-    plugins: [fastifyApolloDrainPlugin(app), ApolloServerPluginInlineTraceDisabled(), ApolloServerPluginCacheControlDisabled(), requestLogPlugin()],
+    plugins: [fastifyApolloDrainPlugin(app), ApolloServerPluginInlineTraceDisabled(), ApolloServerPluginCacheControlDisabled(), requestLogPlugin(), outcomeUnknownPlugin()],
   });
   await apollo.start();
 
