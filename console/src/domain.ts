@@ -18,13 +18,13 @@ export function tokenFromFragment(hash: string): string | undefined {
 
 export const EXPIRY_CHOICES: { value: ExpiryChoice; label: string }[] = [
   { value: 'never', label: 'Never' },
-  { value: '30d', label: 'In 30 days' },
-  { value: '90d', label: 'In 90 days' },
-  { value: 'date', label: 'On a date' },
+  { value: '30d', label: '30 days' },
+  { value: '90d', label: '90 days' },
+  { value: 'date', label: 'A date' },
 ];
 
 export const GRACE_CHOICES: { value: GraceChoice; label: string }[] = [
-  { value: 'now', label: 'Now: the old key stops working at once' },
+  { value: 'now', label: 'Now' },
   { value: '1h', label: '1 hour' },
   { value: '24h', label: '24 hours' },
   { value: '7d', label: '7 days' },
@@ -227,7 +227,7 @@ export function durationText(ms: number): string {
 }
 
 export const SECRET_GRACE_CHOICES: { value: GraceChoice; label: string }[] = [
-  { value: 'now', label: 'Now: the old secret stops signing at once' },
+  { value: 'now', label: 'Now' },
   { value: '1h', label: '1 hour' },
   { value: '24h', label: '24 hours' },
   { value: '7d', label: '7 days' },

@@ -1,5 +1,5 @@
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from 'react';
-import { createConsoleApi, type ConsoleApi, type Session } from './api.ts';
+import { ApiError, createConsoleApi, type ConsoleApi, type Session } from './api.ts';
 
 interface SessionState {
   /** undefined while the first look-up runs; null when signed out. */
@@ -41,13 +41,16 @@ export function SessionProvider({ children }: { children: ReactNode }) {
     setSession(next);
   }, []);
 
+  // Signed out here only once the server has ended the session (or had none): a page that looked
+  // signed out over a live session would leave it to the next person at the computer.
   const signOut = useCallback(async () => {
     try {
       await consoleApi.signOut();
-    } finally {
-      setNotice(undefined);
-      setSession(null);
+    } catch (failure) {
+      if (!(failure instanceof ApiError && failure.status === 401)) throw failure;
     }
+    setNotice(undefined);
+    setSession(null);
   }, [consoleApi]);
 
   const value = useMemo(() => ({ session, notice, signedIn, signOut }), [session, notice, signedIn, signOut]);

@@ -65,7 +65,7 @@ describe('a dialog with a request in flight, in Chromium', () => {
     // Roll it with no grace: the old key stops at once, so the new one must reach the owner.
     await page.getByRole('button', { name: 'Roll', exact: true }).click();
     const roll = await shown(page.getByRole('dialog'));
-    await roll.getByLabel('Grace period').selectOption({ label: 'Now: the old key stops working at once' });
+    await roll.getByLabel('Grace period').selectOption({ label: 'Now' });
     held = await holdAnswer(page, /\/console\/api\/keys\/[^/]+\/roll$/);
     await roll.getByRole('button', { name: 'Roll key' }).click();
     await held.serverAnswered;
@@ -94,7 +94,7 @@ describe('a dialog with a request in flight, in Chromium', () => {
     // Rotate its secret with no grace.
     await page.getByRole('button', { name: 'Rotate secret' }).click();
     const rotate = await shown(page.getByRole('dialog', { name: 'Rotate signing secret' }));
-    await rotate.getByLabel('Grace period').selectOption({ label: 'Now: the old secret stops signing at once' });
+    await rotate.getByLabel('Grace period').selectOption({ label: 'Now' });
     held = await holdAnswer(page, /\/console\/api\/webhooks\/[^/]+\/rotate-secret$/);
     await rotate.getByRole('button', { name: 'Rotate secret' }).click();
     await held.serverAnswered;
@@ -103,6 +103,27 @@ describe('a dialog with a request in flight, in Chromium', () => {
     expect(await (await shown(page.getByRole('textbox', { name: 'New signing secret' }))).inputValue()).toMatch(/^whsec_/);
 
     expect(consoleErrors).toEqual([]);
+    await page.context().close();
+  }, 60_000);
+
+  it('stays signed in, and says so, when the server does not take the sign-out; signs out once it does', async () => {
+    const { setPasswordUrl } = await newAccountWithOwner(t, 'Careful Leavers');
+    const { page } = await openSession(t.browser);
+    await setPassword(page, setPasswordUrl);
+    await shown(page.getByRole('heading', { level: 1, name: 'Careful Leavers' }));
+
+    await page.route(/\/console\/api\/sign-out$/, (route) => route.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ detail: 'Temporarily unavailable' }) }));
+    await page.getByRole('link', { name: 'Sign out' }).click();
+    expect(await (await shown(page.getByRole('alert'))).textContent()).toContain('Signing out failed, and you are still signed in');
+    // The session is still live on the server: a reload shows the console, not the sign-in page.
+    await page.reload();
+    await shown(page.getByRole('heading', { level: 1, name: 'Careful Leavers' }));
+
+    await page.unroute(/\/console\/api\/sign-out$/);
+    await page.getByRole('link', { name: 'Sign out' }).click();
+    await shown(page.getByRole('button', { name: 'Sign in' }));
+    await page.reload();
+    await shown(page.getByRole('button', { name: 'Sign in' }));
     await page.context().close();
   }, 60_000);
 });

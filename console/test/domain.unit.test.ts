@@ -32,7 +32,7 @@ describe('the create-key form', () => {
     expect(createKeyRequest({ ...form, label: 'x'.repeat(100) }, NOW)).toMatchObject({ ok: true });
   });
 
-  it('takes today (UTC) or a later date, and only with "On a date"', () => {
+  it('takes today (UTC) or a later date, and only with "A date"', () => {
     expect(earliestExpiryDate(NOW)).toBe('2026-11-23');
     expect(earliestExpiryDate(new Date('2026-11-23T23:59:59.999Z'))).toBe('2026-11-23');
     expect(createKeyRequest({ ...form, expires: 'date', expiresOn: '' }, NOW)).toMatchObject({ ok: false, field: 'expiresOn' });

@@ -1,6 +1,8 @@
-import type { MouseEvent } from 'react';
+import { useState, type MouseEvent } from 'react';
 import { NavLink, Outlet, useNavigate } from 'react-router';
 import { useSession, useSignedIn } from '../session.tsx';
+import { failureText } from './ConfirmDialog.tsx';
+import { ErrorCallout } from './ErrorCallout.tsx';
 import { Logo } from './Logo.tsx';
 
 export function Layout() {
@@ -8,10 +10,19 @@ export function Layout() {
   const { signOut } = useSession();
   const navigate = useNavigate();
 
-  // A link, as the contract names it, that posts the sign-out before it goes to the sign-in page.
+  const [signOutFailure, setSignOutFailure] = useState<string>();
+
+  // A link, as the contract names it, that posts the sign-out before it goes to the sign-in page; a
+  // sign-out the server did not take leaves the owner here, signed in and told so.
   const onSignOut = async (event: MouseEvent<HTMLAnchorElement>) => {
     event.preventDefault();
-    await signOut();
+    setSignOutFailure(undefined);
+    try {
+      await signOut();
+    } catch (failure) {
+      setSignOutFailure(`Signing out failed, and you are still signed in: ${failureText(failure)}`);
+      return;
+    }
     navigate('/sign-in', { replace: true });
   };
 
@@ -65,6 +76,7 @@ export function Layout() {
         </div>
       </header>
       <main id="main" className="main" tabIndex={-1}>
+        <ErrorCallout message={signOutFailure} />
         <Outlet />
       </main>
     </div>

@@ -186,7 +186,7 @@ export function RollKeyDialog({ apiKey, onClose, onRolled }: { apiKey: ApiKey; o
       )}
     >
       Rolling makes a new key to replace <code>{apiKey.displayPrefix}</code>. The old key keeps working for the grace period, so you
-      can deploy the new one first.
+      can deploy the new one first; with &ldquo;Now&rdquo; it stops working at once.
     </GraceDialog>
   );
 }

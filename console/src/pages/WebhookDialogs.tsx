@@ -105,7 +105,7 @@ export function RotateSecretDialog({ endpoint, onClose, onRotated }: { endpoint:
       )}
     >
       A new secret replaces the one that signs webhooks to <code className="break">{endpoint.url}</code>. During the grace period both
-      sign each webhook, so your receiver can switch without missing one.
+      sign each webhook, so your receiver can switch without missing one; with &ldquo;Now&rdquo; the old one stops signing at once.
     </GraceDialog>
   );
 }
