@@ -149,6 +149,8 @@ function permissions(parsed: Parsed): KeyPermissionsInput {
 
 function keyView(key: ApiKeyRow, replaces: ApiKeyRow | undefined) {
   return {
+    // `keyId`, as every other command names a key's id, so that a list's output feeds `key revoke` and `key roll`; `id` as before.
+    keyId: key.id,
     id: key.id,
     name: key.name,
     environment: key.environment,

@@ -12,7 +12,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const KEY = /^svc_live_[0-9A-Za-z]{38}$/;
 /** The contract's key fields, with what issue 22 added: scopes, allowed addresses and the roll chain. */
-const KEY_FIELDS = ['allowedCidrs', 'createdAt', 'displayPrefix', 'environment', 'expiresAt', 'id', 'lastUsedAt', 'name', 'replacedByKeyId', 'replacesKeyId', 'revokedAt', 'scopes'];
+const KEY_FIELDS = ['allowedCidrs', 'createdAt', 'displayPrefix', 'environment', 'expiresAt', 'id', 'keyId', 'lastUsedAt', 'name', 'replacedByKeyId', 'replacesKeyId', 'revokedAt', 'scopes'];
 
 let stack: TestStack;
 let db: pg.Client;
@@ -183,7 +183,11 @@ describe('every command, with --json and without', () => {
     const out = jsonOf(json);
     expect(Object.keys(out)).toEqual(['keys']);
     expect(out.keys).toHaveLength(2);
-    for (const key of out.keys) expect(Object.keys(key).sort()).toEqual(KEY_FIELDS);
+    for (const key of out.keys) {
+      expect(Object.keys(key).sort()).toEqual(KEY_FIELDS);
+      // Named as every other command names a key's id, so that a list feeds `key revoke` and `key roll`.
+      expect(key.keyId).toBe(key.id);
+    }
     const listed = new Map(out.keys.map((key: { id: string }) => [key.id, key]));
     expect(listed.get(first.keyId)).toMatchObject({
       name: 'bot',
