@@ -33,7 +33,7 @@ import {
   type ReplaceOrderInput,
   type SubmitOrderInput,
 } from './domain.ts';
-import type { Liquidity } from './generated/enums.ts';
+import type { Liquidity, OrderStatus } from './generated/enums.ts';
 import { draftOf, fillData, fillStateOf, newOrderRow, orderEvent } from './mappers.ts';
 import * as repository from './repository.ts';
 import type { OrderPage, OrderRow, OrdersDb } from './repository.ts';
@@ -47,12 +47,12 @@ import type { StrategyLookup } from './strategy-lookup.ts';
 export type OrdersScope = Scope<OrdersDb>;
 
 /**
- * A fill that completes the order's quantity is `filled`, a late one included (a cancelled order
- * turns FILLED; a replaced one stays REPLACED, and its quantity is done all the same); any other is
- * a partial fill, whatever the status.
+ * The type names the status the fill leaves: `filled` when it makes the order FILLED (a late fill
+ * completing a cancelled one included), `partially_filled` for any other, a late fill that completes a
+ * replaced order too (it stays REPLACED; its `data` shows the quantity filled), so that a consumer that
+ * takes an event's type for the order's status is never told FILLED of an order the API shows REPLACED.
  */
-const fillEventType = (next: Pick<FillState, 'quantity' | 'filledQuantity'>): EventType =>
-  next.filledQuantity.eq(next.quantity) ? 'order_submission.filled' : 'order_submission.partially_filled';
+const fillEventType = (status: OrderStatus): EventType => (status === 'FILLED' ? 'order_submission.filled' : 'order_submission.partially_filled');
 
 /** What a compare-and-set write answers when the order is no longer the version its decision was made on. */
 const CHANGED = Symbol('order changed');
@@ -247,7 +247,7 @@ export async function applyFill({ db, accountId }: OrdersScope, fill: FillReques
 
 /** Writes the fill's application on `order` if that is still the order's version; undefined if it is not. */
 async function writeFillApplication(db: OrdersDb, order: OrderRow, fill: FillRequest, next: FillState) {
-  const event = orderEvent(fillEventType(next), {
+  const event = orderEvent(fillEventType(next.status), {
     ...order,
     status: next.status,
     filled_quantity: next.filledQuantity.toFixed(),

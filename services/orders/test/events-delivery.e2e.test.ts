@@ -66,7 +66,7 @@ describe('order and fill events (transactional outbox)', () => {
     expect(fillEvents[1]!.data.orderSubmission).toEqual(asEventData(filled));
   });
 
-  it('reports a late fill that completes a replaced order as filled, the order still REPLACED', async () => {
+  it('reports a late fill that completes a replaced order as partially_filled: the order stays REPLACED, its data shows the quantity filled', async () => {
     const client = await t.newAccount('Late fill after replace');
     const order = await client.submittedOrder({ quantity: '5' });
     expect((await client.replaceOrder(order.id, { quantity: '3' })).error).toBeNull();
@@ -82,7 +82,7 @@ describe('order and fill events (transactional outbox)', () => {
       ['order_submission.submitted', 'SUBMITTED', '0'],
       ['order_submission.replaced', 'REPLACED', '0'],
       ['order_submission.partially_filled', 'REPLACED', '2'],
-      ['order_submission.filled', 'REPLACED', '5'],
+      ['order_submission.partially_filled', 'REPLACED', '5'],
     ]);
   });
 
