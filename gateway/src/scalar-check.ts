@@ -112,6 +112,11 @@ function checkLiterals(schema: GraphQLSchema, document: DocumentNode): GraphQLEr
           const argument = typeInfo.getArgument();
           if (argument) checkLiteral(node.value, argument.type, node.name.value);
         },
+        // A variable's default is a literal too, used when the request's variables leave it out.
+        VariableDefinition(node) {
+          const type = typeFromAST(schema, node.type) as GraphQLInputType | undefined;
+          if (node.defaultValue && type) checkLiteral(node.defaultValue, type, `$${node.variable.name.value}`);
+        },
       }),
     );
     return undefined;

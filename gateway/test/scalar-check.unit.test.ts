@@ -56,6 +56,14 @@ describe('checkScalarInputs: Decimal and DateTime values checked at the gateway'
     expect(queryRefusal('query ($w: DateTime!) { at(when: $w) }', { w: '2026-11-21T14:03:07' }).extensions).toMatchObject({ argumentName: '$w' });
   });
 
+  it("refuses a variable's default value as it refuses a literal, when the request leaves the variable out", () => {
+    expect(queryRefusal('mutation ($q: Decimal! = 1) { submit(input: { symbol: "A", quantity: $q }) }').extensions).toMatchObject({ code: 'BAD_USER_INPUT', argumentName: '$q' });
+    expect(queryRefusal('mutation ($q: Decimal! = "1e3") { submit(input: { symbol: "A", quantity: $q }) }').extensions).toMatchObject({ argumentName: '$q' });
+    expect(queryRefusal('query ($d: DateTime = "nope") { list(filter: { after: $d }) }').extensions).toMatchObject({ argumentName: '$d' });
+    expect(queryRefusal('query ($f: Filter = { after: "nope" }) { list(filter: $f) }').extensions).toMatchObject({ argumentName: '$f.after' });
+    expect(() => check('mutation ($q: Decimal! = "2") { submit(input: { symbol: "A", quantity: $q }) }')).not.toThrow();
+  });
+
   it('the message says what is wrong without echoing anything but the value', () => {
     const error = queryRefusal('mutation { submit(input: { symbol: "A", quantity: "12.345678901234" }) }');
     expect(error.message).toMatch(/input\.quantity/);
