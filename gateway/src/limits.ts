@@ -75,18 +75,37 @@ export function depthLimit(maxDepth: number): ValidationRule {
   };
 }
 
-/** Aliases anywhere in the document, fragments included. */
+/**
+ * The aliases an operation executes: a fragment's count once per spread, as the response holds them
+ * (a fragment of 15 aliases spread three times is 45). Each fragment is counted once and its count
+ * reused, so fragments that spread each other twice over, level upon level, cost one pass; one being
+ * counted counts for nothing the second time (a cycle, which NoFragmentCycles refuses).
+ */
 export function aliasLimit(maxAliases: number): ValidationRule {
   return (context) => {
-    let aliases = 0;
+    const fragments = fragmentsOf(context.getDocument());
+    const fragmentAliases = new Map<string, number>();
+    const aliasesIn = (selectionSet: SelectionSetNode): number => {
+      let aliases = 0;
+      for (const selection of selectionSet.selections) {
+        if (selection.kind === Kind.FIELD) aliases += (selection.alias ? 1 : 0) + (selection.selectionSet ? aliasesIn(selection.selectionSet) : 0);
+        else if (selection.kind === Kind.INLINE_FRAGMENT) aliases += aliasesIn(selection.selectionSet);
+        else aliases += aliasesOfFragment(selection.name.value);
+      }
+      return aliases;
+    };
+    const aliasesOfFragment = (name: string): number => {
+      if (!fragmentAliases.has(name)) {
+        fragmentAliases.set(name, 0);
+        const fragment = fragments.get(name);
+        if (fragment) fragmentAliases.set(name, aliasesIn(fragment.selectionSet));
+      }
+      return fragmentAliases.get(name)!;
+    };
     return {
-      Field(field) {
-        if (field.alias) aliases += 1;
-      },
-      Document: {
-        leave() {
-          if (aliases > maxAliases) context.reportError(tooComplex(`The document uses ${aliases} aliases; the limit is ${maxAliases}`));
-        },
+      OperationDefinition(operation) {
+        const aliases = aliasesIn(operation.selectionSet);
+        if (aliases > maxAliases) context.reportError(tooComplex(`The document uses ${aliases} aliases; the limit is ${maxAliases}`));
       },
     } satisfies ASTVisitor;
   };

@@ -109,6 +109,21 @@ describe('aliasLimit', () => {
       fragment F on Query { ${Array.from({ length: 6 }, (_, i) => `f${i}: viewer { id }`).join(' ')} }`;
     expect(errorsOf(nestedAliases, aliasLimit(15))).toHaveLength(1);
   });
+
+  it('counts a fragment once per spread, as the response holds its aliases, and walks each fragment once', () => {
+    const fragment = `fragment F on OrderSubmission { ${Array.from({ length: 6 }, (_, i) => `f${i}: id`).join(' ')} }`;
+    const spreadOnce = `{ orderSubmission(id: "x") { ...F } }\n${fragment}`;
+    const spreadThrice = `{ orderSubmission(id: "x") { ...F replacedBy { ...F replacedBy { ...F } } } }\n${fragment}`;
+    expect(errorsOf(spreadOnce, aliasLimit(15))).toEqual([]);
+    expect(errorsOf(spreadThrice, aliasLimit(15)).map((error) => error.message)).toEqual(['The document uses 18 aliases; the limit is 15']);
+    // Forty levels of fragments, each spreading the next twice: counted without walking 2^40 paths.
+    const levels = Array.from({ length: 40 }, (_, level) =>
+      level === 39 ? 'fragment L39 on OrderSubmission { a: id }' : `fragment L${level} on OrderSubmission { ...L${level + 1} replacedBy { ...L${level + 1} } }`,
+    ).join('\n');
+    const started = performance.now();
+    expect(errorsOf(`{ orderSubmission(id: "x") { ...L0 } }\n${levels}`, aliasLimit(15))).toHaveLength(1);
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
 });
 
 describe('costLimit', () => {
