@@ -87,6 +87,43 @@ describe('a database outage says retry', () => {
   });
 });
 
+describe('a subgraph that is down costs only its own root fields, wherever the document puts them', () => {
+  it("through a fragment at the root, and through a non-null field of its below another subgraph's root field", async () => {
+    const down = 'http://127.0.0.1:1/graphql';
+    const ask = (gateway: { url: string }, query: string) => t.stack.post(JSON.stringify({ query }), { ...json, 'x-api-key': t.errs.apiKey }, gateway.url);
+    const strategiesDown = await t.stack.anotherGateway({ config: { subgraphUrls: { ...t.stack.config.subgraphUrls, strategies: down } } });
+    try {
+      for (const query of [
+        '{ viewer { account { id } } ... on Query { listStrategies { nodes { id } } } }',
+        '{ viewer { account { id } } ...S } fragment S on Query { listStrategies { nodes { id } } }',
+      ]) {
+        const read = await ask(strategiesDown, query);
+        expect(read.body.data, query).toEqual({ viewer: { account: { id: t.errs.accountId } }, listStrategies: null });
+        expect(read.body.errors.map((error: { path: string[]; extensions: { code: string } }) => [error.path, error.extensions.code])).toEqual([
+          [['listStrategies'], 'SERVICE_UNAVAILABLE'],
+        ]);
+      }
+    } finally {
+      await strategiesDown.close();
+    }
+    await t.errs.graphql('mutation { createStrategy(input: { name: "Below the root" }) { strategy { id } } }');
+    const ordersDown = await t.stack.anotherGateway({ config: { subgraphUrls: { ...t.stack.config.subgraphUrls, orders: down } } });
+    try {
+      // viewer twice under one key: its selections are merged, whatever is run again.
+      const read = await ask(
+        ordersDown,
+        '{ viewer { account { id } } listStrategies(first: 5) { nodes { id orderSubmissions(first: 5) { nodes { id } } } } viewer { account { name } } }',
+      );
+      expect(read.body.data).toEqual({ viewer: { account: { id: t.errs.accountId, name: expect.any(String) } }, listStrategies: null });
+      expect(read.body.errors.map((error: { path: string[]; extensions: { code: string } }) => [error.path, error.extensions.code])).toEqual([
+        [['listStrategies'], 'SERVICE_UNAVAILABLE'],
+      ]);
+    } finally {
+      await ordersDown.close();
+    }
+  });
+});
+
 describe('a frozen subgraph', () => {
   it("costs only its own fields: viewer stays beside a non-null root field it owns, within the gateway timeout", async () => {
     // Accepts connections and never answers, as a stopped process's listening socket does.
