@@ -110,6 +110,17 @@ async function registerGraphqlRoute(app: FastifyInstance, apollo: ApolloServer<G
       return reply.code(503).header('Retry-After', '1').send(rootFieldErrorsBody(graphqlBody(request), TEMPORARILY_UNAVAILABLE_MESSAGE, 'TEMPORARILY_UNAVAILABLE'));
     });
     onRoutes(graphqlRoutes);
+    // Apollo answers a request it cannot run at all (variables that are not an object, a non-string
+    // operationName) with errors alone; the spec's top-level failure carries `data: null` beside them.
+    graphqlRoutes.addHook('onSend', async (_request, reply, payload) => {
+      if (reply.statusCode !== 400 || typeof payload !== 'string' || !payload.startsWith('{"errors"')) return payload;
+      try {
+        const body = JSON.parse(payload) as Record<string, unknown>;
+        return 'data' in body ? payload : JSON.stringify({ data: null, ...body });
+      } catch {
+        return payload;
+      }
+    });
     await graphqlRoutes.register(fastifyApollo(apollo), {
       method: ['POST'],
       path: '/graphql',

@@ -26,6 +26,14 @@ function expectRefused(result: HttpResult, code: string, message: RegExp) {
 }
 
 describe('mistakes in the request itself are 400s naming them', () => {
+  it('variables that are not an object, an operationName that is not a string: data null beside the errors, as every top-level failure', async () => {
+    for (const body of [{ query: VIEWER, variables: 'x' }, { query: VIEWER, variables: [1] }, { query: VIEWER, operationName: 7 }]) {
+      const result = await post(body);
+      expect(result.status, JSON.stringify(body)).toBe(400);
+      expect(result.body).toMatchObject({ data: null, errors: [expect.objectContaining({ extensions: expect.objectContaining({ code: 'BAD_REQUEST' }) })] });
+    }
+  });
+
   it('an operationName the document does not define', async () => {
     expectRefused(await post({ query: `query Mine ${VIEWER}`, operationName: 'Other' }), 'BAD_REQUEST', /Unknown operation named "Other"/);
   });
