@@ -39,23 +39,21 @@ function keepingOtherSubgraphsData(execute: Executor, owners: ReadonlyMap<string
     // Without the failed subgraphs' own root fields; and when that is still all null (a non-null
     // field of theirs below another root field: a strategy's orderSubmissions), each root field on
     // its own, the failed subgraphs not called again (data-source.ts).
-    let answers: { fields: FieldNode[]; result: Awaited<ReturnType<Executor>> }[] = [];
-    if (candidates.length < rootFields.length) answers = [{ fields: candidates, result: await runWith(candidates) }];
-    if (answers.length === 0 || answers[0]!.result.data == null) {
+    let answers = candidates.length < rootFields.length ? [await runWith(candidates)] : [];
+    if (answers.length === 0 || answers[0]!.data == null) {
       // By response key: selections of one key are merged into one field, and run together.
       const byKey = new Map<string, FieldNode[]>();
       for (const field of candidates) byKey.set(responseKey(field), [...(byKey.get(responseKey(field)) ?? []), field]);
-      answers = [];
-      for (const fields of byKey.values()) answers.push({ fields, result: await runWith(fields) });
+      answers = await Promise.all([...byKey.values()].map(runWith));
     }
-    const served = answers.filter((answer) => answer.result.data != null);
+    const served = answers.filter((answer) => answer.data != null);
     if (served.length === 0) return result;
 
     const data: Record<string, unknown> = {};
     for (const field of rootFields) data[responseKey(field)] ??= null;
-    for (const { result: answer } of served) Object.assign(data, answer.data);
+    for (const answer of served) Object.assign(data, answer.data);
     const outageErrors = (result.errors ?? []).filter((error) => error.extensions?.code === 'SERVICE_UNAVAILABLE');
-    return { ...served[0]!.result, data, errors: [...outageErrors, ...served.flatMap((answer) => answer.result.errors ?? [])] };
+    return { ...served[0]!, data, errors: [...outageErrors, ...served.flatMap((answer) => answer.errors ?? [])] };
   };
 }
 
