@@ -1,4 +1,4 @@
-import type { ApolloServerPlugin } from '@apollo/server';
+import type { ApolloServerPlugin, GraphQLRequestListener } from '@apollo/server';
 import { defaultFieldResolver, getNamedType, isNonNullType, isObjectType, type GraphQLSchema } from 'graphql';
 import { isDependencyOutage, mayHaveCommitted, payloadError, TEMPORARILY_UNAVAILABLE_MESSAGE } from './errors.ts';
 import type { Logger } from './logger.ts';
@@ -13,16 +13,15 @@ export const OUTCOME_UNKNOWN_EXTENSION = 'outcomeUnknown';
 /** The requests (by context) whose outage payload may hide a committed write. */
 const outcomeUnknown = new WeakSet<object>();
 
-/** Marks such an answer with OUTCOME_UNKNOWN_EXTENSION. */
+/** Marks such an answer with OUTCOME_UNKNOWN_EXTENSION. One listener for every request: it keeps no state of its own. */
 export function outcomeUnknownPlugin(): ApolloServerPlugin {
-  return {
-    requestDidStart: async () => ({
-      willSendResponse: async ({ contextValue, response }) => {
-        if (!outcomeUnknown.has(contextValue) || response.body.kind !== 'single') return;
-        response.body.singleResult.extensions = { ...response.body.singleResult.extensions, [OUTCOME_UNKNOWN_EXTENSION]: true };
-      },
-    }),
+  const listener: GraphQLRequestListener<object> = {
+    willSendResponse: async ({ contextValue, response }) => {
+      if (!outcomeUnknown.has(contextValue) || response.body.kind !== 'single') return;
+      response.body.singleResult.extensions = { ...response.body.singleResult.extensions, [OUTCOME_UNKNOWN_EXTENSION]: true };
+    },
   };
+  return { requestDidStart: async () => listener };
 }
 
 /**
