@@ -5,9 +5,36 @@ import type { GatewayContext } from './data-source.ts';
 import { fieldsOf, fragmentsOf } from './root-fields.ts';
 
 type Executor = ApolloGateway['executor'];
+type Answer = Awaited<ReturnType<Executor>>;
 type GatewayLike = Pick<ApolloGateway, 'load' | 'onSchemaLoadOrUpdate' | 'stop'>;
 
 const responseKey = (field: FieldNode) => field.alias?.value ?? field.name.value;
+
+/** The executor's run of the operation with only `fields` at its root. */
+function runWith(execute: Executor, requestContext: Parameters<Executor>[0], fields: FieldNode[]) {
+  const { operation, document } = requestContext;
+  const reducedOperation = { ...operation, selectionSet: { ...operation.selectionSet, selections: fields } };
+  const reducedDocument = { ...document, definitions: document.definitions.map((d) => (d === operation ? reducedOperation : d)) };
+  const source = print(reducedDocument);
+  return execute({ ...requestContext, document: reducedDocument, operation: reducedOperation, source, queryHash: createHash('sha256').update(source).digest('hex') });
+}
+
+/** The root fields by response key, in document order: selections of one key are merged into one field, and run together. */
+function byResponseKey(fields: FieldNode[]): FieldNode[][] {
+  const byKey = new Map<string, FieldNode[]>();
+  for (const field of fields) byKey.set(responseKey(field), [...(byKey.get(responseKey(field)) ?? []), field]);
+  return [...byKey.values()];
+}
+
+/** The answers of runs of parts of one operation as one answer: a part that ran nothing has its root fields null. */
+function merged(rootFields: FieldNode[], answers: Answer[], outageErrors: NonNullable<Answer['errors']>): Answer | undefined {
+  const served = answers.filter((answer) => answer.data != null);
+  if (served.length === 0) return undefined;
+  const data: Record<string, unknown> = {};
+  for (const field of rootFields) data[responseKey(field)] ??= null;
+  for (const answer of served) Object.assign(data, answer.data);
+  return { ...served[0]!, data, errors: [...outageErrors, ...served.flatMap((answer) => answer.errors ?? [])] };
+}
 
 /**
  * Contract section 7: a subgraph that did not answer never costs the others' data. GraphQL nulls the
@@ -16,12 +43,13 @@ const responseKey = (field: FieldNode) => field.alias?.value ?? field.name.value
  * so would one whose root field holds a non-null field of that subgraph's below it. Such a query is
  * run again without the root fields it lost (the failed subgraphs are not called again:
  * data-source.ts), and those fields are null beside the others' data, each named by its
- * SERVICE_UNAVAILABLE error (error-paths.ts). Mutations are never run twice.
+ * SERVICE_UNAVAILABLE error (error-paths.ts). Mutations are never run twice: see `mutationByOwner`.
  */
 function keepingOtherSubgraphsData(execute: Executor, owners: ReadonlyMap<string, string>): Executor {
   return async (requestContext) => {
-    const result = await execute(requestContext);
     const { operation, document } = requestContext;
+    if (operation.operation === 'mutation') return mutationByOwner(execute, owners, requestContext);
+    const result = await execute(requestContext);
     const unavailable = (requestContext.context as Partial<GatewayContext>).unavailableServices;
     if (result.data != null || operation.operation !== 'query' || !unavailable?.size) return result;
     // The root fields as executed, through fragments at the root, each a field of its own.
@@ -30,31 +58,39 @@ function keepingOtherSubgraphsData(execute: Executor, owners: ReadonlyMap<string
     const candidates = rootFields.filter((field) => !owned(field));
     if (candidates.length === 0) return result;
 
-    const runWith = (fields: FieldNode[]) => {
-      const reducedOperation = { ...operation, selectionSet: { ...operation.selectionSet, selections: fields } };
-      const reducedDocument = { ...document, definitions: document.definitions.map((d) => (d === operation ? reducedOperation : d)) };
-      const source = print(reducedDocument);
-      return execute({ ...requestContext, document: reducedDocument, operation: reducedOperation, source, queryHash: createHash('sha256').update(source).digest('hex') });
-    };
     // Without the failed subgraphs' own root fields; and when that is still all null (a non-null
     // field of theirs below another root field: a strategy's orderSubmissions), each root field on
     // its own, the failed subgraphs not called again (data-source.ts).
-    let answers = candidates.length < rootFields.length ? [await runWith(candidates)] : [];
+    let answers = candidates.length < rootFields.length ? [await runWith(execute, requestContext, candidates)] : [];
     if (answers.length === 0 || answers[0]!.data == null) {
-      // By response key: selections of one key are merged into one field, and run together.
-      const byKey = new Map<string, FieldNode[]>();
-      for (const field of candidates) byKey.set(responseKey(field), [...(byKey.get(responseKey(field)) ?? []), field]);
-      answers = await Promise.all([...byKey.values()].map(runWith));
+      answers = await Promise.all(byResponseKey(candidates).map((fields) => runWith(execute, requestContext, fields)));
     }
-    const served = answers.filter((answer) => answer.data != null);
-    if (served.length === 0) return result;
-
-    const data: Record<string, unknown> = {};
-    for (const field of rootFields) data[responseKey(field)] ??= null;
-    for (const answer of served) Object.assign(data, answer.data);
     const outageErrors = (result.errors ?? []).filter((error) => error.extensions?.code === 'SERVICE_UNAVAILABLE');
-    return { ...served[0]!, data, errors: [...outageErrors, ...served.flatMap((answer) => answer.errors ?? [])] };
+    return merged(rootFields, answers, outageErrors) ?? result;
   };
+}
+
+/**
+ * A mutation whose root fields belong to more than one subgraph runs as one run per subgraph's turn,
+ * in document order, one after another as GraphQL runs a mutation's root fields: the payloads are
+ * non-null, so in one run an order that committed would be nulled, with the whole `data`, by another
+ * subgraph's outage, and a client could place it again. A mutation is never run twice, so this is
+ * decided before it runs, not after it failed. A mutation of one subgraph (every SDK call) runs as is.
+ */
+async function mutationByOwner(execute: Executor, owners: ReadonlyMap<string, string>, requestContext: Parameters<Executor>[0]) {
+  const rootFields = fieldsOf(requestContext.operation.selectionSet, fragmentsOf(requestContext.document));
+  const turns: { owner: string; fields: FieldNode[] }[] = [];
+  for (const fields of byResponseKey(rootFields)) {
+    const owner = owners.get(`Mutation.${fields[0]!.name.value}`) ?? '';
+    const last = turns.at(-1);
+    if (last?.owner === owner) last.fields.push(...fields);
+    else turns.push({ owner, fields });
+  }
+  if (turns.length < 2) return execute(requestContext);
+  const answers: Answer[] = [];
+  for (const turn of turns) answers.push(await runWith(execute, requestContext, turn.fields));
+  const failures = answers.filter((answer) => answer.data == null).flatMap((answer) => answer.errors ?? []);
+  return merged(rootFields, answers, failures) ?? { data: null, errors: failures };
 }
 
 /** The gateway, its executor keeping the other subgraphs' data when one does not answer. */

@@ -275,6 +275,32 @@ describe('an outage below a root field', () => {
   });
 });
 
+describe('a mutation across subgraphs, one of them down', () => {
+  it("the write that committed is answered beside the down subgraph's error, so that no client places it again", async () => {
+    const { apiKey: owner } = await t.stack.createAccountWithKey('Mutation across an outage');
+    await t.stack.stopService('strategies');
+    try {
+      const result = await t.stack.graphql(
+        owner,
+        `mutation {
+          placed: submitOrder(input: { symbol: "MSFT", side: BUY, type: MARKET, quantity: "2" }) { orderSubmission { id quantity } error { code } }
+          createStrategy(input: { name: "Breakout" }) { strategy { id } }
+        }`,
+      );
+      expect(result.status).toBe(200);
+      expect(result.body.data.placed).toEqual({ orderSubmission: { id: expect.any(String), quantity: '2' }, error: null });
+      expect(result.body.data.createStrategy).toBeNull();
+      expect(result.body.errors.map((error: { path: string[]; extensions: { code: string } }) => [error.path, error.extensions.code])).toEqual([
+        [['createStrategy'], 'SERVICE_UNAVAILABLE'],
+      ]);
+      const book = await t.stack.graphql(owner, '{ listOrderSubmissions { nodes { id } } }');
+      expect(book.body.data.listOrderSubmissions.nodes).toEqual([{ id: result.body.data.placed.orderSubmission.id }]);
+    } finally {
+      await t.stack.startService('strategies');
+    }
+  });
+});
+
 // Last: it leaves this address over its failure limit (valid keys still pass: failed-auth.e2e).
 describe('failed authentications per client address', () => {
   it('an address over its limit gets 429 for new guesses, while a key the caches know still works from it', async () => {
