@@ -315,10 +315,10 @@ export async function replaceOrderSubmission(
     const replacement = newOrderRow(accountId, draft, orderId);
     // Made first, so relayed first: the old order is replaced, then its replacement submitted.
     const replacedEvent = orderEvent('order_submission.replaced', { ...locked, status: decision.to, replaced_by: replacement.id });
-    const order = await repository.insertOrder(trx, replacement, orderEvent('order_submission.submitted', replacement));
+    const order = await repository.insertOrder(trx, replacement, orderEvent('order_submission.submitted', replacement), locked);
     // Only the clientOrderId can conflict: a concurrent request took it; nothing of ours is kept.
     if (!order) return 'clientOrderIdTaken';
-    const replaced = await repository.markReplaced(trx, accountId, orderId, order.id, replacedEvent);
+    const replaced = await repository.markReplaced(trx, accountId, orderId, order, replacedEvent);
     return ok({ order, replaced });
   });
   if (outcome === 'clientOrderIdTaken') {

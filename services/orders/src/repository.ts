@@ -274,17 +274,21 @@ export type NewOrder = Omit<OrderRow, OrderTimes | 'commit_xid'>;
  * Undefined means that one exists. One statement, no lock but the new row's: submissions of an
  * account never wait for each other.
  */
-export async function insertOrder(db: OrdersDb, order: NewOrder, event: OrderEvent): Promise<OrderRow | undefined> {
-  const [inserted] = await insertOrderStatement(db, { ...order, ...eventParams(event) });
+export async function insertOrder(db: OrdersDb, order: NewOrder, event: OrderEvent, replacing?: OrderRow): Promise<OrderRow | undefined> {
+  const [inserted] = await insertOrderStatement(db, { ...order, ...eventParams(event), replacedUpdatedAt: replacing?.updated_at ?? null });
   return inserted;
 }
 
-const insertOrderStatement = compiledStatement((db: OrdersDb, p: NewOrder & EventParams) =>
+const insertOrderStatement = compiledStatement((db: OrdersDb, p: NewOrder & EventParams & { replacedUpdatedAt: Date | null }) =>
   db
     // The clock while the statement runs, like `changeStamp`: `now()`, the transaction's start, is
     // taken by a statement outside a transaction as it arrives, a moment before that start is
-    // published in pg_stat_activity, where the sync's horizon looks (`readSettledStamp`).
-    .with('clock', (qb) => qb.selectNoFrom(sql<Date>`clock_timestamp()::timestamptz(3)`.as('now')))
+    // published in pg_stat_activity, where the sync's horizon looks (`readSettledStamp`). A
+    // replacement is submitted when the order it replaces is replaced (`markReplaced`), which is a
+    // change of that order, so 1 ms after its last change at the earliest.
+    .with('clock', (qb) =>
+      qb.selectNoFrom(sql<Date>`greatest(clock_timestamp()::timestamptz(3), ${p.replacedUpdatedAt}::timestamptz + interval '1 millisecond')`.as('now')),
+    )
     .with('changed', (qb) =>
       qb
         .insertInto('order_submissions')
@@ -348,18 +352,24 @@ const markCancelledStatement = compiledStatement((db: OrdersDb, p: { accountId: 
   { prepared: true },
 );
 
-/** Marks the order REPLACED by `replacedBy`, with its event; the caller holds the order's lock and has decided on it. */
-export async function markReplaced(db: OrdersDb, accountId: string, id: Uuid, replacedBy: Uuid, event: OrderEvent): Promise<OrderRow> {
-  const [replaced] = await markReplacedStatement(db, { accountId, id, replacedBy, ...eventParams(event) });
+/**
+ * Marks the order REPLACED by `replacement`, with its event; the caller holds the order's lock and has
+ * decided on it. Replaced when its replacement was submitted (`insertOrder` stamped that after the
+ * order's last change), so that the `replaced` event, relayed first, is not later than the
+ * replacement's `submitted`, and `replacedAt` is the replacement's `submittedAt`.
+ */
+export async function markReplaced(db: OrdersDb, accountId: string, id: Uuid, replacement: OrderRow, event: OrderEvent): Promise<OrderRow> {
+  const [replaced] = await markReplacedStatement(db, { accountId, id, replacedBy: replacement.id, at: replacement.submitted_at, ...eventParams(event) });
   if (!replaced) throw new Error(`order ${id} to mark replaced is not in account ${accountId}`);
   return replaced;
 }
 
-const markReplacedStatement = compiledStatement((db: OrdersDb, p: { accountId: string; id: Uuid; replacedBy: Uuid } & EventParams) =>
+const markReplacedStatement = compiledStatement((db: OrdersDb, p: { accountId: string; id: Uuid; replacedBy: Uuid; at: Date } & EventParams) =>
   db
     .with('changed', (qb) =>
-      stampedUpdate(qb)
-        .set({ status: 'REPLACED', replaced_at: changeStamp, replaced_by: p.replacedBy, updated_at: changeStamp })
+      qb
+        .updateTable('order_submissions')
+        .set({ status: 'REPLACED', replaced_at: p.at, replaced_by: p.replacedBy, updated_at: p.at })
         .where('order_submissions.account_id', '=', p.accountId)
         .where('order_submissions.id', '=', p.id)
         .returningAll('order_submissions'),

@@ -117,6 +117,26 @@ describe('replaceOrderSubmission', () => {
     expect(await findOrder(db, accountId, order.id)).toEqual(replaced);
   });
 
+  it('replaces the order when its replacement is submitted: one instant, after its last change, and its events in time order', async () => {
+    const accountId = someAccount();
+    const order = await submitted(accountId);
+    // Its last change stamped by a replica whose clock runs 2 s ahead of this one.
+    const ahead = new Date(Date.now() + 2000);
+    await db.updateTable('order_submissions').set({ updated_at: ahead }).where('id', '=', order.id).execute();
+    await db.deleteFrom('outbox').where('account_id', '=', accountId).execute();
+    const result = await replaceOrderSubmission(testScope(db, accountId), receiveId(order.id), { quantity: d('4') });
+    if (!result.ok) throw new Error(result.error.message);
+    const { order: next, replaced } = result.value;
+    expect(replaced.replaced_at).toEqual(next.submitted_at);
+    expect(replaced.updated_at).toEqual(next.submitted_at);
+    expect(next.submitted_at.getTime()).toBe(ahead.getTime() + 1);
+    const events = await db.selectFrom('outbox').select(['type', 'occurred_at']).where('account_id', '=', accountId).orderBy('id').execute();
+    expect(events).toEqual([
+      { type: 'order_submission.replaced', occurred_at: next.submitted_at },
+      { type: 'order_submission.submitted', occurred_at: next.submitted_at },
+    ]);
+  });
+
   it('answers a retry with the same clientOrderId with the same replacement, and other details with DUPLICATE_CLIENT_ORDER_ID', async () => {
     const accountId = someAccount();
     const order = await submitted(accountId);
