@@ -62,6 +62,9 @@ export function parseDateTime(value: unknown): Date {
   if (offsetFree.getUTCMonth() !== Number(mo) - 1 || offsetFree.getUTCDate() !== Number(d)) {
     refuse(`"${value}" is not a calendar date`);
   }
+  // Postgres keeps year 0 as 1 BC, which comes back as year 1; a year past 9999 is shown
+  // "+010000-…", which is no DateTime this API takes.
+  if (date.getUTCFullYear() < 1 || date.getUTCFullYear() > 9999) refuse(`"${value}" is outside the years 0001 to 9999 (UTC)`);
   // A Date holds whole milliseconds: finer digits are cut off, which a "strictly before" bound must undo.
   if (/[1-9]/.test(match[7]?.slice(3) ?? '')) Object.defineProperty(date, WITHIN_MILLISECOND, { value: true });
   return date;

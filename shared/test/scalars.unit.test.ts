@@ -17,6 +17,9 @@ describe('DateTime input', () => {
     ['2026-11-21T14:03:07-05:30', '2026-11-21T19:33:07.000Z'],
     ['2026-12-31T23:30:00-01:00', '2027-01-01T00:30:00.000Z'],
     ['2024-02-29T00:00:00Z', '2024-02-29T00:00:00.000Z'],
+    ['0004-02-29T00:00:00Z', '0004-02-29T00:00:00.000Z'],
+    ['0001-01-01T00:00:00Z', '0001-01-01T00:00:00.000Z'],
+    ['9999-12-31T23:59:59.999Z', '9999-12-31T23:59:59.999Z'],
   ])('accepts %s (a zone is given) as the instant %s', (input, instant) => {
     expect(parseDateTime(input).toISOString()).toBe(instant);
     expect(DateTimeScalar.parseValue(input)).toEqual(new Date(instant));
@@ -28,6 +31,9 @@ describe('DateTime input', () => {
     ['2026-11-21', 'a date alone'],
     ['2026-02-30T00:00:00Z', 'a day February does not have'],
     ['2026-02-29T00:00:00Z', 'February 29 of a common year'],
+    ['0000-06-01T00:00:00Z', 'year 0, which Postgres keeps as 1 BC'],
+    ['0001-01-01T00:30:00+01:00', 'an instant in year 0 (UTC)'],
+    ['9999-12-31T23:30:00-01:00', 'an instant in year 10000 (UTC)'],
     ['2026-04-31T12:00:00Z', 'April 31'],
     ['2026-13-01T00:00:00Z', 'month 13'],
     ['2026-11-21T25:00:00Z', 'hour 25'],
