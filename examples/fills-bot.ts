@@ -8,32 +8,40 @@
  *   OTS_API_KEY=svc_live_... node --import tsx examples/fills-bot.ts [state-file]
  */
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { Decimal } from 'decimal.js';
 import { OtsClient } from '@ots/client';
 import { isMainModule } from './main-module.ts';
 
-export interface Position {
-  /** Bought minus sold. */
-  netQuantity: number;
-}
-
+/** What a `fill.recorded` event's data says that positions need: the fill, and its order's state after it. */
 interface FillData {
   symbol: string;
   side: 'BUY' | 'SELL';
   quantity: string;
+  orderSubmission: { strategyId: string | null };
 }
 
-/** Net quantity per symbol. Plain numbers keep the example short; a real book would use a decimal type. */
-export class PositionBook {
-  readonly positions: Map<string, Position>;
+/** Net quantity (bought minus sold) by strategy id, then symbol, as exact decimal strings. */
+export type Positions = Record<string, Record<string, string>>;
 
-  constructor(positions: Record<string, Position> = {}) {
-    this.positions = new Map(Object.entries(positions));
+/**
+ * The net quantities the service's `Strategy.positions` shows, kept from the fills as they come: per
+ * strategy and symbol, and in exact decimals (the quantities are decimal strings; as binary numbers,
+ * 0.1 + 0.2 - 0.3 is not 0, and a bot would never see itself flat). A fill of an order without a
+ * strategy counts in no position, as in the service.
+ */
+export class PositionBook {
+  readonly positions: Positions;
+
+  constructor(positions: Positions = {}) {
+    this.positions = positions;
   }
 
   apply(fill: FillData): void {
-    const position = this.positions.get(fill.symbol) ?? { netQuantity: 0 };
-    position.netQuantity += (fill.side === 'BUY' ? 1 : -1) * Number(fill.quantity);
-    this.positions.set(fill.symbol, position);
+    const { strategyId } = fill.orderSubmission;
+    if (strategyId === null) return;
+    const strategy = (this.positions[strategyId] ??= {});
+    const quantity = new Decimal(fill.quantity);
+    strategy[fill.symbol] = new Decimal(strategy[fill.symbol] ?? '0').plus(fill.side === 'BUY' ? quantity : quantity.negated()).toFixed();
   }
 }
 
@@ -45,7 +53,7 @@ interface BotState {
 
 function loadState(file: string): BotState {
   if (!existsSync(file)) return { cursor: undefined, book: new PositionBook() };
-  const saved = JSON.parse(readFileSync(file, 'utf8')) as { cursor: string; positions: Record<string, Position> };
+  const saved = JSON.parse(readFileSync(file, 'utf8')) as { cursor: string; positions: Positions };
   return { cursor: saved.cursor, book: new PositionBook(saved.positions) };
 }
 
@@ -55,7 +63,7 @@ function loadState(file: string): BotState {
  */
 function saveState(file: string, state: BotState): void {
   const temporary = `${file}.tmp`;
-  writeFileSync(temporary, JSON.stringify({ cursor: state.cursor, positions: Object.fromEntries(state.book.positions) }), { flush: true });
+  writeFileSync(temporary, JSON.stringify({ cursor: state.cursor, positions: state.book.positions }), { flush: true });
   renameSync(temporary, file);
 }
 
@@ -92,7 +100,7 @@ if (isMainModule(import.meta.url)) {
   const stop = new AbortController();
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => stop.abort());
   await runFillsBot(client, process.argv[2] ?? '.fills-bot-state.json', {
-    onFill: (book) => console.log(Object.fromEntries([...book.positions].map(([symbol, position]) => [symbol, position.netQuantity]))),
+    onFill: (book) => console.log(JSON.stringify(book.positions)),
     signal: stop.signal,
   });
 }

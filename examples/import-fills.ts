@@ -6,6 +6,9 @@
  *
  *   OTS_API_KEY=svc_live_... node --import tsx examples/import-fills.ts fills.csv
  *
+ * Its key needs the scopes `fills:write` and `read`: it lists each order's fills once, to tell a new
+ * row from one recorded before (a `fills:write` key alone is refused that list, and the run ends).
+ *
  * The file has a header row and these columns, in any order (fee, liquidity and executedAt optional):
  *   executionId,orderSubmissionId,quantity,price,fee,liquidity,executedAt
  */

@@ -47,23 +47,30 @@ describe('the fills bot', () => {
     // Killed before its first fill: it resumes from the start it saved, not from a later "now".
     await kill(restarted);
 
-    const buy = await client.orders.submit({ symbol: 'BOT', side: 'BUY', type: 'LIMIT', limitPrice: '10', quantity: '10' });
-    const sell = await client.orders.submit({ symbol: 'BOT', side: 'SELL', type: 'LIMIT', limitPrice: '12', quantity: '4' });
-    await client.fills.record({ orderSubmissionId: buy.id, executionId: 'bot-1', quantity: '6', price: '10' });
+    // In decimals: as binary numbers, 0.1 + 0.2 - 0.3 is not 0.
+    const strategy = await client.strategies.create({ name: 'Bot' });
+    const buy = await client.orders.submit({ strategyId: strategy.id, symbol: 'BOT', side: 'BUY', type: 'LIMIT', limitPrice: '10', quantity: '0.3' });
+    const sell = await client.orders.submit({ strategyId: strategy.id, symbol: 'BOT', side: 'SELL', type: 'LIMIT', limitPrice: '12', quantity: '0.3' });
+    const withoutStrategy = await client.orders.submit({ symbol: 'BOT', side: 'BUY', type: 'LIMIT', limitPrice: '10', quantity: '5' });
+    await client.fills.record({ orderSubmissionId: buy.id, executionId: 'bot-1', quantity: '0.1', price: '10' });
     restarted = start('restarted.json');
     await expect.poll(() => fillsHandled(restarted), { timeout: 20_000 }).toBe(1);
-    await client.fills.record({ orderSubmissionId: sell.id, executionId: 'bot-2', quantity: '4', price: '12' });
+    await client.fills.record({ orderSubmissionId: sell.id, executionId: 'bot-2', quantity: '0.3', price: '12' });
     await expect.poll(() => fillsHandled(restarted), { timeout: 20_000 }).toBe(2);
 
     // Killed between fills: it starts from its file alone, the positions it loads counting exactly the fills before its cursor.
     await kill(restarted);
-    await client.fills.record({ orderSubmissionId: buy.id, executionId: 'bot-3', quantity: '4', price: '10' });
+    await client.fills.record({ orderSubmissionId: buy.id, executionId: 'bot-3', quantity: '0.2', price: '10' });
     restarted = start('restarted.json');
     await expect.poll(() => fillsHandled(restarted), { timeout: 20_000 }).toBe(1);
-    await expect.poll(() => fillsHandled(steady), { timeout: 20_000 }).toBe(3);
+    // An order without a strategy counts in no position, as in the service's.
+    await client.fills.record({ orderSubmissionId: withoutStrategy.id, executionId: 'bot-4', quantity: '5', price: '10' });
+    await expect.poll(() => fillsHandled(restarted), { timeout: 20_000 }).toBe(2);
+    await expect.poll(() => fillsHandled(steady), { timeout: 20_000 }).toBe(4);
 
-    expect(printed(steady).at(-1)).toBe('{ BOT: 6 }');
+    expect(JSON.parse(printed(steady).at(-1)!)).toEqual({ [strategy.id]: { BOT: '0' } });
     expect(printed(restarted).at(-1)).toBe(printed(steady).at(-1));
+    expect(await client.strategies.positions(strategy.id)).toMatchObject([{ symbol: 'BOT', netQuantity: '0' }]);
 
     // Ctrl-C (or SIGTERM) while no fill comes ends it at once, cleanly.
     const stopped = new Promise<number | null>((resolve) => steady.child.once('exit', resolve));
