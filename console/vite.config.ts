@@ -35,6 +35,9 @@ const gateway = process.env.GATEWAY_URL ?? 'http://127.0.0.1:4000';
 export default defineConfig({
   root: CONSOLE_DIR,
   plugins: [react(), withoutGraphiqlWebFonts(), sourceHashStamp()],
+  // Each `nonce` of the built index.html, the `csp-nonce` meta tag's read by main.tsx, is replaced by
+  // the nonce the gateway makes for each page it serves (services/accounts/src/console/http.ts).
+  html: { cspNonce: 'OTS_CSP_NONCE' },
   build: {
     outDir: 'dist',
     emptyOutDir: true,

@@ -201,6 +201,15 @@ describe('an invited owner, in Chromium', () => {
     await expect.poll(() => result.textContent(), { timeout: 10_000 }).toContain('"Northwind Capital"');
     await snapshot(page, 'explorer');
     expect(await keptOutsideMemory(page)).not.toContain(firstKey);
+
+    // GraphiQL's dialogs lock the page's scroll with a <style> element, which the policy admits by the page's nonce.
+    expect(await page.evaluate(() => getComputedStyle(document.body).overflow)).not.toBe('hidden');
+    await page.getByRole('button', { name: 'Open settings dialog' }).click();
+    await shown(page.getByRole('dialog'));
+    expect(await page.evaluate(() => getComputedStyle(document.body).overflow)).toBe('hidden');
+    await page.keyboard.press('Escape');
+    await expect.poll(() => page.getByRole('dialog').count()).toBe(0);
+    expect(session.consoleErrors).toEqual([]);
   });
 
   it("signing out in another tab ends this tab's session too: its next request lands on the sign-in page", async () => {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
@@ -32,23 +33,25 @@ const DEFAULT_DIST_DIR = fileURLToPath(new URL('../../../../console/dist/', impo
 
 /**
  * Everything is served from this origin (no CDN, no inline script). Styles may only come from the
- * bundle's own files too; `data:` images cover the few icons that stylesheets embed.
+ * bundle's own files too, and on a page from a `<style>` element of that page's nonce (GraphiQL's
+ * dialogs lock the page's scroll with one); `data:` images cover the few icons that stylesheets embed.
  */
-export const CONTENT_SECURITY_POLICY = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "font-src 'self'",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
+export function contentSecurityPolicy(styleNonce?: string): string {
+  return [
+    "default-src 'self'",
+    "script-src 'self'",
+    styleNonce ? `style-src 'self' 'nonce-${styleNonce}'` : "style-src 'self'",
+    "img-src 'self' data:",
+    "font-src 'self'",
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
 
 const SECURITY_HEADERS = {
-  'content-security-policy': CONTENT_SECURITY_POLICY,
   'cache-control': 'no-store',
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
@@ -132,6 +135,8 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleHttp
     });
     site.addHook('onSend', async (_request, reply) => {
       reply.headers(SECURITY_HEADERS);
+      // A page has set its own, with its nonce.
+      if (!reply.hasHeader('content-security-policy')) reply.header('content-security-policy', contentSecurityPolicy());
     });
 
     // As API keys are (gateway/src/authentication.ts): in production a password travels only over HTTPS.
@@ -140,7 +145,14 @@ export async function registerConsole(app: FastifyInstance, options: ConsoleHttp
 
     const sendPage = async (reply: FastifyReply, status: number) => {
       try {
-        return reply.code(status).type('text/html; charset=utf-8').send(await readFile(`${distDir}/index.html`));
+        const page = await readFile(`${distDir}/index.html`, 'utf8');
+        // A nonce of its own for each page served, in the page (console/vite.config.ts) and its policy.
+        const nonce = randomBytes(16).toString('base64');
+        return reply
+          .code(status)
+          .type('text/html; charset=utf-8')
+          .header('content-security-policy', contentSecurityPolicy(nonce))
+          .send(page.replace(/\bnonce="[^"]*"/g, `nonce="${nonce}"`));
       } catch {
         return reply.code(503).type('text/html; charset=utf-8').send(NOT_BUILT_PAGE);
       }

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '@ots/shared/config';
 import { createLogger } from '@ots/shared/logger';
 import { createHttpApp } from '@ots/shared/subgraph-server';
-import { CONSOLE_PAGES, CONTENT_SECURITY_POLICY, registerConsole } from '../../src/console/http.ts';
+import { CONSOLE_PAGES, contentSecurityPolicy, registerConsole } from '../../src/console/http.ts';
 import { openKeyStore, type OpenedKeyStore } from '../../src/key-store.ts';
 
 /**
@@ -14,7 +14,8 @@ import { openKeyStore, type OpenedKeyStore } from '../../src/key-store.ts';
  */
 const config = loadConfig({ NODE_ENV: 'test', DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' });
 const logger = createLogger('console-pages', 'silent');
-const INDEX = '<!doctype html><html><head><script type="module" src="/assets/app-1a2b3c.js"></script></head><body><div id="root"></div></body></html>';
+const INDEX =
+  '<!doctype html><html><head><meta property="csp-nonce" nonce="OTS_CSP_NONCE"><script type="module" src="/assets/app-1a2b3c.js" nonce="OTS_CSP_NONCE"></script></head><body><div id="root"></div></body></html>';
 let dist: string;
 let keys: OpenedKeyStore;
 
@@ -26,11 +27,18 @@ async function serve(distDir: string) {
   return { app, base: `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}` };
 }
 
-function expectSecurityHeaders(response: Response) {
-  expect(response.headers.get('content-security-policy')).toBe(CONTENT_SECURITY_POLICY);
+function expectSecurityHeaders(response: Response, styleNonce?: string) {
+  expect(response.headers.get('content-security-policy')).toBe(contentSecurityPolicy(styleNonce));
   expect(response.headers.get('cache-control')).toBe('no-store');
   expect(response.headers.get('x-content-type-options')).toBe('nosniff');
   expect(response.headers.get('referrer-policy')).toBe('no-referrer');
+}
+
+/** The style nonce of a page's policy; each page has its own. */
+function pageNonce(response: Response): string {
+  const nonce = /'nonce-([A-Za-z0-9+/]{22}==)'/.exec(response.headers.get('content-security-policy') ?? '')?.[1];
+  if (!nonce) throw new Error(`no style nonce in ${response.url}'s policy`);
+  return nonce;
 }
 
 beforeAll(() => {
@@ -52,13 +60,18 @@ describe('a built console', () => {
   it('answers every client-side route with index.html, and /assets/* with the files, all with the security headers', async () => {
     const { app, base } = await serve(join(dist, 'built'));
     try {
+      const nonces = new Set<string>();
       for (const page of CONSOLE_PAGES) {
         const response = await fetch(`${base}${page}`);
         expect(response.status, page).toBe(200);
         expect(response.headers.get('content-type')).toMatch(/^text\/html/);
-        expect(await response.text()).toBe(INDEX);
-        expectSecurityHeaders(response);
+        // Each page its own style nonce, in its policy and in place of the build's placeholders.
+        const nonce = pageNonce(response);
+        nonces.add(nonce);
+        expect(await response.text()).toBe(INDEX.replaceAll('OTS_CSP_NONCE', nonce));
+        expectSecurityHeaders(response, nonce);
       }
+      expect(nonces.size).toBe(CONSOLE_PAGES.length);
       const script = await fetch(`${base}/assets/app-1a2b3c.js`);
       expect(script.status).toBe(200);
       expect(script.headers.get('content-type')).toMatch(/javascript/);
@@ -95,8 +108,8 @@ describe('an address nobody serves', () => {
         const page = await fetch(`${base}${path}`, { headers: { accept: browserAccept } });
         expect(page.status, path).toBe(404);
         expect(page.headers.get('content-type'), path).toMatch(/^text\/html/);
-        expect(await page.text(), path).toBe(INDEX);
-        expectSecurityHeaders(page);
+        expect(await page.text(), path).toBe(INDEX.replaceAll('OTS_CSP_NONCE', pageNonce(page)));
+        expectSecurityHeaders(page, pageNonce(page));
         const program = await fetch(`${base}${path}`, { headers: { accept: 'application/json' } });
         expect(program.status, path).toBe(404);
         expect(await program.json(), path).toEqual({ detail: 'Not found' });
