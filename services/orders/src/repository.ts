@@ -329,7 +329,10 @@ const insertOrderStatement = compiledStatement((db: OrdersDb, p: NewOrder & Even
  * Cancels the order, with its event, if it is still the version read (`commit_xid`): a
  * compare-and-set, so the decision made on that version holds. Undefined: it changed meanwhile.
  * Takes the order's row lock for the statement only; a concurrent writer of the same order is
- * waited for, then its new version fails the comparison.
+ * waited for, then its new version fails the comparison. The clock is read once the lock is held
+ * (`locked` first): an UPDATE's own values are computed before it waits for a row, and a cancel
+ * that waited behind a transaction that only locked the order would take effect later than its
+ * `cancelledAt` said, refusing a fill executed in between as executed after the cancel.
  */
 export async function markCancelled(db: OrdersDb, accountId: string, id: Uuid, version: string, event: OrderEvent): Promise<OrderRow | undefined> {
   const [cancelled] = await markCancelledStatement(db, { accountId, id, version, ...eventParams(event) });
@@ -338,15 +341,28 @@ export async function markCancelled(db: OrdersDb, accountId: string, id: Uuid, v
 
 const markCancelledStatement = compiledStatement((db: OrdersDb, p: { accountId: string; id: Uuid; version: string } & EventParams) =>
   db
+    .with('locked', (qb) =>
+      qb
+        .selectFrom('order_submissions')
+        .select('id')
+        .where('account_id', '=', p.accountId)
+        .where('id', '=', p.id)
+        .where('commit_xid', '=', p.version)
+        .forUpdate(),
+    )
+    .with('clock', (qb) => qb.selectFrom('locked').select(sql<Date>`clock_timestamp()::timestamptz(3)`.as('now')))
     .with('changed', (qb) =>
-      stampedUpdate(qb)
+      qb
+        .updateTable('order_submissions')
+        .from('clock')
         .set({ status: 'CANCELLED', cancelled_at: changeStamp, updated_at: changeStamp })
         .where('order_submissions.account_id', '=', p.accountId)
         .where('order_submissions.id', '=', p.id)
         .where('order_submissions.commit_xid', '=', p.version)
         .returning(ORDER_COLUMNS),
     )
-    .with('event', eventOfChangedOrder(p))
+    // The event reads only `changed`: `locked` and `clock` are no tables of its (a type-only cast).
+    .with('event', (qb) => eventOfChangedOrder(p)(qb as unknown as QueryCreator<OrdersDatabase & { changed: OrderRow }>))
     .selectFrom('changed')
     .select(ORDER_COLUMNS),
   { prepared: true },

@@ -241,6 +241,26 @@ describe('cancelOrderSubmission', () => {
     expect(again).toEqual(cancelled);
   });
 
+  it('stamps a cancel that waited for the order (locked, not changed, by another transaction) with when it took effect, not when it began to wait', async () => {
+    const accountId = someAccount();
+    const order = await submitted(accountId);
+    let locked!: () => void;
+    const lockHeld = new Promise<void>((resolve) => (locked = resolve));
+    let releasedAt = 0;
+    const holder = db.transaction().execute(async (trx) => {
+      await lockOrder(trx, accountId, order.id);
+      locked();
+      await sleep(400);
+      releasedAt = Date.now();
+    });
+    await lockHeld;
+    const cancelled = await cancelOrderSubmission(testScope(db, accountId), receiveId(order.id));
+    await holder;
+    if (!cancelled.ok) throw new Error(cancelled.error.message);
+    // Postgres rounds the stamp to the millisecond: up to half of one earlier than the clock.
+    expect(cancelled.value.cancelled_at!.getTime()).toBeGreaterThanOrEqual(releasedAt - 1);
+  });
+
   it('cancels a PARTIALLY_FILLED order and keeps its fills', async () => {
     const accountId = someAccount();
     const order = await submitted(accountId);
