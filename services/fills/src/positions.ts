@@ -35,19 +35,80 @@ function scaled(value: Decimal | string): bigint {
 }
 
 /**
- * A symbol's position, exact. An average cost is a quotient (1 @ 1 and 2 @ 2 cost 5/3 each), so it is
- * kept as a fraction in lowest terms. A close leaves the average alone, and the realized PnL of the
- * open round trip (from flat to flat) needs no fraction of its own: it is the trip's cash (sells
- * minus buys) plus the cost basis still open for a long, minus it for a short. So the fraction changes
- * only when a fill adds to the position, and its size is that of the exact average, whatever the
- * number of fills.
+ * An average cost as one of two arithmetics keeps it. It is a quotient (1 @ 1 and 2 @ 2 cost 5/3
+ * each), so no finite decimal holds it, and exactly its denominator can grow by the digits of the
+ * open quantity with each add at a price off the average: over tens of thousands of such fills on a
+ * position that never goes flat, exact fractions of hundreds of thousands of digits (seconds of
+ * work). So a position is first computed with the average bounded (`BOUNDED_AVERAGE`: 40 guard
+ * digits below a price's 10, a bound one unit wider per inexact add), and computed again exactly
+ * (`EXACT_AVERAGE`) only if the two ends of a figure's bounds round apart, which takes a figure
+ * within 10⁻²⁰ of a rounding tie (for a million fills; in practice, one exactly on a tie). Either way
+ * the figures shown are those of exact arithmetic.
  */
-interface Book {
+interface AverageArithmetic<A> {
+  /** The average of a position opened at `price`. */
+  opened(price: bigint): A;
+  /** The average after adding `size` at `price` to `held` (> 0) at `average`. */
+  added(average: A, held: bigint, size: bigint, price: bigint): A;
+  /** The exact average lies within [low, high] / denominator, in units of 1/SCALE. */
+  bounds(average: A): { low: bigint; high: bigint; denominator: bigint };
+}
+
+/** The average as a fraction in lowest terms: numerator / denominator. */
+interface ExactAverage {
+  numerator: bigint;
+  denominator: bigint;
+}
+
+const EXACT_AVERAGE: AverageArithmetic<ExactAverage> = {
+  opened: (price) => ({ numerator: price, denominator: 1n }),
+  /**
+   * (n·held + q·size·price) / (q·(held + size)), reduced. As gcd(n, q) = 1, a common factor of that
+   * fraction divides gcd(held, q) · (held + size), a number of the fills' own size, so the reduction
+   * only ever divides a large integer by a small one, never takes the gcd of two large ones.
+   */
+  added: ({ numerator: n, denominator: q }, held, size, price) => {
+    const numerator = n * held + q * size * price;
+    const common = gcd(numerator, gcd(q, held) * (held + size));
+    return { numerator: numerator / common, denominator: (q * (held + size)) / common };
+  },
+  bounds: ({ numerator, denominator }) => ({ low: numerator, high: numerator, denominator }),
+};
+
+/** Below the 10 fraction digits of a price: what the bounded average's unit of error is worth. */
+const GUARD = 10n ** 40n;
+
+/** The average × GUARD, rounded down, and how far above that the exact average may be, in the same units. */
+interface BoundedAverage {
+  floor: bigint;
+  slack: bigint;
+}
+
+const BOUNDED_AVERAGE: AverageArithmetic<BoundedAverage> = {
+  opened: (price) => ({ floor: price * GUARD, slack: 0n }),
+  /**
+   * The exact average lies in [floor, floor + slack] / GUARD, so the new one lies in
+   * [x, x + slack·held/(held + size)] with x = (floor·held + size·price·GUARD) / (held + size): its
+   * floor is x rounded down, and its slack grows by one when that rounding dropped something.
+   */
+  added: ({ floor, slack }, held, size, price) => {
+    const total = floor * held + size * price * GUARD;
+    const newHeld = held + size;
+    return { floor: total / newHeld, slack: slack + (total % newHeld === 0n ? 0n : 1n) };
+  },
+  bounds: ({ floor, slack }) => ({ low: floor, high: floor + slack, denominator: GUARD }),
+};
+
+/**
+ * A symbol's position. A close leaves the average alone, and the realized PnL of the open round trip
+ * (from flat to flat) needs no average of its own: it is the trip's cash (sells minus buys) plus the
+ * cost basis still open for a long, minus it for a short. So only the average is a quotient.
+ */
+interface Book<A> {
   /** Signed open quantity, in units of 1/SCALE. */
   quantity: bigint;
-  /** Average cost of the open quantity, in units of 1/SCALE: averageNumerator / averageDenominator, in lowest terms. */
-  averageNumerator: bigint;
-  averageDenominator: bigint;
+  /** Average cost of the open quantity (meaningless when flat). */
+  average: A;
   /** Sells minus buys of the open trip, over SCALE². */
   tripCash: bigint;
   /** Realized PnL of finished trips, over SCALE². */
@@ -56,7 +117,13 @@ interface Book {
   fees: bigint;
 }
 
-const EMPTY_BOOK: Book = { quantity: 0n, averageNumerator: 0n, averageDenominator: 1n, tripCash: 0n, settledRealized: 0n, fees: 0n };
+const emptyBook = <A>(arithmetic: AverageArithmetic<A>): Book<A> => ({
+  quantity: 0n,
+  average: arithmetic.opened(0n),
+  tripCash: 0n,
+  settledRealized: 0n,
+  fees: 0n,
+});
 
 const abs = (value: bigint) => (value < 0n ? -value : value);
 const signOf = (value: bigint) => (value < 0n ? -1n : value > 0n ? 1n : 0n);
@@ -68,26 +135,13 @@ function gcd(a: bigint, b: bigint): bigint {
 }
 
 /**
- * The average after adding `size` at `price` to `held` at average n/q (in lowest terms):
- * (n·held + q·size·price) / (q·(held + size)), reduced. As gcd(n, q) = 1, a common factor of that
- * fraction divides gcd(held, q) · (held + size), a number of the fills' own size, so the reduction
- * only ever divides a large integer by a small one, never takes the gcd of two large ones.
- */
-function addedAverage(book: Book, held: bigint, size: bigint, price: bigint): Pick<Book, 'averageNumerator' | 'averageDenominator'> {
-  if (held === 0n) return { averageNumerator: price, averageDenominator: 1n };
-  const numerator = book.averageNumerator * held + book.averageDenominator * size * price;
-  const common = gcd(numerator, gcd(book.averageDenominator, held) * (held + size));
-  return { averageNumerator: numerator / common, averageDenominator: (book.averageDenominator * (held + size)) / common };
-}
-
-/**
  * One fill by the average-cost method: a fill on the side of the position (or opening one) moves the
  * average cost to the quantity-weighted mean; a fill against it realizes (price − average cost) per
  * closed unit for a long, (average cost − price) for a short, and leaves the average cost alone; the
  * part of a fill that crosses zero opens the other side at the fill's own price. Every fee is a
  * realized loss.
  */
-function applyFill(book: Book, fill: Pick<PositionFill, 'side' | 'quantity' | 'price' | 'fee'>): Book {
+function applyFill<A>(arithmetic: AverageArithmetic<A>, book: Book<A>, fill: Pick<PositionFill, 'side' | 'quantity' | 'price' | 'fee'>): Book<A> {
   const size = scaled(fill.quantity);
   const price = scaled(fill.price);
   const direction = fill.side === 'BUY' ? 1n : -1n;
@@ -97,7 +151,7 @@ function applyFill(book: Book, fill: Pick<PositionFill, 'side' | 'quantity' | 'p
   if (held === 0n || signOf(book.quantity) === direction) {
     return {
       ...book,
-      ...addedAverage(book, held, size, price),
+      average: held === 0n ? arithmetic.opened(price) : arithmetic.added(book.average, held, size, price),
       fees,
       quantity: book.quantity + direction * size,
       tripCash: book.tripCash - direction * size * price,
@@ -110,8 +164,7 @@ function applyFill(book: Book, fill: Pick<PositionFill, 'side' | 'quantity' | 'p
     const opened = size - closed;
     return {
       quantity: direction * opened,
-      averageNumerator: opened === 0n ? 0n : price,
-      averageDenominator: 1n,
+      average: arithmetic.opened(opened === 0n ? 0n : price),
       tripCash: -direction * opened * price,
       settledRealized: book.settledRealized + tripCash,
       fees,
@@ -134,17 +187,32 @@ export function roundHalfEven(numerator: bigint, denominator: bigint): Decimal {
   return new Decimal(numerator < 0n && units !== 0n ? `-${text}` : text);
 }
 
-function positionOf(symbol: string, book: Book): Position {
-  const { quantity, averageNumerator, averageDenominator } = book;
+/** low / denominator rounded, if high / denominator rounds alike (low ≤ high). */
+function roundedWithin(low: bigint, high: bigint, denominator: bigint): Decimal | undefined {
+  const rounded = roundHalfEven(low, denominator);
+  return low === high || rounded.equals(roundHalfEven(high, denominator)) ? rounded : undefined;
+}
+
+/** The symbol's position, or undefined when the book's bounds leave a figure's rounding open. */
+function positionOf<A>(arithmetic: AverageArithmetic<A>, symbol: string, book: Book<A>): Position | undefined {
+  const { quantity } = book;
+  const held = abs(quantity);
+  const { low, high, denominator } = arithmetic.bounds(book.average);
+  const averageCost = quantity === 0n ? null : roundedWithin(low, high, SCALE * denominator);
   // The open trip's realized PnL is its cash plus (long) or minus (short) the open cost basis, average × held.
-  const openBasis = signOf(quantity) * averageNumerator * abs(quantity);
-  const cashAndFees = book.settledRealized + book.tripCash - book.fees * SCALE;
-  return {
-    symbol,
-    netQuantity: roundHalfEven(quantity, SCALE),
-    averageCost: quantity === 0n ? null : roundHalfEven(averageNumerator, SCALE * averageDenominator),
-    realizedPnl: roundHalfEven(cashAndFees * averageDenominator + openBasis, SCALE * SCALE * averageDenominator),
-  };
+  const cashAndFees = (book.settledRealized + book.tripCash - book.fees * SCALE) * denominator;
+  const realizedPnl =
+    quantity < 0n
+      ? roundedWithin(cashAndFees - high * held, cashAndFees - low * held, SCALE * SCALE * denominator)
+      : roundedWithin(cashAndFees + low * held, cashAndFees + high * held, SCALE * SCALE * denominator);
+  if (averageCost === undefined || realizedPnl === undefined) return undefined;
+  return { symbol, netQuantity: roundHalfEven(quantity, SCALE), averageCost, realizedPnl };
+}
+
+function positionIn<A>(arithmetic: AverageArithmetic<A>, symbol: string, fills: readonly PositionFill[]): Position | undefined {
+  let book = emptyBook(arithmetic);
+  for (const fill of fills) book = applyFill(arithmetic, book, fill);
+  return positionOf(arithmetic, symbol, book);
 }
 
 /**
@@ -157,7 +225,13 @@ function inExecutionOrder<T extends Pick<PositionFill, 'executedAt' | 'id'>>(fil
 
 /** A strategy's positions, one per symbol it has fills in (flat ones too: they carry realized PnL), by symbol. */
 export function computePositions(fills: readonly PositionFill[]): Position[] {
-  const books = new Map<string, Book>();
-  for (const fill of inExecutionOrder(fills)) books.set(fill.symbol, applyFill(books.get(fill.symbol) ?? EMPTY_BOOK, fill));
-  return [...books.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([symbol, book]) => positionOf(symbol, book));
+  const bySymbol = new Map<string, PositionFill[]>();
+  for (const fill of inExecutionOrder(fills)) {
+    const ofSymbol = bySymbol.get(fill.symbol);
+    if (ofSymbol) ofSymbol.push(fill);
+    else bySymbol.set(fill.symbol, [fill]);
+  }
+  return [...bySymbol.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([symbol, ofSymbol]) => positionIn(BOUNDED_AVERAGE, symbol, ofSymbol) ?? positionIn(EXACT_AVERAGE, symbol, ofSymbol)!);
 }
