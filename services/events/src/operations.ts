@@ -61,8 +61,8 @@ async function validateUrl(raw: string, production: boolean): Promise<Result<str
       const code = (error as NodeJS.ErrnoException).code;
       // A resolver that cannot answer now says nothing of the name: the client may retry.
       if (code === 'EAI_AGAIN') return fail('TEMPORARILY_UNAVAILABLE', TEMPORARILY_UNAVAILABLE_MESSAGE);
-      const reason = code === 'EADDRNOTALLOWED' ? (error as Error).message : `${url.value.hostname} does not resolve`;
-      return fail('VALIDATION_FAILED', `url is not allowed: ${reason}`, 'url');
+      if (code === 'EADDRNOTALLOWED') return fail('VALIDATION_FAILED', `url is not allowed: ${(error as Error).message}`, 'url');
+      throw error;
     }
   }
   return ok(url.value.href);

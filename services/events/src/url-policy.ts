@@ -128,10 +128,13 @@ function isLocalhostName(name: string): boolean {
  */
 export async function resolvePublicAddresses(hostname: string, options: ResolveOptions): Promise<{ address: string; family: number }[]> {
   const bare = hostname.startsWith('[') && hostname.endsWith(']') ? hostname.slice(1, -1) : hostname;
-  // The refusal names no address: a client that names an internal host must not learn how it resolves.
-  const refused = new AddressNotAllowedError(`${hostname} resolves to a non-public address`);
+  // The refusal names no address, nor whether the name exists: a client that names internal hosts
+  // (the cluster's service names) must learn neither how they resolve nor which of them exist.
+  const refused = new AddressNotAllowedError(`${hostname} does not resolve to public addresses only`);
   if (isLocalhostName(bare)) throw refused;
-  const addresses = isIP(bare) ? [{ address: bare, family: isIP(bare) }] : await resolveName(bare, options);
+  const addresses = isIP(bare) ? [{ address: bare, family: isIP(bare) }] : await resolveName(bare, options).catch((error: NodeJS.ErrnoException) => {
+    throw error.code === 'ENOTFOUND' ? refused : error;
+  });
   if (addresses.some(({ address }) => nonPublicRange(address))) throw refused;
   return addresses;
 }

@@ -129,9 +129,13 @@ describe('production look-ups (c-ares, bounded, off the thread pool)', () => {
     ]);
     expect(await resolvePublicAddresses('v4-only.example', options)).toEqual([{ address: '93.184.215.14', family: 4 }]);
     for (const name of ['mixed-v4.example', 'mixed-v6.example', 'mapped.example']) {
-      await expect(resolvePublicAddresses(name, options)).rejects.toMatchObject({ code: 'EADDRNOTALLOWED', message: `${name} resolves to a non-public address` });
+      await expect(resolvePublicAddresses(name, options)).rejects.toMatchObject({ code: 'EADDRNOTALLOWED', message: `${name} does not resolve to public addresses only` });
     }
-    await expect(resolvePublicAddresses('unknown.example', options)).rejects.toMatchObject({ code: 'ENOTFOUND' });
+    // Refused alike: a client that names internal hosts learns neither their addresses nor which exist.
+    await expect(resolvePublicAddresses('unknown.example', options)).rejects.toMatchObject({
+      code: 'EADDRNOTALLOWED',
+      message: 'unknown.example does not resolve to public addresses only',
+    });
   });
 
   it('takes a literal as its own address, refuses localhost names and tells a malformed name, without asking DNS', async () => {
@@ -144,7 +148,7 @@ describe('production look-ups (c-ares, bounded, off the thread pool)', () => {
     }
     await expect(resolvePublicAddresses('127.0.0.1', options)).rejects.toMatchObject({ code: 'EADDRNOTALLOWED' });
     // A name DNS cannot be asked for (the URL parser lets `foo..example` through): no such name, not an outage to retry.
-    await expect(resolvePublicAddresses('foo..example', options)).rejects.toMatchObject({ code: 'ENOTFOUND' });
+    await expect(resolvePublicAddresses('foo..example', options)).rejects.toMatchObject({ code: 'EADDRNOTALLOWED' });
     expect(dns.questions).toEqual([]);
   });
 });

@@ -66,8 +66,8 @@ describe('in production', () => {
     ['https://169.254.169.254/latest/meta-data', 'linkLocal'],
     ['https://10.0.0.8/hooks', 'private'],
     ['https://[::ffff:192.168.0.1]/hooks', 'private'],
-    // A name's addresses are not told: the client learns only that it resolves to a non-public one.
-    ['https://localhost/hooks', 'localhost resolves to a non-public address'],
+    // A name's addresses are not told: the client learns only that they are not all public.
+    ['https://localhost/hooks', 'localhost does not resolve to public addresses only'],
     ['https://[::127.0.0.1]/', 'IPv4-compatible'],
     ['https://[::ffff:127.0.0.1]/', 'IPv4-mapped'],
     ['https://[::ffff:7f00:1]/', 'IPv4-mapped'],
@@ -94,7 +94,7 @@ describe('in production', () => {
     for (const url of [`https://localhost:${port}/hooks`, `https://127.0.0.1:${port}/hooks`, `https://[::127.0.0.1]:${port}/hooks`, `https://[::ffff:7f00:1]:${port}/hooks`]) {
       const answer = await postWebhook({ url, headers: {}, body: '{}', production: true, timeoutMs: 2_000 });
       expect(answer).toMatchObject({ statusCode: null, succeeded: false });
-      expect(answer.failure).toMatch(/^address not allowed: .*(loopback|localhost resolves to a non-public address)/);
+      expect(answer.failure).toMatch(/^address not allowed: .*(loopback|localhost does not resolve to public addresses only)/);
     }
     const plain = await postWebhook({ url: receiver.url, headers: {}, body: '{}', production: true, timeoutMs: 2_000 });
     expect(plain.failure).toBe('scheme not allowed: http:');
