@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ApolloGateway } from '@apollo/gateway';
-import { print, type FieldNode } from 'graphql';
+import { getDirectiveValues, getVariableValues, GraphQLIncludeDirective, GraphQLSkipDirective, isAbstractType, print, type FieldNode } from 'graphql';
 import type { GatewayContext } from './data-source.ts';
 import { fieldsOf, fragmentsOf } from './root-fields.ts';
 
@@ -33,7 +33,32 @@ function merged(rootFields: FieldNode[], answers: Answer[], outageErrors: NonNul
   const data: Record<string, unknown> = {};
   for (const field of rootFields) data[responseKey(field)] ??= null;
   for (const answer of served) Object.assign(data, answer.data);
-  return { ...served[0]!, data, errors: [...outageErrors, ...served.flatMap((answer) => answer.errors ?? [])] };
+  const errors = [...outageErrors, ...served.flatMap((answer) => answer.errors ?? [])];
+  // GraphQL: `errors`, when present, is not empty.
+  const { errors: _ignored, ...first } = served[0]!;
+  return errors.length > 0 ? { ...first, data, errors } : { ...first, data };
+}
+
+/**
+ * The operation's root fields as execution runs them: `@skip`/`@include` evaluated with the request's
+ * variables and fragments of another type left out, so that a part run on its own runs nothing the
+ * client left out. Undefined when the variables are not valid (the whole operation is then run, and
+ * answers why).
+ */
+function rootFieldsAsExecuted({ schema, operation, document, request }: Parameters<Executor>[0]): FieldNode[] | undefined {
+  const variables = getVariableValues(schema, operation.variableDefinitions ?? [], request.variables ?? {});
+  const rootType = schema.getRootType(operation.operation);
+  if (variables.errors || !rootType) return undefined;
+  const { coerced } = variables;
+  return fieldsOf(operation.selectionSet, fragmentsOf(document), {
+    included: (selection) =>
+      getDirectiveValues(GraphQLSkipDirective, selection, coerced)?.if !== true && getDirectiveValues(GraphQLIncludeDirective, selection, coerced)?.if !== false,
+    applies: (typeCondition) => {
+      if (!typeCondition) return true;
+      const type = schema.getType(typeCondition.name.value);
+      return type === rootType || (isAbstractType(type) && schema.isSubType(type, rootType));
+    },
+  });
 }
 
 /**
@@ -47,13 +72,14 @@ function merged(rootFields: FieldNode[], answers: Answer[], outageErrors: NonNul
  */
 function keepingOtherSubgraphsData(execute: Executor, owners: ReadonlyMap<string, string>): Executor {
   return async (requestContext) => {
-    const { operation, document } = requestContext;
+    const { operation } = requestContext;
     if (operation.operation === 'mutation') return mutationByOwner(execute, owners, requestContext);
     const result = await execute(requestContext);
     const unavailable = (requestContext.context as Partial<GatewayContext>).unavailableServices;
     if (result.data != null || operation.operation !== 'query' || !unavailable?.size) return result;
     // The root fields as executed, through fragments at the root, each a field of its own.
-    const rootFields = fieldsOf(operation.selectionSet, fragmentsOf(document));
+    const rootFields = rootFieldsAsExecuted(requestContext);
+    if (!rootFields) return result;
     const owned = (field: FieldNode) => unavailable.has(owners.get(`Query.${field.name.value}`) ?? '');
     const candidates = rootFields.filter((field) => !owned(field));
     if (candidates.length === 0) return result;
@@ -78,7 +104,8 @@ function keepingOtherSubgraphsData(execute: Executor, owners: ReadonlyMap<string
  * decided before it runs, not after it failed. A mutation of one subgraph (every SDK call) runs as is.
  */
 async function mutationByOwner(execute: Executor, owners: ReadonlyMap<string, string>, requestContext: Parameters<Executor>[0]) {
-  const rootFields = fieldsOf(requestContext.operation.selectionSet, fragmentsOf(requestContext.document));
+  const rootFields = rootFieldsAsExecuted(requestContext);
+  if (!rootFields) return execute(requestContext);
   const turns: { owner: string; fields: FieldNode[] }[] = [];
   for (const fields of byResponseKey(rootFields)) {
     const owner = owners.get(`Mutation.${fields[0]!.name.value}`) ?? '';

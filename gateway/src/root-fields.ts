@@ -4,7 +4,9 @@ import {
   type DocumentNode,
   type FieldNode,
   type FragmentDefinitionNode,
+  type NamedTypeNode,
   type OperationDefinitionNode,
+  type SelectionNode,
   type SelectionSetNode,
 } from 'graphql';
 
@@ -24,22 +26,35 @@ export function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinit
 }
 
 /**
+ * What execution would run of a selection set: whether a selection's `@skip`/`@include` let it in, and
+ * whether a fragment's type condition applies. Without one, every selection counts.
+ */
+export interface SelectionRules {
+  included(selection: SelectionNode): boolean;
+  applies(typeCondition: NamedTypeNode | undefined): boolean;
+}
+
+/**
  * The fields of a selection set with fragments expanded, as graphql-js `collectFields` collects them:
  * each named fragment is expanded once per selection set, however often it is spread. So a document
  * whose fragments spread each other twice over, level upon level, costs one pass (this runs before
  * authentication, on a document that is never validated), and a fragment cycle ends. Unlike
- * `collectFields` it needs no schema: type conditions and `@skip`/`@include` are not evaluated.
+ * `collectFields` it needs no schema: type conditions and `@skip`/`@include` are evaluated only when
+ * `rules` are given.
  */
-export function fieldsOf(selectionSet: SelectionSetNode, fragments: Map<string, FragmentDefinitionNode>): FieldNode[] {
+export function fieldsOf(selectionSet: SelectionSetNode, fragments: Map<string, FragmentDefinitionNode>, rules?: SelectionRules): FieldNode[] {
   const fields: FieldNode[] = [];
   const expandedFragments = new Set<string>();
   const collect = (from: SelectionSetNode) => {
     for (const selection of from.selections) {
+      if (rules && !rules.included(selection)) continue;
       if (selection.kind === Kind.FIELD) fields.push(selection);
-      else if (selection.kind === Kind.INLINE_FRAGMENT) collect(selection.selectionSet);
-      else if (!expandedFragments.has(selection.name.value)) {
-        expandedFragments.add(selection.name.value);
+      else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        if (!rules || rules.applies(selection.typeCondition)) collect(selection.selectionSet);
+      } else if (!expandedFragments.has(selection.name.value)) {
         const fragment = fragments.get(selection.name.value);
+        if (rules && !rules.applies(fragment?.typeCondition)) continue;
+        expandedFragments.add(selection.name.value);
         if (fragment) collect(fragment.selectionSet);
       }
     }

@@ -299,6 +299,39 @@ describe('a mutation across subgraphs, one of them down', () => {
       await t.stack.startService('strategies');
     }
   });
+
+  it("runs nothing the client skipped: a root field under @skip or @include stays unrun, and an answer without errors has no errors", async () => {
+    const { apiKey: owner } = await t.stack.createAccountWithKey('Skipped across subgraphs');
+    const result = await t.stack.graphql(
+      owner,
+      `mutation Place($dry: Boolean!) {
+        ... @skip(if: $dry) { submitOrder(input: { symbol: "MSFT", side: BUY, type: MARKET, quantity: "2" }) { orderSubmission { id } } }
+        ...Placing @include(if: false)
+        createStrategy(input: { name: "Dry run" }) { strategy { name } }
+      }
+      fragment Placing on Mutation { placed: submitOrder(input: { symbol: "MSFT", side: BUY, type: MARKET, quantity: "1" }) { orderSubmission { id } } }`,
+      { dry: true },
+    );
+    expect(result.body).toEqual({ data: { createStrategy: { strategy: { name: 'Dry run' } } } });
+    const book = await t.stack.graphql(owner, '{ listOrderSubmissions { nodes { id } } }');
+    expect(book.body.data.listOrderSubmissions.nodes).toEqual([]);
+  });
+
+  it('a query run again around a down subgraph leaves out what the client skipped', async () => {
+    const { apiKey: owner } = await t.stack.createAccountWithKey('Skipped around an outage');
+    await t.stack.stopService('strategies');
+    try {
+      const result = await t.stack.graphql(
+        owner,
+        'query ($all: Boolean!) { viewer { account { id } } ... @include(if: $all) { listOrderSubmissions { nodes { id } } } listStrategies { nodes { id } } }',
+        { all: false },
+      );
+      expect(Object.keys(result.body.data)).toEqual(['viewer', 'listStrategies']);
+      expect(result.body.data.listStrategies).toBeNull();
+    } finally {
+      await t.stack.startService('strategies');
+    }
+  });
 });
 
 // Last: it leaves this address over its failure limit (valid keys still pass: failed-auth.e2e).
