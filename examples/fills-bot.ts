@@ -8,9 +8,15 @@
  *   OTS_API_KEY=svc_live_... node --import tsx examples/fills-bot.ts [state-file]
  */
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { Decimal } from 'decimal.js';
+import { Decimal as DecimalJs } from 'decimal.js';
 import { OtsClient } from '@ots/client';
 import { isMainModule } from './main-module.ts';
+
+/**
+ * The API's decimals have up to 30 significant digits (20 before the point, 10 after), and their sums a
+ * few more; decimal.js rounds every result to 20 by default.
+ */
+const Decimal = DecimalJs.clone({ precision: 64 });
 
 /** What a `fill.recorded` event's data says that positions need: the fill, and its order's state after it. */
 interface FillData {
