@@ -5,6 +5,8 @@ import { decideKey, findAccount, hashApiKey, createAccount, createKey, type Oper
 
 /** Where `npm start` keeps the demo key of the embedded database: in the ignored `.data/`, owner-only. */
 const DEMO_KEY_FILE = fileURLToPath(new URL('../.data/demo-api-key', import.meta.url));
+/** And the demo owner's set-password link, when its output is not a terminal. */
+const DEMO_LINK_FILE = fileURLToPath(new URL('../.data/demo-set-password-link', import.meta.url));
 
 export interface DemoKeyOptions {
   operator: OperatorScope;
@@ -25,12 +27,12 @@ const curl = (endpoint: string, keyHeader: string) =>
   `  curl -s ${endpoint} -H 'Content-Type: application/json' -H ${keyHeader} \\\n    -d '{"query":"{ viewer { account { id name } apiKey { displayPrefix } } }"}'`;
 
 /** Replaces the file with a new one that only its owner can read, whatever the old one's mode was. */
-function keep(file: string, apiKey: string): void {
+function keep(file: string, secret: string): void {
   // The folder keeps its default mode: the embedded Postgres's data, in it too, belongs to the `postgres`
   // user when this runs as root, which must be able to enter it. The key file alone is the owner's.
   mkdirSync(dirname(file), { recursive: true });
   const fresh = `${file}.${process.pid}`;
-  writeFileSync(fresh, `${apiKey}\n`, { mode: 0o600, flag: 'wx' });
+  writeFileSync(fresh, `${secret}\n`, { mode: 0o600, flag: 'wx' });
   renameSync(fresh, file);
 }
 
@@ -86,4 +88,17 @@ export async function demoKeyNotice(options: DemoKeyOptions): Promise<DemoKeyNot
     return { text };
   }
   return { text: createYourOwn };
+}
+
+/**
+ * What `npm start` says about the demo owner's one-time set-password link, which signs in whoever opens
+ * it first: like the key, it goes to the terminal, never to a log line. When the output is not a
+ * terminal and the embedded database keeps it, it is kept in an owner-only file and that file named.
+ */
+export function demoLinkNotice(link: string, options: Pick<DemoKeyOptions, 'keep' | 'terminal'> & { file?: string }): string {
+  const intro = 'Demo owner demo@example.com: set a password (one-time link, valid 24 hours) and you are signed in';
+  if (!options.keep || options.terminal) return `${intro}:\n  ${link}\n`;
+  const file = options.file ?? DEMO_LINK_FILE;
+  keep(file, link);
+  return `${intro} through the link kept in ${relative(process.cwd(), file)}, readable only by you (not printed: the output is not a terminal)\n`;
 }

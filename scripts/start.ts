@@ -6,7 +6,7 @@ import { demoOwnerLink, operatorScope } from '@ots/accounts';
 import { startProcessTelemetry, type ProcessTelemetry } from '@ots/shared/telemetry';
 import { composeAndWrite } from '@ots/gateway/compose';
 import { ensureConsoleBuilt } from '../console/ensure-built.ts';
-import { demoKeyNotice } from './demo-key.ts';
+import { demoKeyNotice, demoLinkNotice } from './demo-key.ts';
 import { launchStack, migrateAll, type RunningStack } from './stack.ts';
 
 /**
@@ -56,7 +56,7 @@ const demo = await demoKeyNotice({
 console.log(demo.text);
 const demoLink = config.production ? undefined : await demoOwnerLink(operator, { email: 'demo@example.com', newAccountId: demo.createdAccountId });
 console.log(`Console: ${config.consoleBaseUrl}/`);
-if (demoLink) console.log(`Demo owner demo@example.com: set a password (one-time link, valid 24 hours) and you are signed in:\n  ${demoLink}\n`);
+if (demoLink) console.log(demoLinkNotice(demoLink, { keep: devDatabase !== undefined, terminal: process.stdout.isTTY === true }));
 
 stopOnSignals(async () => {
   logger.info('draining in-flight requests and stopping');

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startStack, type TestStack } from '../../testing/stack.ts';
-import { demoKeyNotice as demoKeyNoticeOf, type DemoKeyOptions } from '../../scripts/demo-key.ts';
+import { demoKeyNotice as demoKeyNoticeOf, demoLinkNotice, type DemoKeyOptions } from '../../scripts/demo-key.ts';
 import { revokeKey, rollKey } from '@ots/accounts';
 
 const demoKeyNotice = async (options: DemoKeyOptions) => (await demoKeyNoticeOf(options)).text;
@@ -86,6 +86,19 @@ describe('the demo key', () => {
     const apiKey = readFileSync(file, 'utf8').trim();
     expect(await viewer(apiKey)).toEqual({ data: { viewer: { account: { name: 'Demo account' } } } });
     expect(statSync(file).mode & 0o777).toBe(0o600);
+  });
+
+  it("the demo owner's set-password link, like the key: kept and named when the output is not a terminal, printed otherwise", () => {
+    const link = 'http://127.0.0.1:4000/set-password#token=qIpEfclS2Whssr11zINz3sRP1z5Q_f8BCaZymsIB7ec';
+    const linkFile = join(folder, '.data', 'demo-set-password-link');
+    const logged = demoLinkNotice(link, { keep: true, terminal: false, file: linkFile });
+    expect(logged).not.toContain('#token=');
+    expect(logged).toContain('readable only by you (not printed: the output is not a terminal)');
+    expect(readFileSync(linkFile, 'utf8').trim()).toBe(link);
+    expect(statSync(linkFile).mode & 0o777).toBe(0o600);
+    expect(demoLinkNotice(link, { keep: true, terminal: true, file: linkFile })).toContain(link);
+    // Kept nowhere (DATABASE_URL): printed whatever the output, or it would be lost.
+    expect(demoLinkNotice(link, { keep: false, terminal: false, file: linkFile })).toContain(link);
   });
 
   it('another database (DATABASE_URL): printed on the first run, kept nowhere, and later runs say how to make a key', async () => {
