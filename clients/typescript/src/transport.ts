@@ -116,30 +116,36 @@ function unavailablePayload(data: Record<string, unknown> | null | undefined): P
  * again; such a replayed answer is never tried again, since the key would only replay it.
  */
 export class Transport {
-  constructor(private readonly options: TransportOptions) {}
+  // An ES private field, not TypeScript's `private`: a bot that logs its client (console.log,
+  // JSON.stringify, a logger's object) would otherwise write the API key with it.
+  readonly #options: TransportOptions;
+
+  constructor(options: TransportOptions) {
+    this.#options = options;
+  }
 
   get graphqlUrl(): string {
-    return endpointUrl(this.options.baseUrl, '/graphql');
+    return endpointUrl(this.#options.baseUrl, '/graphql');
   }
 
   /** The GraphQL-over-SSE endpoint of the event stream. */
   get streamUrl(): string {
-    return endpointUrl(this.options.baseUrl, '/graphql/stream');
+    return endpointUrl(this.#options.baseUrl, '/graphql/stream');
   }
 
   /** The GraphQL-over-WebSocket endpoint of the event stream, ws: or wss: as the base URL is http: or https:. */
   get webSocketUrl(): string {
-    const url = new URL(endpointUrl(this.options.baseUrl, '/graphql/ws'));
+    const url = new URL(endpointUrl(this.#options.baseUrl, '/graphql/ws'));
     url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
     return url.toString();
   }
 
   get apiKey(): string {
-    return this.options.apiKey;
+    return this.#options.apiKey;
   }
 
   get fetch(): typeof fetch {
-    return this.options.fetch;
+    return this.#options.fetch;
   }
 
   query<Result>(query: string, variables: object | undefined): Promise<Result> {
@@ -160,7 +166,7 @@ export class Transport {
   }
 
   private async send<Result>(query: string, variables: object | undefined, idempotencyKey: string | undefined): Promise<Result> {
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json', 'x-api-key': this.options.apiKey };
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json', 'x-api-key': this.#options.apiKey };
     if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey;
     const body = JSON.stringify({ query, variables: variables ?? {} });
     let attempt = 0;
@@ -169,7 +175,7 @@ export class Transport {
         return (await this.attempt(headers, body)) as Result;
       } catch (failure) {
         if (!(failure instanceof AttemptFailure)) throw failure;
-        if (!failure.retryable || attempt >= this.options.maxNetworkRetries) throw failure.error;
+        if (!failure.retryable || attempt >= this.#options.maxNetworkRetries) throw failure.error;
         await sleep(Math.max(failure.minimumDelayMs, backoffMs(attempt)));
         attempt += 1;
       }
@@ -180,7 +186,7 @@ export class Transport {
     let response: Response;
     let parsed: GraphqlResponse | undefined;
     try {
-      response = await this.options.fetch(this.graphqlUrl, { method: 'POST', headers, body, signal: AbortSignal.timeout(this.options.timeoutMs) });
+      response = await this.#options.fetch(this.graphqlUrl, { method: 'POST', headers, body, signal: AbortSignal.timeout(this.#options.timeoutMs) });
       const text = await response.text();
       try {
         parsed = JSON.parse(text) as GraphqlResponse;
@@ -189,7 +195,7 @@ export class Transport {
       }
     } catch (error) {
       const timedOut = error instanceof DOMException && error.name === 'TimeoutError';
-      const message = timedOut ? `No answer from ${this.graphqlUrl} within ${this.options.timeoutMs} ms` : `${this.graphqlUrl} could not be reached`;
+      const message = timedOut ? `No answer from ${this.graphqlUrl} within ${this.#options.timeoutMs} ms` : `${this.graphqlUrl} could not be reached`;
       throw new AttemptFailure(new OtsConnectionError(message, { cause: error }), true);
     }
     const requestId = response.headers.get('x-request-id') ?? undefined;
