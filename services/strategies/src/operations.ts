@@ -17,6 +17,7 @@ import {
 import { strategyView } from './mappers.ts';
 import {
   insertStrategy,
+  isDeadlock,
   isNameTaken,
   listStrategies as listStrategyRows,
   lockStrategy,
@@ -98,20 +99,24 @@ export async function updateStrategy(
 ): Promise<Result<StrategyRow>> {
   const changes = validateChanges(input);
   if (!changes.ok) return changes;
-  try {
-    return await changeStrategy(
-      scope,
-      id,
-      (current) => decideEdit(current, changes.value),
-      (trx, strategyId, edit) => updateStrategyFields(trx, scope.accountId, strategyId, edit.changes),
-      'strategy.updated',
-    );
-  } catch (error) {
-    // The violation aborted the transaction, so it is mapped here, after the rollback.
-    if (isNameTaken(error) && changes.value.name !== undefined) {
-      return fail('STRATEGY_NAME_TAKEN', nameTakenMessage(changes.value.name), 'name');
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await changeStrategy(
+        scope,
+        id,
+        (current) => decideEdit(current, changes.value),
+        (trx, strategyId, edit) => updateStrategyFields(trx, scope.accountId, strategyId, edit.changes),
+        'strategy.updated',
+      );
+    } catch (error) {
+      // The violation aborted the transaction, so it is mapped here, after the rollback.
+      if (isNameTaken(error) && changes.value.name !== undefined) {
+        return fail('STRATEGY_NAME_TAKEN', nameTakenMessage(changes.value.name), 'name');
+      }
+      // Rolled back having changed nothing: decided again, as if it had come after the other writer.
+      if (isDeadlock(error) && attempt === 1) continue;
+      throw error;
     }
-    throw error;
   }
 }
 

@@ -30,6 +30,14 @@ export function isNameTaken(error: unknown): boolean {
   return pgError?.code === '23505' && pgError.constraint === NAME_INDEX;
 }
 
+/**
+ * Postgres ended a deadlock by failing this transaction, which it rolled back. Two renames that take
+ * each other's names at once can meet so in the name index, each waiting for the other's change.
+ */
+export function isDeadlock(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === '40P01';
+}
+
 /** Throws the name index's unique violation when the name is taken (see isNameTaken). */
 export async function insertStrategy(db: StrategiesDb, accountId: string, strategy: NewStrategy): Promise<StrategyRow> {
   return db
