@@ -1,8 +1,22 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { EVENTS_WAKE_CHANNEL, WAKE_EVERYONE } from './event-feed.ts';
 import type { Logger } from './logger.ts';
 
 const RECONNECT_MS = 1_000;
+
+export interface FeedWakeupsTimings {
+  /**
+   * How often the listening connection is asked a question, and how long it has to answer. A
+   * connection dropped without a word (an idle flow expired by a NAT or a load balancer, a partition,
+   * a failover behind an address) delivers no notification and raises no error: only a question that
+   * goes unanswered finds it out, and then it is made again.
+   */
+  checkEveryMs: number;
+  answerWithinMs: number;
+}
+
+const TIMINGS: FeedWakeupsTimings = { checkEveryMs: 10_000, answerWithinMs: 5_000 };
 
 /**
  * The gateway side of the events' wake-ups: one Postgres connection LISTENs on the channel the
@@ -15,11 +29,14 @@ export class FeedWakeups {
   private readonly listeners = new Map<string, Set<() => void>>();
   private client: pg.Client | undefined;
   private reconnect: NodeJS.Timeout | undefined;
+  /** The current connection's question (`FeedWakeupsTimings`). */
+  private check: NodeJS.Timeout | undefined;
   private closed = false;
 
   constructor(
     private readonly databaseUrl: string,
     private readonly log: Logger,
+    private readonly timings: FeedWakeupsTimings = TIMINGS,
   ) {}
 
   start(): void {
@@ -48,9 +65,12 @@ export class FeedWakeups {
 
   private async connect(): Promise<void> {
     if (this.closed) return;
-    const client = new pg.Client({ connectionString: this.databaseUrl, application_name: 'gateway-event-wakeups' });
+    const client = new pg.Client({ connectionString: this.databaseUrl, application_name: 'gateway-event-wakeups', keepAlive: true });
     const retry = () => {
-      if (this.client === client) this.client = undefined;
+      if (this.client === client) {
+        this.client = undefined;
+        clearInterval(this.check);
+      }
       client.removeAllListeners();
       client.on('error', () => undefined);
       void client.end().catch(() => undefined);
@@ -67,6 +87,13 @@ export class FeedWakeups {
       await client.query(`listen ${EVENTS_WAKE_CHANNEL}`);
       this.client = client;
       this.wakeEveryone();
+      this.check = setInterval(() => {
+        client.query({ text: 'select 1', query_timeout: this.timings.answerWithinMs } as pg.QueryConfig).catch((error: unknown) => {
+          if (this.client !== client) return;
+          this.log.warn({ err: error }, 'event wake-ups: the connection does not answer; listening again, streams look again on their own meanwhile');
+          retry();
+        });
+      }, this.timings.checkEveryMs).unref();
     } catch (error) {
       this.log.warn({ err: error }, 'event wake-ups: cannot listen; streams look again on their own meanwhile');
       retry();
@@ -76,12 +103,14 @@ export class FeedWakeups {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.reconnect);
+    clearInterval(this.check);
     const client = this.client;
     this.client = undefined;
     if (client) {
       client.removeAllListeners();
       client.on('error', () => undefined);
-      await client.end().catch(() => undefined);
+      // A connection that stopped answering never confirms its end: a stop does not wait for it.
+      await Promise.race([client.end().catch(() => undefined), sleep(this.timings.answerWithinMs, undefined, { ref: false })]);
     }
   }
 }

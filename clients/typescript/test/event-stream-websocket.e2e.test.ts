@@ -4,7 +4,7 @@ import { createKey, setApiAccess } from '@ots/accounts';
 import { TcpProxy } from '@ots/shared/testing/tcp-proxy';
 import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
 import { OtsAuthenticationError, OtsClient, OtsPermissionError } from '../src/index.ts';
-import { StallingRelay } from './stalling-relay.ts';
+import { StallingRelay } from '@ots/shared/testing/stalling-relay';
 import { expectAbortEndsStream, take } from './stream-scenarios.ts';
 
 /**

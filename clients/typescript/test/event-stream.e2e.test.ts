@@ -6,7 +6,7 @@ import { TcpProxy } from '@ots/shared/testing/tcp-proxy';
 import { NO_RATE_LIMIT_ENV, useStack } from '../../../testing/fixture.ts';
 import { FaultProxy } from '../../../testing/fault-proxy.ts';
 import { OtsClient, OtsPermissionError } from '../src/index.ts';
-import { StallingRelay } from './stalling-relay.ts';
+import { StallingRelay } from '@ots/shared/testing/stalling-relay';
 import { expectAbortEndsStream, take } from './stream-scenarios.ts';
 
 /**
