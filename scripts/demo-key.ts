@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { decideKey, findAccount, hashApiKey, createAccount, createKey, type OperatorScope, hasAnyAccount } from '@ots/accounts';
@@ -76,7 +76,7 @@ export async function demoKeyNotice(options: DemoKeyOptions): Promise<DemoKeyNot
     const kept = readFileSync(file, 'utf8').trim();
     const record = await operator.keyStore.lookup(hashApiKey(operator.config.apiKeyHmacSecret, kept));
     const decision = decideKey(record, Date.now());
-    if (decision.kind === 'authenticated') return { text: fromFile('printed on the first run only') };
+    if (decision.kind === 'authenticated') return { text: fromFile('never printed again: at most once, on the first run, to a terminal') };
     // Rolled, revoked or expired since (or its account's API access disabled): say so, and where a new one comes from.
     const account = record && (await findAccount(operator.db, record.accountId));
     const why = decision.kind === 'access-disabled' ? 'API access is disabled for its account' : 'it was revoked, rolled or has expired';
@@ -94,11 +94,16 @@ export async function demoKeyNotice(options: DemoKeyOptions): Promise<DemoKeyNot
  * What `npm start` says about the demo owner's one-time set-password link, which signs in whoever opens
  * it first: like the key, it goes to the terminal, never to a log line. When the output is not a
  * terminal and the embedded database keeps it, it is kept in an owner-only file and that file named.
+ * No link (the demo owner has a password): nothing to say, and a link kept before, used up, goes.
  */
-export function demoLinkNotice(link: string, options: Pick<DemoKeyOptions, 'keep' | 'terminal'> & { file?: string }): string {
+export function demoLinkNotice(link: string | undefined, options: Pick<DemoKeyOptions, 'keep' | 'terminal'> & { file?: string }): string | undefined {
+  const file = options.file ?? DEMO_LINK_FILE;
+  if (link === undefined) {
+    rmSync(file, { force: true });
+    return undefined;
+  }
   const intro = 'Demo owner demo@example.com: set a password (one-time link, valid 24 hours) and you are signed in';
   if (!options.keep || options.terminal) return `${intro}:\n  ${link}\n`;
-  const file = options.file ?? DEMO_LINK_FILE;
   keep(file, link);
   return `${intro} through the link kept in ${relative(process.cwd(), file)}, readable only by you (not printed: the output is not a terminal)\n`;
 }

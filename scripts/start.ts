@@ -56,7 +56,8 @@ const demo = await demoKeyNotice({
 console.log(demo.text);
 const demoLink = config.production ? undefined : await demoOwnerLink(operator, { email: 'demo@example.com', newAccountId: demo.createdAccountId });
 console.log(`Console: ${config.consoleBaseUrl}/`);
-if (demoLink) console.log(demoLinkNotice(demoLink, { keep: devDatabase !== undefined, terminal: process.stdout.isTTY === true }));
+const demoLinkText = demoLinkNotice(demoLink, { keep: devDatabase !== undefined, terminal: process.stdout.isTTY === true });
+if (demoLinkText) console.log(demoLinkText);
 
 stopOnSignals(async () => {
   logger.info('draining in-flight requests and stopping');

@@ -45,7 +45,7 @@ describe('the demo key', () => {
     chmodSync(file, 0o644);
     const later = await demoKeyNotice(options);
     expect(keyIn(later)).toBeUndefined();
-    expect(later).toContain('readable only by you (printed on the first run only)');
+    expect(later).toContain('readable only by you (never printed again: at most once, on the first run, to a terminal)');
     expect(later).toMatch(/-H "X-API-Key: \$\(cat \S*demo-api-key\)"/);
     expect(statSync(file).mode & 0o777).toBe(0o600);
   });
@@ -99,6 +99,9 @@ describe('the demo key', () => {
     expect(demoLinkNotice(link, { keep: true, terminal: true, file: linkFile })).toContain(link);
     // Kept nowhere (DATABASE_URL): printed whatever the output, or it would be lost.
     expect(demoLinkNotice(link, { keep: false, terminal: false, file: linkFile })).toContain(link);
+    // Once the owner has a password there is no link, and the one kept, used up, goes.
+    expect(demoLinkNotice(undefined, { keep: true, terminal: false, file: linkFile })).toBeUndefined();
+    expect(existsSync(linkFile)).toBe(false);
   });
 
   it('another database (DATABASE_URL): printed on the first run, kept nowhere, and later runs say how to make a key', async () => {
