@@ -10,6 +10,7 @@ import { graphqlBody, operationNameOf } from './graphql-body.ts';
 import { rootFieldsOf, selectedOperation, type RootField } from './root-fields.ts';
 import { refusedFields, type ScopeRules } from './scopes.ts';
 import { gatewayTimedOut } from './timeouts.ts';
+import { rootFieldErrorsBody } from './unauthenticated.ts';
 
 const KEY_PATTERN = /^[\x20-\x7e]{1,255}$/;
 const PURGE_INTERVAL_MS = 10 * 60_000;
@@ -250,7 +251,7 @@ export function registerIdempotency(
       return reply.code(400).send({ detail: 'Idempotency-Key must be 1 to 255 printable ASCII characters' });
     }
     if (nestedDeeperThan(body?.variables, MAX_VARIABLES_DEPTH)) {
-      return reply.code(400).send({ data: null, errors: [{ message: `The variables nest deeper than ${MAX_VARIABLES_DEPTH} levels`, extensions: { code: 'BAD_REQUEST' } }] });
+      return reply.code(400).send(rootFieldErrorsBody(body, `The variables nest deeper than ${MAX_VARIABLES_DEPTH} levels`, 'BAD_REQUEST'));
     }
     if (refusedFields(rules, mutation.document, mutation.operation, scopeSet(context.caller.scopes)).length > 0) return;
     const { accountId } = context.caller;
