@@ -1,7 +1,7 @@
 import http from 'node:http';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { revokeKey, rollKey, setApiAccess, updateKey } from '@ots/accounts';
+import { createKey, revokeKey, rollKey, setApiAccess, updateKey } from '@ots/accounts';
 import { createClient as createSseClient } from 'graphql-sse';
 import { createClient as createWsClient, type Client as WsClient } from 'graphql-ws';
 import WebSocket from 'ws';
@@ -438,6 +438,16 @@ describe('a key that changes after its WebSocket was acknowledged', () => {
     expect((await closed).afterRevocationMs).toBeLessThanOrEqual(1_000);
     await late.ended;
     expect(late.received).toEqual([]);
+  });
+
+  it('a key that expires closes its socket 4401 within the second, though the socket holds no stream', async () => {
+    const { accountId } = await t.newAccount('Expiring idle');
+    const { apiKey, key } = await createKey(t.stack.operator, { accountId, expiresInMs: 2_500 });
+    const ws = wsClient(apiKey, { viaHeader: true });
+    await ws.connected;
+    const closed = ws.closed.then(({ code, reason }) => ({ code, reason, afterExpiryMs: Date.now() - key.expires_at!.getTime() }));
+    expect(await Promise.race([closed, sleep(6_000).then(() => 'still open')])).toMatchObject({ code: 4401, reason: 'Invalid or expired API key' });
+    expect((await closed).afterExpiryMs).toBeLessThanOrEqual(1_000);
   });
 
   it('a key that lost read cannot subscribe again on the socket its stream ended on', async () => {

@@ -124,7 +124,21 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
   const authorisedSockets = new Map<WebSocket, AuthorisedKey>();
   // How many each key holds: past `socketsPerKey` its next is refused, so one key's sockets cannot take every connection.
   const socketsOfKey = new Map<string, number>();
+  // An expiry (or a rolled key's grace end) changes nothing in any store, so no key change announces it:
+  // each socket is looked at again when its key's time is up, streams or not.
+  const expiryChecks = new Map<WebSocket, NodeJS.Timeout>();
+  const followExpiry = (socket: WebSocket, expiresAt: number | null) => {
+    clearTimeout(expiryChecks.get(socket));
+    expiryChecks.delete(socket);
+    const key = authorisedSockets.get(socket);
+    if (expiresAt === null || !key) return;
+    // setTimeout waits at most 2³¹ − 1 ms (about 24 days); a later expiry is looked at then, and followed again.
+    const wait = Math.min(Math.max(0, expiresAt - Date.now()) + 1, 2 ** 31 - 1);
+    expiryChecks.set(socket, setTimeout(() => checkSockets(key, [socket]), wait).unref());
+  };
   const forgetSocket = (socket: WebSocket) => {
+    clearTimeout(expiryChecks.get(socket));
+    expiryChecks.delete(socket);
     const key = authorisedSockets.get(socket);
     if (!key) return;
     authorisedSockets.delete(socket);
@@ -135,7 +149,10 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
   const checkSockets = (key: AuthorisedKey, sockets: WebSocket[]) => {
     authentication.keyStatus(key).then(
       (status) => {
-        for (const socket of sockets) closeRefused(socket, status);
+        for (const socket of sockets) {
+          closeRefused(socket, status);
+          if (status.kind === 'authenticated') followExpiry(socket, status.expiresAt);
+        }
       },
       // A key store that does not answer (a database blip) is asked again until it does: the change may be the last for a long while.
       () => {
@@ -198,6 +215,7 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
         ctx.extra.key = decision.key;
         authorisedSockets.set(ctx.extra.socket, decision.key);
         socketsOfKey.set(decision.key.apiKeyId, held + 1);
+        followExpiry(ctx.extra.socket, decision.key.expiresAt);
         return true;
       },
       onClose: (ctx) => {
