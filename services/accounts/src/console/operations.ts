@@ -247,6 +247,9 @@ export async function signIn(
     throw new ConsoleError(401, SIGN_IN_FAILED);
   }
   const token = await db.transaction().execute(async (trx) => {
+    // The password checked may have been cleared or changed since it was read (`owner reset-password`,
+    // a new password), which ended every session: one begun on it must not outlive them.
+    if (!(await repository.holdOwnerPassword(trx, owner.account_id, owner.id, owner.password_hash!))) return undefined;
     await repository.deleteSignInFailure(trx, pendingId);
     await repository.deleteEndedSessions(trx, owner.account_id, owner.id, new Date(now - SESSION_IDLE_MS), new Date(now - SESSION_ABSOLUTE_MS));
     await accounts.insertSecurityEvent(trx, {
@@ -257,6 +260,7 @@ export async function signIn(
     });
     return startSession(scope, trx, { accountId: owner.account_id, ownerId: owner.id }, previousToken);
   });
+  if (token === undefined) throw new ConsoleError(401, SIGN_IN_FAILED);
   return { token, view: await sessionViewOf(scope, token) };
 }
 

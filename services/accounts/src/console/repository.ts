@@ -37,6 +37,23 @@ export async function setOwnerPassword(db: AccountsDb, accountId: string, ownerI
     .execute();
 }
 
+/**
+ * Whether the owner's password is still the one `passwordHash` holds, the row share-locked until the
+ * transaction ends: a reset or a new password (which end every session) then waits for it, or has
+ * committed and the answer is no.
+ */
+export async function holdOwnerPassword(db: AccountsDb, accountId: string, ownerId: string, passwordHash: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('owners')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .where('id', '=', ownerId)
+    .where('password_hash', '=', passwordHash)
+    .forShare()
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** A new link voids the owner's earlier unused ones: only the latest link works. */
 export async function replaceSetPasswordToken(
   db: AccountsDb,

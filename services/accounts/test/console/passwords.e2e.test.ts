@@ -90,6 +90,31 @@ describe('passwords and the set-password link', () => {
   });
 });
 
+describe('a sign-in that a reset overtakes', () => {
+  it('gets no session when the password it checked was cleared before its session began: a reset signs the owner out everywhere', async () => {
+    const owner = await accountWithOwner(t.stack, t.base, 'Reset during sign-in');
+    // What `owner reset-password` does, held open: the sign-in reads the password still committed, checks
+    // it, and only then would begin its session.
+    await t.db.query('begin');
+    try {
+      await t.db.query('update accounts.owners set password_hash = null, password_set_at = null where id = $1', [owner.ownerId]);
+      await t.db.query('delete from accounts.sessions where owner_id = $1', [owner.ownerId]);
+      const attacker = new ConsoleClient(t.base);
+      const signingIn = attacker.post('/console/api/sign-in', { email: owner.email, password: owner.password });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await t.db.query('commit');
+      const signedIn = await signingIn;
+      expect(signedIn.status).toBe(401);
+      expect((await attacker.get('/console/api/session')).status).toBe(401);
+    } catch (error) {
+      await t.db.query('rollback').catch(() => undefined);
+      throw error;
+    }
+    const sessions = await t.db.query('select count(*)::int as n from accounts.sessions where owner_id = $1', [owner.ownerId]);
+    expect(sessions.rows[0].n).toBe(0);
+  });
+});
+
 describe('passwords over plain HTTP in production', () => {
   it('are refused as API keys are, before they are checked: no session, no failed sign-in, the link still unused', async () => {
     const owner = await accountWithOwner(t.stack, t.base, 'Plain HTTP');
