@@ -65,7 +65,15 @@ export class FeedWakeups {
 
   private async connect(): Promise<void> {
     if (this.closed) return;
-    const client = new pg.Client({ connectionString: this.databaseUrl, application_name: 'gateway-event-wakeups', keepAlive: true });
+    // Connecting and listening are bounded as the question is: through a proxy that took the
+    // connection and passes nothing on, an unbounded connect would wait, and no one listen, for good.
+    const client = new pg.Client({
+      connectionString: this.databaseUrl,
+      application_name: 'gateway-event-wakeups',
+      keepAlive: true,
+      connectionTimeoutMillis: this.timings.answerWithinMs,
+      query_timeout: this.timings.answerWithinMs,
+    });
     const retry = () => {
       if (this.client === client) {
         this.client = undefined;
@@ -88,7 +96,7 @@ export class FeedWakeups {
       this.client = client;
       this.wakeEveryone();
       this.check = setInterval(() => {
-        client.query({ text: 'select 1', query_timeout: this.timings.answerWithinMs } as pg.QueryConfig).catch((error: unknown) => {
+        client.query('select 1').catch((error: unknown) => {
           if (this.client !== client) return;
           this.log.warn({ err: error }, 'event wake-ups: the connection does not answer; listening again, streams look again on their own meanwhile');
           retry();

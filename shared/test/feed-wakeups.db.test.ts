@@ -51,6 +51,24 @@ describe("the gateway's event wake-ups", () => {
     }
   });
 
+  it('connect again, however often the new connection is taken and not answered, until one answers', async () => {
+    const { relay, wakeups, counted } = await throughRelay();
+    try {
+      relay.stall();
+      relay.stallNew();
+      // Several attempts, each taken by the wedged relay and given up on in time.
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      expect(counted.wakes).toBe(1);
+      relay.relayNew();
+      await expect.poll(() => counted.wakes, { timeout: 10_000 }).toBe(2);
+      await notify('account-1');
+      await expect.poll(() => counted.wakes, { timeout: 10_000 }).toBe(3);
+    } finally {
+      await wakeups.close();
+      await relay.close();
+    }
+  });
+
   it('stop without waiting for a connection that stopped answering', async () => {
     const { relay, wakeups } = await throughRelay();
     relay.stall();
