@@ -126,18 +126,20 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
   const socketsOfKey = new Map<string, number>();
   // An expiry (or a rolled key's grace end) changes nothing in any store, so no key change announces it:
   // each socket is looked at again when its key's time is up, streams or not.
-  const expiryChecks = new Map<WebSocket, NodeJS.Timeout>();
+  // A key's expiry only ever comes nearer (a roll gives the old key a grace end; nothing extends one), so
+  // the nearest one seen is followed: a look-up begun before a roll and answered after it says nothing.
+  const expiryChecks = new Map<WebSocket, { at: number; timer: NodeJS.Timeout }>();
   const followExpiry = (socket: WebSocket, expiresAt: number | null) => {
-    clearTimeout(expiryChecks.get(socket));
-    expiryChecks.delete(socket);
     const key = authorisedSockets.get(socket);
-    if (expiresAt === null || !key) return;
+    const followed = expiryChecks.get(socket);
+    if (expiresAt === null || !key || (followed && followed.at <= expiresAt && followed.at > Date.now())) return;
+    clearTimeout(followed?.timer);
     // setTimeout waits at most 2³¹ − 1 ms (about 24 days); a later expiry is looked at then, and followed again.
     const wait = Math.min(Math.max(0, expiresAt - Date.now()) + 1, 2 ** 31 - 1);
-    expiryChecks.set(socket, setTimeout(() => checkSockets(key, [socket]), wait).unref());
+    expiryChecks.set(socket, { at: Date.now() + wait, timer: setTimeout(() => checkSockets(key, [socket]), wait).unref() });
   };
   const forgetSocket = (socket: WebSocket) => {
-    clearTimeout(expiryChecks.get(socket));
+    clearTimeout(expiryChecks.get(socket)?.timer);
     expiryChecks.delete(socket);
     const key = authorisedSockets.get(socket);
     if (!key) return;
