@@ -57,8 +57,9 @@ export function errorPathsPlugin(owners: ReadonlyMap<string, string>): ApolloSer
           if (rootFields.length === 0) return;
           const data = result.data as Record<string, unknown> | null | undefined;
           const unavailable = contextValue.unavailableServices ?? new Set<string>();
+          // A root field the client skipped (`@skip`, `@include`) is not in `data` and lost nothing.
           const lostToOutage = rootFields
-            .filter(({ key, name }) => unavailable.has(owners.get(`${rootType}.${name}`) ?? '') && (data?.[key] === null || data?.[key] === undefined))
+            .filter(({ key, name }) => unavailable.has(owners.get(`${rootType}.${name}`) ?? '') && (data ? data[key] === null : true))
             .map(({ key }) => key);
           // A nested field of the service that failed (e.g. a strategy's orderSubmissions) nulls the root
           // field above it; the error names that root field.

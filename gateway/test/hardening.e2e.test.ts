@@ -328,6 +328,14 @@ describe('a mutation across subgraphs, one of them down', () => {
       );
       expect(Object.keys(result.body.data)).toEqual(['viewer', 'listStrategies']);
       expect(result.body.data.listStrategies).toBeNull();
+      // Nor is a skipped field named by the outage's error.
+      const skippedToo = await t.stack.graphql(
+        owner,
+        'query ($all: Boolean!) { viewer { account { id } } listStrategies { nodes { id } } again: listStrategies @include(if: $all) { nodes { id } } }',
+        { all: false },
+      );
+      expect(Object.keys(skippedToo.body.data)).toEqual(['viewer', 'listStrategies']);
+      expect(skippedToo.body.errors.map((error: { path: string[] }) => error.path)).toEqual([['listStrategies']]);
     } finally {
       await t.stack.startService('strategies');
     }
