@@ -277,6 +277,8 @@ async function apiRoutes(
 
   api.post<{ Params: { id: string; change: string } }>('/webhooks/:id/:change', signedIn, async (request, reply) => {
     const { id, change } = request.params;
+    // An id that is not a UUID names no endpoint of the account's: refused here as one of another account's is.
+    if (receiveId(id).uuid === undefined) return reply.code(404).send({ detail: 'Not found' });
     if (change === 'rotate-secret') return reply.code(201).send(await webhooks.rotateSecret(webhooksScopeOf(request), { id, body: bodyOf(request) }));
     if (!Object.hasOwn(webhooks.ENDPOINT_CHANGES, change)) return reply.code(404).send({ detail: 'Not found' });
     return webhooks.changeEndpoint(webhooksScopeOf(request), { id, change: change as webhooks.EndpointChange });

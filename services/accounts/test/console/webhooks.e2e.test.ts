@@ -93,6 +93,11 @@ describe('console webhook routes', () => {
     expect((await b.client.post(`/console/api/webhooks/${id}/rotate-secret`, { grace: 'now' })).status).toBe(404);
     expect((await a.client.post(`/console/api/webhooks/${id}/explode`)).status).toBe(404);
     expect((await a.client.post('/console/api/webhooks/not-an-id/disable')).status).toBe(404);
+    // Not an outage either: an id the events service refuses outright (a control character) is no endpoint of the account's.
+    for (const action of ['disable', 'rotate-secret']) {
+      const answer = await a.client.post(`/console/api/webhooks/%01/${action}`, { grace: 'now' });
+      expect([action, answer.status, answer.body]).toEqual([action, 404, { detail: 'Not found' }]);
+    }
 
     // Untouched for its owner.
     const mine = await a.client.get('/console/api/webhooks');
