@@ -7,7 +7,7 @@ import reactHooks from 'eslint-plugin-react-hooks';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '**/.data/**', '**/*.js', '**/*.cjs', '!eslint.config.js', '**/generated/**', 'console/dist/**'] },
+  { ignores: ['**/node_modules/**', '**/.data/**', '**/*.js', '**/*.cjs', '!eslint.config.js', '**/generated/**', 'console/dist/**', 'clients/typescript/dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
