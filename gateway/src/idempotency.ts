@@ -7,7 +7,7 @@ import type { Logger } from '@ots/shared/logger';
 import { scopeSet } from '@ots/shared/scopes';
 import type { GatewayContext } from './data-source.ts';
 import { graphqlBody, operationNameOf } from './graphql-body.ts';
-import { rootFieldsOf, selectedOperation, type RootField } from './root-fields.ts';
+import { rootFieldsOf, selectedOperation, surelySkippedOut, type RootField } from './root-fields.ts';
 import { refusedFields, type ScopeRules } from './scopes.ts';
 import { gatewayTimedOut } from './timeouts.ts';
 import { rootFieldErrorsBody } from './unauthenticated.ts';
@@ -255,8 +255,10 @@ export function registerIdempotency(
     }
     if (refusedFields(rules, mutation.document, mutation.operation, scopeSet(context.caller.scopes)).length > 0) return;
     const { accountId } = context.caller;
-    // `__typename` runs nothing and is never null: it says nothing of whether the mutation ran.
-    const rootFields = rootFieldsOf(mutation.document, mutation.operation).filter(({ name }) => !name.startsWith('__'));
+    // `__typename` runs nothing and is never null: it says nothing of whether the mutation ran; nor
+    // does a root field the client skipped.
+    const variables = isRecord(body?.variables) ? body.variables : undefined;
+    const rootFields = rootFieldsOf(mutation.document, mutation.operation, surelySkippedOut(mutation.operation, variables)).filter(({ name }) => !name.startsWith('__'));
     const claim = await store.claim(accountId, key, requestHash(body as Record<string, unknown>), new Date(), interruptedAnswer(rootFields));
     // The 504 went out while claiming: the handler will not run, so neither must the claim stay.
     if (gatewayTimedOut(request) || reply.sent) {

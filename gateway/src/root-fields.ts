@@ -1,6 +1,7 @@
 import {
   GraphQLError,
   Kind,
+  valueFromASTUntyped,
   type DocumentNode,
   type FieldNode,
   type FragmentDefinitionNode,
@@ -90,11 +91,31 @@ export interface RootField {
 }
 
 /** The operation's root fields, through fragments, in document order, one per response key. */
-export function rootFieldsOf(document: DocumentNode, operation: OperationDefinitionNode): RootField[] {
+export function rootFieldsOf(document: DocumentNode, operation: OperationDefinitionNode, rules?: SelectionRules): RootField[] {
   const byKey = new Map<string, RootField>();
-  for (const field of fieldsOf(operation.selectionSet, fragmentsOf(document))) {
+  for (const field of fieldsOf(operation.selectionSet, fragmentsOf(document), rules)) {
     const key = field.alias?.value ?? field.name.value;
     if (!byKey.has(key)) byKey.set(key, { key, name: field.name.value });
   }
   return [...byKey.values()];
+}
+
+/**
+ * `@skip`/`@include` as execution would evaluate them, from the request's variables or their
+ * defaults, before the document is validated and without the schema. A condition it cannot read (a
+ * variable of no boolean value) lets the selection in, as do type conditions: it leaves out only what
+ * surely does not run.
+ */
+export function surelySkippedOut(operation: OperationDefinitionNode, variables: Record<string, unknown> | undefined): SelectionRules {
+  const values: Record<string, unknown> = {};
+  for (const definition of operation.variableDefinitions ?? []) {
+    const name = definition.variable.name.value;
+    if (variables && Object.hasOwn(variables, name)) values[name] = variables[name];
+    else if (definition.defaultValue) values[name] = valueFromASTUntyped(definition.defaultValue);
+  }
+  const condition = (selection: SelectionNode, directive: 'skip' | 'include') => {
+    const argument = selection.directives?.find((node) => node.name.value === directive)?.arguments?.find((node) => node.name.value === 'if');
+    return argument ? valueFromASTUntyped(argument.value, values) : undefined;
+  };
+  return { included: (selection) => condition(selection, 'skip') !== true && condition(selection, 'include') !== false, applies: () => true };
 }

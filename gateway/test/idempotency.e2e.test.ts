@@ -301,6 +301,26 @@ describe('Idempotency-Key', () => {
     expect(await ordersOf(t.alice, 'IDEM.H')).toBe(1);
   });
 
+  it('does not keep an outage beside a root field the client skipped: that field ran nothing either', async () => {
+    const key = freshKey();
+    const withSkipped = SUBMIT.replace(/^mutation Submit\(\$symbol: String!\) \{/, 'mutation Submit($symbol: String!, $also: Boolean!) {\n  createStrategy(input: { name: "Skipped" }) @include(if: $also) { strategy { id } }');
+    expect(withSkipped).not.toBe(SUBMIT);
+    await t.stack.stopService('orders');
+    let down: HttpResult;
+    try {
+      down = await send(t.alice, key, withSkipped, { symbol: 'IDEM.K', also: false });
+    } finally {
+      await t.stack.startService('orders');
+    }
+    expect(down.body.errors.map((error: { path: string[]; extensions: { code: string } }) => [error.path, error.extensions.code])).toEqual([
+      [['submitOrder'], 'SERVICE_UNAVAILABLE'],
+    ]);
+    const retried = await send(t.alice, key, withSkipped, { symbol: 'IDEM.K', also: false });
+    expect(retried.headers.get('idempotent-replayed')).toBeNull();
+    expect(retried.body.data.submitOrder.orderSubmission.symbol).toBe('IDEM.K');
+    expect(await ordersOf(t.alice, 'IDEM.K')).toBe(1);
+  });
+
   it('keeps a partial answer: an order committed while the fills service was down is replayed, not submitted again', async () => {
     const key = freshKey();
     const query = `mutation Partial($symbol: String!) {
