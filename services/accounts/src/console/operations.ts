@@ -231,7 +231,7 @@ export async function signIn(
   // What is not an email address names no owner: never asked of the database (a NUL it would refuse).
   const owner = isValidEmail(email) ? await repository.findOwnerByEmail(db, email) : undefined;
   const valid = await verifyPassword(owner?.password_hash ?? null, password);
-  if (!owner || !valid) {
+  const refuse = async (): Promise<never> => {
     // One statement either way, the owner's security event inside it: an owner's email is answered no later than an unknown one.
     await repository.settleSignInFailure(db, {
       pendingId,
@@ -245,7 +245,8 @@ export async function signIn(
       },
     });
     throw new ConsoleError(401, SIGN_IN_FAILED);
-  }
+  };
+  if (!owner || !valid) return refuse();
   const token = await db.transaction().execute(async (trx) => {
     // The password checked may have been cleared or changed since it was read (`owner reset-password`,
     // a new password), which ended every session: one begun on it must not outlive them.
@@ -260,7 +261,8 @@ export async function signIn(
     });
     return startSession(scope, trx, { accountId: owner.account_id, ownerId: owner.id }, previousToken);
   });
-  if (token === undefined) throw new ConsoleError(401, SIGN_IN_FAILED);
+  // The password was right when checked and is no longer: a failed sign-in, which the owner's log shows.
+  if (token === undefined) return refuse();
   return { token, view: await sessionViewOf(scope, token) };
 }
 

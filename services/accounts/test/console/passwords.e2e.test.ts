@@ -112,6 +112,9 @@ describe('a sign-in that a reset overtakes', () => {
     }
     const sessions = await t.db.query('select count(*)::int as n from accounts.sessions where owner_id = $1', [owner.ownerId]);
     expect(sessions.rows[0].n).toBe(0);
+    // The owner's log shows the attempt with the old password.
+    const failed = await t.db.query(`select count(*)::int as n from accounts.security_events where owner_id = $1 and type = 'sign_in.failed'`, [owner.ownerId]);
+    expect(failed.rows[0].n).toBe(1);
   });
 });
 
