@@ -125,9 +125,9 @@ export function attachWebSocketServer(app: FastifyInstance, services: StreamServ
   // How many each key holds: past `socketsPerKey` its next is refused, so one key's sockets cannot take every connection.
   const socketsOfKey = new Map<string, number>();
   // An expiry (or a rolled key's grace end) changes nothing in any store, so no key change announces it:
-  // each socket is looked at again when its key's time is up, streams or not.
-  // A key's expiry only ever comes nearer (a roll gives the old key a grace end; nothing extends one), so
-  // the nearest one seen is followed: a look-up begun before a roll and answered after it says nothing.
+  // each socket is looked at again when its key's time is up, streams or not. An expiry only ever comes
+  // nearer (a roll gives the old key a grace end; nothing extends one), so the nearest one seen is
+  // followed: a look-up begun before a roll and answered after it says nothing new.
   const expiryChecks = new Map<WebSocket, { at: number; timer: NodeJS.Timeout }>();
   const followExpiry = (socket: WebSocket, expiresAt: number | null) => {
     const key = authorisedSockets.get(socket);
