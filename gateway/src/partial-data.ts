@@ -104,11 +104,16 @@ function keepingOtherSubgraphsData(execute: Executor, owners: ReadonlyMap<string
  * decided before it runs, not after it failed. A mutation of one subgraph (every SDK call) runs as is.
  */
 async function mutationByOwner(execute: Executor, owners: ReadonlyMap<string, string>, requestContext: Parameters<Executor>[0]) {
+  // Most mutations name one subgraph's fields only, skipped or not: they run as they are, without the
+  // variables coerced a second time to find out which would run.
+  const ownerOf = (field: FieldNode) => owners.get(`Mutation.${field.name.value}`) ?? '';
+  const named = fieldsOf(requestContext.operation.selectionSet, fragmentsOf(requestContext.document));
+  if (named.every((field) => ownerOf(field) === ownerOf(named[0]!))) return execute(requestContext);
   const rootFields = rootFieldsAsExecuted(requestContext);
   if (!rootFields) return execute(requestContext);
   const turns: { owner: string; fields: FieldNode[] }[] = [];
   for (const fields of byResponseKey(rootFields)) {
-    const owner = owners.get(`Mutation.${fields[0]!.name.value}`) ?? '';
+    const owner = ownerOf(fields[0]!);
     const last = turns.at(-1);
     if (last?.owner === owner) last.fields.push(...fields);
     else turns.push({ owner, fields });
