@@ -207,6 +207,7 @@ describe('an invited owner, in Chromium', () => {
     await page.getByRole('button', { name: 'Open settings dialog' }).click();
     await shown(page.getByRole('dialog'));
     expect(await page.evaluate(() => getComputedStyle(document.body).overflow)).toBe('hidden');
+    await snapshot(page, 'explorer-settings');
     await page.keyboard.press('Escape');
     await expect.poll(() => page.getByRole('dialog').count()).toBe(0);
     expect(session.consoleErrors).toEqual([]);
